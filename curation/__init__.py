@@ -1,0 +1,1 @@
+"""curation stage of qaflow (filled in by later issues)."""

@@ -1,0 +1,47 @@
+"""Exception types. Each carries the path it is about and a reason a person can act on.
+
+The line drawn here follows inspect_ai: if a command *could not run*, a `SandboxError`
+(or subclass) is raised; if it *ran and failed*, the caller gets a result with a
+non-zero exit code. Task problems are `TaskError`s, never sandbox errors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class QaflowError(Exception):
+    """Base of every error qaflow raises on purpose."""
+
+
+class TaskError(QaflowError):
+    """A task folder is invalid. `path` names the offending file, `reason` says why."""
+
+    def __init__(self, path: Path | str, reason: str):
+        self.path = Path(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+class SandboxError(QaflowError):
+    """The sandbox could not do what was asked (start, build, copy, exec)."""
+
+
+class SandboxUnavailableError(SandboxError):
+    """The backend cannot run on this machine (no daemon, no bwrap, missing base image)."""
+
+
+class BuildError(SandboxError):
+    """The task environment did not build. `log_tail` holds the end of the build log."""
+
+    def __init__(self, message: str, log_tail: str = ""):
+        self.log_tail = log_tail
+        super().__init__(message if not log_tail else f"{message}\n--- build log tail ---\n{log_tail}")
+
+
+class UnsupportedError(SandboxError):
+    """The backend cannot express what the task needs (e.g. a Dockerfile instruction under bwrap)."""
+
+
+class RewardError(QaflowError):
+    """The verifier left no usable reward: missing, empty or unparsable reward file."""

@@ -1,0 +1,426 @@
+"""Pydantic models of a Harbor task (`task.toml`), folder validation and the content-hash version id.
+
+Every model keeps unknown fields (`extra="allow"`) so a load/save round trip loses nothing
+written by a newer Harbor. Loading validates the *folder*, not just the TOML: required
+files, UTF-8 instruction, symlinks and Dockerfile COPY sources that escape the task, and
+oversized files each give a `TaskError` naming the file and the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+import warnings
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from qaflow.errors import TaskError
+
+DEFAULT_MAX_FILE_BYTES = 100 * 1024 * 1024
+"""Largest single file a task may carry; larger ones make the task invalid."""
+
+IGNORED_NAMES = frozenset({".git", "__pycache__", ".DS_Store", ".qaflow", ".pytest_cache"})
+"""Names skipped when hashing and scanning a task folder (qaflow's own side files live in `.qaflow/`)."""
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class NetworkMode(StrEnum):
+    NO_NETWORK = "no-network"
+    PUBLIC = "public"
+    ALLOWLIST = "allowlist"
+
+
+class VerifierEnvironmentMode(StrEnum):
+    SHARED = "shared"
+    SEPARATE = "separate"
+
+
+class Author(_Open):
+    name: str
+    email: str | None = None
+
+
+class PackageInfo(_Open):
+    """The `[task]` table (schema 1.4+). Older schemas have none; the folder name is used then."""
+
+    name: str
+    version: str | None = None
+    description: str = ""
+    authors: list[Author] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=list)
+
+
+class PhaseConfig(_Open):
+    timeout_sec: float | None = None
+    user: str | int | None = None
+    network_mode: NetworkMode | None = None
+    allowed_hosts: list[str] | None = None
+
+
+class AgentConfig(PhaseConfig):
+    pass
+
+
+class VerifierConfig(PhaseConfig):
+    timeout_sec: float | None = 600.0
+    env: dict[str, str] = Field(default_factory=dict)
+    environment_mode: VerifierEnvironmentMode | None = None
+
+
+class SolutionConfig(_Open):
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+def _size_to_mb(value: Any) -> int:
+    if isinstance(value, int | float):
+        return int(value)
+    text = str(value).strip().upper().removesuffix("B")
+    units = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    raise ValueError(f"invalid size {value!r}: expected a number of MB or a string like '2G', '512M'")
+
+
+class EnvironmentConfig(_Open):
+    build_timeout_sec: float = 600.0
+    docker_image: str | None = None
+    os: str | None = None
+    cpus: float | None = None
+    memory_mb: int | None = None
+    storage_mb: int | None = None
+    gpus: int | None = None
+    network_mode: NetworkMode | None = None
+    allowed_hosts: list[str] | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    workdir: str | None = None
+    healthcheck: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate_legacy(cls, data: Any) -> Any:
+        """Older schemas wrote `memory = "2G"`, `storage = "10G"` and `allow_internet = true`."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for old, new in (("memory", "memory_mb"), ("storage", "storage_mb")):
+            if old in data:
+                data.setdefault(new, _size_to_mb(data.pop(old)))
+        if "allow_internet" in data and "network_mode" not in data:
+            allow = data.pop("allow_internet")
+            if allow is not None:
+                data["network_mode"] = NetworkMode.PUBLIC if allow else NetworkMode.NO_NETWORK
+        return data
+
+
+class StepConfig(_Open):
+    name: str
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    verifier: VerifierConfig = Field(default_factory=VerifierConfig)
+    min_reward: float | dict[str, float] | None = None
+
+
+class TaskConfig(_Open):
+    """The whole `task.toml`."""
+
+    schema_version: str = "1.0"
+    task: PackageInfo | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    verifier: VerifierConfig = Field(default_factory=VerifierConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
+    solution: SolutionConfig = Field(default_factory=SolutionConfig)
+    source: str | None = None
+    steps: list[StepConfig] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rename_version(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "version" in data and not isinstance(data.get("version"), dict):
+            data = dict(data)
+            data.setdefault("schema_version", str(data.pop("version")))
+        return data
+
+    @classmethod
+    def from_toml(cls, text: str) -> TaskConfig:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return cls.model_validate(tomllib.loads(text))
+
+    def to_toml(self) -> str:
+        return tomli_w.dumps(_drop_none(self.model_dump(mode="json", exclude_unset=True)))
+
+    def agent_network(self) -> bool:
+        """True only when the task explicitly asks for network (qaflow's default is none)."""
+        mode = self.agent.network_mode or self.environment.network_mode
+        return mode in (NetworkMode.PUBLIC, NetworkMode.ALLOWLIST)
+
+    def verifier_network(self) -> bool:
+        mode = self.verifier.network_mode or self.environment.network_mode
+        return mode in (NetworkMode.PUBLIC, NetworkMode.ALLOWLIST)
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_none(v) for v in value if v is not None]
+    return value
+
+
+_COPY_RE = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.IGNORECASE)
+
+
+def dockerfile_logical_lines(text: str) -> list[str]:
+    """Join backslash continuations and drop comments; one entry per instruction."""
+    lines: list[str] = []
+    current = ""
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if not current and (not stripped or stripped.startswith("#")):
+            continue
+        if stripped.endswith("\\"):
+            current += stripped[:-1] + " "
+            continue
+        current += stripped
+        lines.append(current)
+        current = ""
+    if current:
+        lines.append(current)
+    return lines
+
+
+def copy_sources(instruction_args: str) -> list[str]:
+    """Sources of a COPY/ADD argument string (flags dropped, JSON form handled); the last word is the dest."""
+    import json
+    import shlex
+
+    args = instruction_args.strip()
+    if args.startswith("["):
+        try:
+            words = json.loads(args)
+        except json.JSONDecodeError:
+            words = shlex.split(args)
+    else:
+        words = shlex.split(args)
+    words = [w for w in words if not w.startswith("--")]
+    return [str(w) for w in words[:-1]]
+
+
+def _check_inside(root: Path, target: Path, where: Path, what: str) -> None:
+    resolved_root = root.resolve()
+    resolved = target.resolve()
+    if resolved != resolved_root and resolved_root not in resolved.parents:
+        raise TaskError(where, f"{what} points outside the task folder ({resolved})")
+
+
+def _walk_files(root: Path) -> list[Path]:
+    """All regular files and symlinks under root, sorted, skipping IGNORED_NAMES."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES)
+        base = Path(dirpath)
+        for d in dirnames:
+            if (base / d).is_symlink():
+                found.append(base / d)
+        for f in sorted(filenames):
+            if f not in IGNORED_NAMES:
+                found.append(base / f)
+    return sorted(found)
+
+
+def tree_hash(root: Path) -> str:
+    """sha256 over (relative path, file bytes) of every file under root, in sorted order."""
+    digest = hashlib.sha256()
+    if not root.exists():
+        return digest.hexdigest()
+    for path in _walk_files(root):
+        rel = path.relative_to(root).as_posix()
+        digest.update(rel.encode() + b"\0")
+        if path.is_symlink():
+            digest.update(b"link:" + os.readlink(path).encode())
+        else:
+            with path.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(chunk)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+class Task(BaseModel):
+    """A loaded, validated task folder."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    path: Path
+    config: TaskConfig
+    instruction: str
+    version: str
+    """sha256 of the task's files (paths and bytes, sorted): the version id."""
+    env_hash: str
+    """sha256 of environment/ alone: the image cache key."""
+
+    @property
+    def name(self) -> str:
+        if self.config.task is not None:
+            return self.config.task.name
+        return self.path.name
+
+    @property
+    def short_version(self) -> str:
+        return self.version[:12]
+
+    @property
+    def environment_dir(self) -> Path:
+        return self.path / "environment"
+
+    @property
+    def dockerfile(self) -> Path:
+        return self.environment_dir / "Dockerfile"
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.path / "tests"
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.path / "solution"
+
+    @property
+    def has_solution(self) -> bool:
+        return (self.solution_dir / "solve.sh").is_file()
+
+    @property
+    def verifier_mode(self) -> VerifierEnvironmentMode:
+        return self.config.verifier.environment_mode or (
+            VerifierEnvironmentMode.SEPARATE
+            if (self.tests_dir / "Dockerfile").is_file()
+            else VerifierEnvironmentMode.SHARED
+        )
+
+    @property
+    def agent_timeout_sec(self) -> float:
+        return float(self.config.agent.timeout_sec or 600.0)
+
+    @property
+    def verifier_timeout_sec(self) -> float:
+        return float(self.config.verifier.timeout_sec or 600.0)
+
+    @classmethod
+    def load(
+        cls,
+        path: Path | str,
+        *,
+        require_solution: bool = True,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> Task:
+        """Load and validate a task folder.
+
+        Raises:
+            TaskError: naming the offending file and the reason, for a missing or malformed
+                task.toml, a missing instruction, tests or (with `require_solution`) solution,
+                a non-UTF-8 instruction, a symlink or Dockerfile COPY source outside the task,
+                or a file larger than `max_file_bytes`.
+        """
+        root = Path(path)
+        if not root.is_dir():
+            raise TaskError(root, "not a task folder (no such directory)")
+        toml_path = root / "task.toml"
+        if not toml_path.is_file():
+            raise TaskError(toml_path, "missing task.toml")
+        try:
+            config = TaskConfig.from_toml(toml_path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as e:
+            raise TaskError(toml_path, f"not UTF-8 ({e.reason} at byte {e.start})") from e
+        except tomllib.TOMLDecodeError as e:
+            raise TaskError(toml_path, f"malformed TOML: {e}") from e
+        except ValidationError as e:
+            first = e.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"])
+            raise TaskError(toml_path, f"invalid field {loc!r}: {first['msg']}") from e
+
+        for file in _walk_files(root):
+            if file.is_symlink():
+                _check_inside(root, file, file, "symlink")
+            elif file.stat().st_size > max_file_bytes:
+                size_mb = file.stat().st_size / 2**20
+                raise TaskError(file, f"file is {size_mb:.0f} MiB, over the {max_file_bytes / 2**20:.0f} MiB limit")
+
+        instruction = _load_instruction(root, config)
+        _check_required(root, config, require_solution)
+        _check_dockerfile(root)
+        return cls(
+            path=root.resolve(),
+            config=config,
+            instruction=instruction,
+            version=tree_hash(root),
+            env_hash=tree_hash(root / "environment"),
+        )
+
+
+def _read_utf8(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise TaskError(path, f"not UTF-8 ({e.reason} at byte {e.start})") from e
+
+
+def _load_instruction(root: Path, config: TaskConfig) -> str:
+    top = root / "instruction.md"
+    if top.is_file():
+        return _read_utf8(top)
+    if config.steps:
+        parts = []
+        for step in config.steps:
+            step_file = root / "steps" / step.name / "instruction.md"
+            if not step_file.is_file():
+                raise TaskError(step_file, f"missing instruction for step {step.name!r}")
+            parts.append(_read_utf8(step_file))
+        return "\n\n".join(parts)
+    raise TaskError(top, "missing instruction.md")
+
+
+def _has_any(folder: Path, names: tuple[str, ...]) -> bool:
+    return any((folder / n).is_file() for n in names)
+
+
+def _check_required(root: Path, config: TaskConfig, require_solution: bool) -> None:
+    tests = ("test.sh", "test.bat")
+    solves = ("solve.sh", "solve.bat")
+    if config.steps:
+        for step in config.steps:
+            step_dir = root / "steps" / step.name
+            if not (_has_any(step_dir / "tests", tests) or _has_any(root / "tests", tests)):
+                raise TaskError(step_dir / "tests" / "test.sh", f"missing verifier for step {step.name!r}")
+            if require_solution and not _has_any(step_dir / "solution", solves):
+                raise TaskError(step_dir / "solution" / "solve.sh", f"missing solution for step {step.name!r}")
+        return
+    if not _has_any(root / "tests", tests):
+        raise TaskError(root / "tests" / "test.sh", "missing verifier tests/test.sh")
+    if require_solution and not _has_any(root / "solution", solves):
+        raise TaskError(root / "solution" / "solve.sh", "missing reference solution solution/solve.sh")
+
+
+def _check_dockerfile(root: Path) -> None:
+    dockerfile = root / "environment" / "Dockerfile"
+    if not dockerfile.is_file():
+        return
+    context = root / "environment"
+    for line in dockerfile_logical_lines(_read_utf8(dockerfile)):
+        match = _COPY_RE.match(line)
+        if not match or "--from" in match.group(2):
+            continue
+        for source in copy_sources(match.group(2)):
+            if "://" in source:
+                continue
+            if Path(source).is_absolute() or ".." in Path(source).parts:
+                candidate = context / source.lstrip("/")
+                _check_inside(context, candidate, dockerfile, f"COPY source {source!r}")

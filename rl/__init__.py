@@ -1,0 +1,1 @@
+"""rl stage of qaflow (filled in by later issues)."""

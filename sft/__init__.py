@@ -1,0 +1,1 @@
+"""sft stage of qaflow (filled in by later issues)."""

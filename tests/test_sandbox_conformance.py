@@ -1,0 +1,152 @@
+"""One behaviour suite run against every backend (docker and bwrap): I/O, timeouts, containment."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from qaflow.sandbox import Limits
+
+
+def test_exec_reports_exit_code_streams_env_and_cwd(make_sandbox):
+    box = make_sandbox()
+    res = box.exec("echo out; echo err >&2; exit 3")
+    assert (res.exit_code, res.stdout, res.stderr, res.timed_out) == (3, "out\n", "err\n", False)
+    assert box.exec("echo $FOO", env={"FOO": "bar"}).stdout == "bar\n"
+    assert box.exec("pwd").stdout.strip() == box.workdir == "/app"
+    assert box.exec(["pwd"], cwd="/tmp").stdout.strip() == "/tmp"
+
+
+def test_dockerfile_env_workdir_copy_and_run_apply(make_sandbox):
+    box = make_sandbox(
+        "FROM python:3.11-slim\nWORKDIR /srv/work\nENV GREETING=hello\nCOPY data.txt ./data.txt\n"
+        "RUN echo built > /srv/work/built.txt\n",
+        files={"data.txt": "payload\n"},
+    )
+    assert box.workdir == "/srv/work"
+    assert box.exec("echo $GREETING; cat data.txt built.txt").stdout == "hello\npayload\nbuilt\n"
+
+
+def test_put_get_roundtrip_bytes_and_dirs(make_sandbox, tmp_path: Path):
+    box = make_sandbox()
+    blob = bytes(range(256)) * 100
+    box.put("/app/blob.bin", blob)
+    assert box.get("/app/blob.bin") == blob
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.txt").write_text("A")
+    (src / "sub" / "b.sh").write_text("#!/bin/sh\necho B\n")
+    (src / "sub" / "b.sh").chmod(0o755)
+    box.put("/tests", src)
+    assert box.exec("cat /tests/a.txt; /tests/sub/b.sh").stdout == "AB\n"
+    box.exec("mkdir -p /app/out/deep && echo x > /app/out/deep/f.txt")
+    dest = tmp_path / "dest"
+    box.get_dir("/app/out", dest)
+    assert (dest / "deep" / "f.txt").read_text() == "x\n"
+    with pytest.raises(FileNotFoundError):
+        box.get("/app/does-not-exist")
+
+
+def test_timeout_kills_the_whole_process_tree(make_sandbox):
+    box = make_sandbox()
+    start = time.monotonic()
+    res = box.exec("(while true; do date +%s%N >> /app/ticks; sleep 0.1; done) & sleep 1000", timeout=1.5)
+    assert res.timed_out
+    assert time.monotonic() - start < 15
+    before = box.exec("wc -l < /app/ticks").stdout.strip()
+    time.sleep(0.6)
+    after = box.exec("wc -l < /app/ticks").stdout.strip()
+    assert before == after, "a child of the timed-out command is still running"
+
+
+def test_network_is_unreachable_unless_asked(make_sandbox):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+    hits: list[object] = []
+
+    def accept() -> None:
+        server.settimeout(8)
+        try:
+            hits.append(server.accept())
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    box = make_sandbox()
+    probe = (
+        "import socket,sys\n"
+        "ok=[]\n"
+        f"for host,port in [('127.0.0.1',{port}),('1.1.1.1',53),('8.8.8.8',443)]:\n"
+        "    s=socket.socket(); s.settimeout(2)\n"
+        "    try: s.connect((host,port)); ok.append(host)\n"
+        "    except OSError: pass\n"
+        "print('connected' if ok else 'isolated', ok)\n"
+    )
+    box.put("/app/probe.py", probe.encode())
+    res = box.exec("python3 /app/probe.py", timeout=30)
+    thread.join()
+    server.close()
+    assert res.stdout.startswith("isolated"), res.stdout + res.stderr
+    assert hits == []
+
+
+def test_memory_limit_kills_the_hog(make_sandbox):
+    box = make_sandbox(limits=Limits(memory_mb=256))
+    res = box.exec("python3 -c \"b=bytearray(1024*1024*1024); print('allocated')\"", timeout=60)
+    assert res.exit_code != 0
+    assert "allocated" not in res.stdout
+    assert res.oom_killed or "MemoryError" in res.stderr or res.exit_code == 137
+    assert box.exec("echo alive").stdout == "alive\n"
+
+
+def test_fork_bomb_is_contained_by_pids_limit(make_sandbox):
+    box = make_sandbox(limits=Limits(pids=64))
+    script = (
+        "import os,time\n"
+        "n=0\n"
+        "for _ in range(500):\n"
+        "    try:\n"
+        "        pid=os.fork()\n"
+        "    except OSError:\n"
+        "        break\n"
+        "    if pid==0:\n"
+        "        time.sleep(30); os._exit(0)\n"
+        "    n+=1\n"
+        "print(n)\n"
+    )
+    box.put("/app/bomb.py", script.encode())
+    res = box.exec("python3 /app/bomb.py", timeout=20)
+    assert res.stdout.strip().isdigit(), res.stdout + res.stderr
+    assert int(res.stdout.strip()) < 64
+    res = box.exec(":(){ :|:& };:; sleep 2", timeout=5)
+    assert res.timed_out or res.exit_code is not None
+
+
+def test_stdout_flood_is_capped(make_sandbox):
+    box = make_sandbox(limits=Limits(output_bytes=1024 * 1024))
+    start = time.monotonic()
+    res = box.exec("head -c 104857600 /dev/zero | tr '\\0' 'x'; echo done >&2", timeout=120)
+    assert len(res.stdout.encode()) <= 1024 * 1024
+    assert res.stdout_truncated and not res.stderr_truncated
+    assert res.stderr == "done\n"
+    assert time.monotonic() - start < 60
+
+
+def test_nothing_outside_the_sandbox_changes_on_the_host(make_sandbox, tmp_path: Path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("original")
+    box = make_sandbox()
+    targets = [str(victim), "/etc/qaflow-escape", "/root/qaflow-escape", "/usr/qaflow-escape", "/tmp/qaflow-escape"]
+    cmd = "; ".join(f"echo pwned > {t} 2>/dev/null" for t in targets) + "; rm -f /etc/hostname 2>/dev/null; true"
+    box.exec(cmd)
+    assert victim.read_text() == "original"
+    for target in targets[1:]:
+        assert not Path(target).exists(), target
+    assert Path("/etc/hostname").exists()
