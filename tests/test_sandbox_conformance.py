@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -72,10 +73,8 @@ def test_network_is_unreachable_unless_asked(make_sandbox):
 
     def accept() -> None:
         server.settimeout(8)
-        try:
+        with contextlib.suppress(OSError):
             hits.append(server.accept())
-        except OSError:
-            pass
 
     thread = threading.Thread(target=accept)
     thread.start()
