@@ -1,0 +1,27 @@
+"""The `qaflow` command: one sub-command per step. Each area lives in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+from qaflow.cli import images as images_cli
+from qaflow.cli import importer as import_cli
+from qaflow.cli import pool as pool_cli
+from qaflow.cli import run as run_cli
+from qaflow.cli import sandbox as sandbox_cli
+
+app = typer.Typer(
+    name="qaflow",
+    help="Task-pool manager for agentic-coding training data: audit, repair, harden, roll out, curate.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.add_typer(pool_cli.app, name="pool")
+app.add_typer(sandbox_cli.app, name="sandbox")
+app.add_typer(images_cli.app, name="images")
+app.add_typer(import_cli.app, name="import")
+run_cli.register(app)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,7 @@
+"""CLI: `qaflow import ...`."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, help="importer commands")

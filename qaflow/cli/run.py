@@ -1,0 +1,9 @@
+"""CLI: `qaflow run TASK --agent oracle|nop`."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    pass
