@@ -1,9 +1,67 @@
-"""CLI: `qaflow run TASK --agent oracle|nop`."""
+"""CLI: `qaflow run TASK --agent oracle|nop` runs one trial and prints the reward and timings."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from qaflow.agents import agent_by_name
+from qaflow.errors import TaskError
+from qaflow.task import Task
+from qaflow.trial import TrialResult, run_trial
+
+AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="oracle (reference solution) or nop (do nothing)")]
+BackendOpt = Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")]
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("run")(run)
+
+
+def run(
+    task_dir: Annotated[Path, typer.Argument(help="A task folder (Harbor layout)")],
+    agent: AgentOpt = "oracle",
+    backend: BackendOpt = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the trial result as JSON")] = False,
+) -> None:
+    """Run one trial of a task and print its reward and timings.
+
+    Example: qaflow run tasks_repo/csv-sum --agent oracle --backend bwrap
+    """
+    console = Console()
+    try:
+        task = Task.load(task_dir, require_solution=agent == "oracle")
+        chosen = agent_by_name(agent)
+    except (TaskError, ValueError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    result = run_trial(task, chosen, backend=backend)
+    if as_json:
+        print(result.model_dump_json(indent=2))
+    else:
+        _print(console, result)
+    if result.error is not None:
+        raise typer.Exit(1)
+
+
+def _print(console: Console, result: TrialResult) -> None:
+    table = Table(title=f"{result.task} · {result.agent} · {result.backend}", show_header=False)
+    reward = "—" if result.reward is None else f"{result.reward:g}"
+    table.add_row("reward", f"[bold]{reward}[/bold]" + (" (full)" if result.full_reward else ""))
+    if result.rewards and len(result.rewards) > 1:
+        table.add_row("rewards", ", ".join(f"{k}={v:g}" for k, v in result.rewards.items()))
+    table.add_row("exit status", result.exit_status.value)
+    for phase, seconds in result.timings.items():
+        table.add_row(f"{phase} time", f"{seconds:.3f} s")
+    table.add_row("version", result.version[:12])
+    console.print(table)
+    if result.error is not None:
+        console.print(f"[red]{result.error.kind.value}[/red]: {result.error.message}")
+    for label, ex in (("agent", result.agent_exec), ("verifier", result.verifier_exec)):
+        if ex is not None and ex.exit_code != 0:
+            tail = (ex.stdout + ex.stderr).strip()[-800:]
+            console.print(f"[yellow]{label} exited {ex.exit_code}[/yellow]\n{tail}")

@@ -1,0 +1,177 @@
+"""The trial: how any agent, oracle or probe runs a task (DESIGN.md, "The trial").
+
+1. a fresh sandbox from the task image; 2. the agent phase; 3. clear /logs/verifier, upload
+tests/, run test.sh under the verifier timeout; 4. read the reward (reward.json first, else
+reward.txt). A trial always returns a `TrialResult`: failures become data with their type,
+message and traceback, never a silent reward.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import traceback
+import uuid
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from qaflow.agents.base import Agent
+from qaflow.errors import BuildError, QaflowError, RewardError, SandboxError, TaskError, UnsupportedError
+from qaflow.reward import Reward, read_reward
+from qaflow.sandbox import Limits, open_sandbox, resolve_backend
+from qaflow.sandbox.base import ExecResult, Sandbox, SandboxSpec
+from qaflow.sandbox.spec import spec_for_task
+from qaflow.task import Task, VerifierEnvironmentMode, tree_hash
+
+TESTS_DIR = "/tests"
+VERIFIER_LOGS = "/logs/verifier"
+
+
+class ExitStatus(StrEnum):
+    OK = "ok"
+    AGENT_TIMEOUT = "agent_timeout"
+    VERIFIER_TIMEOUT = "verifier_timeout"
+    ERROR = "error"
+
+
+class ErrorKind(StrEnum):
+    BUILD = "build_failed"
+    REWARD = "reward_missing"
+    UNSUPPORTED = "unsupported"
+    SANDBOX = "sandbox"
+    TASK = "invalid_task"
+    INTERNAL = "internal"
+
+
+class ErrorInfo(BaseModel):
+    kind: ErrorKind
+    type: str
+    message: str
+    traceback: str = ""
+
+    @classmethod
+    def of(cls, exc: BaseException) -> ErrorInfo:
+        kinds: list[tuple[type[BaseException], ErrorKind]] = [
+            (BuildError, ErrorKind.BUILD),
+            (UnsupportedError, ErrorKind.UNSUPPORTED),
+            (SandboxError, ErrorKind.SANDBOX),
+            (RewardError, ErrorKind.REWARD),
+            (TaskError, ErrorKind.TASK),
+        ]
+        kind = next((k for t, k in kinds if isinstance(exc, t)), ErrorKind.INTERNAL)
+        return cls(
+            kind=kind,
+            type=type(exc).__name__,
+            message=str(exc),
+            traceback="".join(traceback.format_exception(exc)),
+        )
+
+
+class TrialResult(BaseModel):
+    task: str
+    version: str
+    agent: str
+    backend: str
+    run_id: str
+    reward: float | None = None
+    rewards: dict[str, float] | None = None
+    full_reward: bool = False
+    exit_status: ExitStatus = ExitStatus.OK
+    error: ErrorInfo | None = None
+    agent_exec: ExecResult | None = None
+    verifier_exec: ExecResult | None = None
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Seconds per phase: setup (build + start), agent, verifier, total."""
+
+
+def run_trial(
+    task: Task,
+    agent: Agent,
+    *,
+    backend: str = "auto",
+    run_id: str | None = None,
+    limits: Limits | None = None,
+) -> TrialResult:
+    """Run one trial of `agent` on `task` and return its result; never raises for task or sandbox failures."""
+    started = time.perf_counter()
+    run_id = run_id or uuid.uuid4().hex[:12]
+    result = TrialResult(task=task.name, version=task.version, agent=agent.name, backend=backend, run_id=run_id)
+    try:
+        result.backend = resolve_backend(backend)
+        if task.config.steps:
+            raise UnsupportedError(f"{task.path}: multi-step tasks ([[steps]]) are not supported by the trial yet")
+        spec = spec_for_task(task, run_id=run_id, defaults=limits)
+        with open_sandbox(spec, result.backend) as box:
+            result.timings["setup"] = time.perf_counter() - started
+            _agent_phase(task, agent, box, result)
+            if task.verifier_mode is VerifierEnvironmentMode.SEPARATE:
+                _verify_separately(task, box, spec, result)
+            else:
+                _verify(task, box, result)
+    except QaflowError as exc:
+        result.error = ErrorInfo.of(exc)
+    except Exception as exc:  # a bug of ours: recorded with its traceback, never passed off as a task failure
+        result.error = ErrorInfo.of(exc)
+    if result.error is not None and result.exit_status is ExitStatus.OK:
+        result.exit_status = ExitStatus.ERROR
+    result.timings["total"] = time.perf_counter() - started
+    return result
+
+
+def _agent_phase(task: Task, agent: Agent, box: Sandbox, result: TrialResult) -> None:
+    t0 = time.perf_counter()
+    result.agent_exec = agent.run(task, box)
+    result.timings["agent"] = time.perf_counter() - t0
+    if result.agent_exec is not None and result.agent_exec.timed_out:
+        result.exit_status = ExitStatus.AGENT_TIMEOUT
+
+
+def _verify(task: Task, box: Sandbox, result: TrialResult) -> None:
+    t0 = time.perf_counter()
+    box.put(TESTS_DIR, task.tests_dir)
+    script = f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS} && exec bash {TESTS_DIR}/test.sh"
+    result.verifier_exec = box.exec(
+        script,
+        timeout=task.verifier_timeout_sec,
+        env=task.config.verifier.env,
+        user=task.config.verifier.user,
+    )
+    try:
+        if result.verifier_exec.timed_out:
+            if result.exit_status is ExitStatus.OK:
+                result.exit_status = ExitStatus.VERIFIER_TIMEOUT
+            return
+        with tempfile.TemporaryDirectory(prefix="qaflow-verifier-") as tmp:
+            box.get_dir(VERIFIER_LOGS, Path(tmp))
+            _set_reward(result, read_reward(Path(tmp)))
+    finally:
+        result.timings["verifier"] = time.perf_counter() - t0
+
+
+def _verify_separately(task: Task, box: Sandbox, agent_spec: SandboxSpec, result: TrialResult) -> None:
+    """`environment_mode = "separate"`: the verifier image comes from tests/Dockerfile, with the
+    agent's final workdir copied in at the same path."""
+    if not (task.tests_dir / "Dockerfile").is_file():
+        raise TaskError(task.tests_dir / "Dockerfile", "separate verifier mode needs tests/Dockerfile")
+    verifier_spec = agent_spec.model_copy(
+        update={
+            "context_dir": task.tests_dir,
+            "env_hash": tree_hash(task.tests_dir),
+            "docker_image": None,
+            "network": task.config.verifier_network(),
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="qaflow-workdir-") as tmp:
+        workdir_copy = Path(tmp) / "work"
+        box.get_dir(box.workdir, workdir_copy)
+        with open_sandbox(verifier_spec, result.backend) as verifier_box:
+            verifier_box.put(box.workdir, workdir_copy)
+            _verify(task, verifier_box, result)
+
+
+def _set_reward(result: TrialResult, reward: Reward) -> None:
+    result.reward = reward.value
+    result.rewards = reward.values
+    result.full_reward = reward.full
