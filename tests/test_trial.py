@@ -1,0 +1,136 @@
+"""Trials on real sandboxes: the bundled pool, and every way a trial can go wrong."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from qaflow.agents import NopAgent, OracleAgent
+from qaflow.cli import app
+from qaflow.task import Task
+from qaflow.trial import ErrorKind, ExitStatus, run_trial
+from tests.conftest import TASKS_REPO
+from tests.taskfactory import write_task
+
+BUNDLED = sorted(p.name for p in TASKS_REPO.iterdir() if (p / "task.toml").is_file())
+
+
+def test_the_bundled_pool_has_at_least_six_tasks():
+    assert len(BUNDLED) >= 6
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_oracle_gets_full_reward_and_nop_gets_zero(backend: str, name: str):
+    task = Task.load(TASKS_REPO / name)
+    oracle = run_trial(task, OracleAgent(), backend=backend)
+    assert oracle.error is None, oracle.error
+    assert oracle.agent_exec is not None and oracle.agent_exec.exit_code == 0, oracle.agent_exec
+    assert (oracle.reward, oracle.full_reward, oracle.exit_status) == (1.0, True, ExitStatus.OK)
+    nop = run_trial(task, NopAgent(), backend=backend)
+    assert nop.error is None, nop.error
+    assert (nop.reward, nop.full_reward) == (0.0, False)
+    assert {"setup", "agent", "verifier", "total"} <= set(oracle.timings)
+
+
+def test_missing_reward_is_an_error_not_a_zero(backend: str, tmp_path: Path):
+    task = Task.load(write_task(tmp_path, test_sh="#!/bin/bash\necho verifier ran\n"))
+    result = run_trial(task, OracleAgent(), backend=backend)
+    assert result.reward is None
+    assert result.error is not None and result.error.kind is ErrorKind.REWARD
+    assert result.exit_status is ExitStatus.ERROR
+    assert result.verifier_exec is not None and "verifier ran" in result.verifier_exec.stdout
+
+
+def test_stale_reward_from_the_agent_phase_is_cleared(backend: str, tmp_path: Path):
+    solve = "#!/bin/bash\nmkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n"
+    task = Task.load(write_task(tmp_path, solve_sh=solve, test_sh="#!/bin/bash\ntrue\n"))
+    result = run_trial(task, OracleAgent(), backend=backend)
+    assert result.reward is None and result.error is not None and result.error.kind is ErrorKind.REWARD
+
+
+def test_agent_timeout_is_reported_and_the_verifier_still_runs(backend: str, tmp_path: Path):
+    task = Task.load(write_task(tmp_path, solve_sh="#!/bin/bash\nsleep 60\n"))
+    task.config.agent.timeout_sec = 1.0
+    result = run_trial(task, OracleAgent(), backend=backend)
+    assert result.exit_status is ExitStatus.AGENT_TIMEOUT
+    assert result.agent_exec is not None and result.agent_exec.timed_out
+    assert result.reward == 0.0
+    assert result.timings["agent"] < 20
+
+
+def test_verifier_timeout_is_reported(backend: str, tmp_path: Path):
+    task = Task.load(write_task(tmp_path, test_sh="#!/bin/bash\nsleep 60\n"))
+    task.config.verifier.timeout_sec = 1.0
+    result = run_trial(task, OracleAgent(), backend=backend)
+    assert result.exit_status is ExitStatus.VERIFIER_TIMEOUT
+    assert result.reward is None
+
+
+def test_failing_solution_is_recorded_and_verified(backend: str, tmp_path: Path):
+    task = Task.load(write_task(tmp_path, solve_sh="#!/bin/bash\necho half > /app/out.txt\nexit 4\n"))
+    result = run_trial(task, OracleAgent(), backend=backend)
+    assert result.agent_exec is not None and result.agent_exec.exit_code == 4
+    assert (result.reward, result.error) == (0.0, None)
+
+
+def test_build_failure_is_an_error_with_the_log(backend: str, tmp_path: Path):
+    dockerfile = "FROM python:3.11-slim\nWORKDIR /app\nRUN echo about-to-fail && exit 3\n"
+    task = Task.load(write_task(tmp_path, dockerfile=dockerfile))
+    result = run_trial(task, OracleAgent(), backend=backend)
+    assert result.error is not None and result.error.kind is ErrorKind.BUILD
+    assert "about-to-fail" in result.error.message
+
+
+def test_solution_and_verifier_env_and_task_env_reach_their_phases(backend: str, tmp_path: Path):
+    toml = '\n[solution.env]\nWORD = "done"\n\n[verifier.env]\nWANT = "done"\n'
+    test_sh = (
+        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+        '[ "$(cat /app/out.txt)" = "$WANT" ] && [ "$BASE" = env ] && echo 1 > /logs/verifier/reward.txt'
+        " || echo 0 > /logs/verifier/reward.txt\n"
+    )
+    dockerfile = "FROM python:3.11-slim\nWORKDIR /app\nENV BASE=env\n"
+    task = Task.load(
+        write_task(
+            tmp_path,
+            toml_extra=toml,
+            solve_sh='#!/bin/bash\necho "$WORD" > /app/out.txt\n',
+            test_sh=test_sh,
+            dockerfile=dockerfile,
+        )
+    )
+    assert run_trial(task, OracleAgent(), backend=backend).reward == 1.0
+
+
+def test_separate_verifier_sees_the_agent_workdir(backend: str, tmp_path: Path):
+    task_dir = write_task(
+        tmp_path,
+        files={"tests/Dockerfile": "FROM python:3.11-slim\nWORKDIR /app\nENV IN_VERIFIER_IMAGE=1\n"},
+    )
+    (task_dir / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+        '[ "$(cat /app/out.txt)" = done ] && [ "$IN_VERIFIER_IMAGE" = 1 ] && echo 1 > /logs/verifier/reward.txt'
+        " || echo 0 > /logs/verifier/reward.txt\n"
+    )
+    task = Task.load(task_dir)
+    assert task.verifier_mode.value == "separate"
+    result = run_trial(task, OracleAgent(), backend=backend)
+    assert result.error is None, result.error
+    assert result.reward == 1.0
+    assert run_trial(task, NopAgent(), backend=backend).reward == 0.0
+
+
+def test_cli_run_prints_json(backend: str):
+    runner = CliRunner()
+    out = runner.invoke(app, ["run", str(TASKS_REPO / "csv-sum"), "--agent", "oracle", "--backend", backend, "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert (data["reward"], data["agent"], data["backend"]) == (1.0, "oracle", backend)
+
+
+def test_tests_are_not_visible_during_the_agent_phase(backend: str, tmp_path: Path):
+    solve = "#!/bin/bash\nif [ -e /tests/test.sh ]; then echo leaked; else echo done; fi > /app/out.txt\n"
+    task = Task.load(write_task(tmp_path, solve_sh=solve))
+    assert run_trial(task, OracleAgent(), backend=backend).reward == 1.0
