@@ -1,0 +1,130 @@
+"""A trial's cost against the bare minimum, measured in the same run (machines here are noisy).
+
+docker: `run_trial(oracle)` on a bundled task vs `docker run --rm IMAGE sh -c '<solve; verify>'`
+with the plain CLI and the same files bind-mounted. bwrap: the same trial vs the bare `bwrap`
+command line running the same script. Prints medians and the ratios; targets are docker <= 1.3x,
+bwrap <= 1.5x and under 50 ms. Also checks that a second trial of the same task builds nothing.
+
+Usage: python bench/sandbox_overhead.py [--task tasks_repo/csv-sum] [--repeats 15] [--backend docker|bwrap|both]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from qaflow.agents import OracleAgent
+from qaflow.sandbox import check_backend
+from qaflow.sandbox.spec import spec_for_task
+from qaflow.task import Task
+from qaflow.trial import run_trial
+
+SCRIPT = (
+    "cd {workdir} && bash /solution/solve.sh && rm -rf /logs/verifier && mkdir -p /logs/verifier"
+    " && bash /tests/test.sh && cat /logs/verifier/reward.txt"
+)
+
+
+def median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def check(cmd: list[str]) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or proc.stdout.strip().splitlines()[-1:] != ["1"]:
+        sys.exit(f"baseline failed ({proc.returncode}): {proc.stdout[-300:]} {proc.stderr[-300:]}")
+
+
+def oracle_trial(task: Task, backend: str) -> None:
+    result = run_trial(task, OracleAgent(), backend=backend)
+    if result.reward != 1.0:
+        sys.exit(f"trial failed: {result.error or result.verifier_exec}")
+
+
+def bench_docker(task: Task, repeats: int) -> tuple[float, float]:
+    from qaflow.sandbox.docker import DockerBackend
+
+    spec = spec_for_task(task, run_id="bench")
+    first = time.perf_counter()
+    image = DockerBackend().build(spec)
+    build_s = time.perf_counter() - first
+    second = time.perf_counter()
+    DockerBackend().build(spec)
+    rebuild_s = time.perf_counter() - second
+    print(f"docker build: first {build_s:.2f} s, second {rebuild_s * 1000:.1f} ms (cached: builds nothing)")
+    cmd = [
+        "docker", "run", "--rm", "--network", "none",
+        "-v", f"{task.solution_dir}:/solution:ro", "-v", f"{task.tests_dir}:/tests:ro",
+        image, "sh", "-c", SCRIPT.format(workdir="/app"),
+    ]  # fmt: skip
+    check(cmd)
+    oracle_trial(task, "docker")
+    bare = median_seconds(lambda: subprocess.run(cmd, capture_output=True, check=True), repeats)
+    trial = median_seconds(lambda: oracle_trial(task, "docker"), repeats)
+    return bare, trial
+
+
+def bench_bwrap(task: Task, repeats: int) -> tuple[float, float]:
+    work = Path(tempfile.mkdtemp(prefix="qaflow-bench-"))
+    for name in ("app", "logs"):
+        (work / name).mkdir()
+    subprocess.run(["cp", "-a", f"{task.environment_dir}/.", str(work / "app")], check=True)
+    pyroot = Path(sys.base_prefix)
+    cmd = [
+        "bwrap", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64", "--ro-bind", "/etc", "/etc", "--ro-bind", str(pyroot), str(pyroot),
+        "--dir", "/tmp", "--bind", str(work / "app"), "/app", "--bind", str(work / "logs"), "/logs",
+        "--ro-bind", str(task.solution_dir), "/solution", "--ro-bind", str(task.tests_dir), "/tests",
+        "--proc", "/proc", "--dev", "/dev", "--unshare-all", "--die-with-parent", "--new-session",
+        "--setenv", "PATH", f"{pyroot}/bin:/usr/local/bin:/usr/bin:/bin", "--chdir", "/app",
+        "sh", "-c", SCRIPT.format(workdir="/app"),
+    ]  # fmt: skip
+    check(cmd)
+    oracle_trial(task, "bwrap")
+    bare = median_seconds(lambda: subprocess.run(cmd, capture_output=True, check=True), repeats)
+    trial = median_seconds(lambda: oracle_trial(task, "bwrap"), repeats)
+    return bare, trial
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default=str(Path(__file__).resolve().parent.parent / "tasks_repo" / "csv-sum"))
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--backend", choices=["docker", "bwrap", "both"], default="both")
+    args = parser.parse_args()
+    task = Task.load(args.task)
+    targets = {"docker": 1.3, "bwrap": 1.5}
+    failed = False
+    for name, bench in (("docker", bench_docker), ("bwrap", bench_bwrap)):
+        if args.backend not in (name, "both"):
+            continue
+        ok, reason = check_backend(name)
+        if not ok:
+            print(f"{name}: unavailable ({reason})")
+            continue
+        bare, trial = bench(task, args.repeats)
+        ratio = trial / bare
+        verdict = "ok" if ratio <= targets[name] else "OVER TARGET"
+        failed |= ratio > targets[name]
+        print(
+            f"{name}: bare {bare * 1000:.1f} ms, trial {trial * 1000:.1f} ms, "
+            f"ratio {ratio:.2f}x (target <= {targets[name]}x) {verdict}"
+        )
+        if name == "bwrap":
+            print(f"bwrap: trial under 50 ms: {'yes' if trial < 0.05 else 'NO'}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
