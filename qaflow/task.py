@@ -424,3 +424,17 @@ def _check_dockerfile(root: Path) -> None:
             if Path(source).is_absolute() or ".." in Path(source).parts:
                 candidate = context / source.lstrip("/")
                 _check_inside(context, candidate, dockerfile, f"COPY source {source!r}")
+
+
+def find_task_dirs(root: Path | str) -> list[Path]:
+    """Every folder under `root` holding a task.toml (not descending into a task folder), sorted."""
+    root = Path(root)
+    if (root / "task.toml").is_file():
+        return [root]
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES and not d.startswith("."))
+        if "task.toml" in filenames:
+            found.append(Path(dirpath))
+            dirnames[:] = []
+    return sorted(found)
