@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import tomllib
 import warnings
 from enum import StrEnum
@@ -215,11 +216,12 @@ def copy_sources(instruction_args: str) -> list[str]:
     return [str(w) for w in words[:-1]]
 
 
-def _check_inside(root: Path, target: Path, where: Path, what: str) -> None:
+def _check_inside(root: Path, target: Path, where: Path, what: str, scope: str) -> None:
+    """Raise a TaskError at `where` unless `target` resolves inside `root` (`scope` names root for people)."""
     resolved_root = root.resolve()
     resolved = target.resolve()
     if resolved != resolved_root and resolved_root not in resolved.parents:
-        raise TaskError(where, f"{what} points outside the task folder ({resolved})")
+        raise TaskError(where, f"{what} points outside {scope} ({resolved})")
 
 
 def _walk_files(root: Path) -> list[Path]:
@@ -238,21 +240,39 @@ def _walk_files(root: Path) -> list[Path]:
 
 
 def tree_hash(root: Path) -> str:
-    """sha256 over (relative path, file bytes) of every file under root, in sorted order."""
+    """sha256 over (relative path, kind, sha256 of the bytes) of every file under root, in sorted order.
+
+    Each entry is framed unambiguously (a path holds no NUL; the file digest has a fixed length),
+    so no two different trees share a hash. A symlink counts as its target text; a special file
+    (fifo, socket, device) as its type only: it is never opened.
+    """
     digest = hashlib.sha256()
     if not root.exists():
         return digest.hexdigest()
     for path in _walk_files(root):
         rel = path.relative_to(root).as_posix()
-        digest.update(rel.encode() + b"\0")
-        if path.is_symlink():
-            digest.update(b"link:" + os.readlink(path).encode())
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            kind, body = b"L", hashlib.sha256(os.readlink(path).encode()).digest()
+        elif stat.S_ISREG(st.st_mode):
+            kind, body = b"F", _file_digest(path)
         else:
-            with path.open("rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(chunk)
-        digest.update(b"\0")
+            kind, body = b"S", hashlib.sha256(stat.filemode(st.st_mode).encode()).digest()
+        digest.update(rel.encode() + b"\0" + kind + body)
     return digest.hexdigest()
+
+
+def _special_kind(mode: int) -> str:
+    kinds = {"p": "fifo", "s": "socket", "c": "character device", "b": "block device"}
+    return kinds.get(stat.filemode(mode)[0], "special file")
+
+
+def _file_digest(path: Path) -> bytes:
+    inner = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            inner.update(chunk)
+    return inner.digest()
 
 
 class Task(BaseModel):
@@ -327,12 +347,22 @@ class Task(BaseModel):
         Raises:
             TaskError: naming the offending file and the reason, for a missing or malformed
                 task.toml, a missing instruction, tests or (with `require_solution`) solution,
-                a non-UTF-8 instruction, a symlink or Dockerfile COPY source outside the task,
-                or a file larger than `max_file_bytes`.
+                a non-UTF-8 instruction, a symlink outside the task or a Dockerfile COPY source
+                outside its build context, a fifo/socket/device, or a file larger than `max_file_bytes`.
         """
         root = Path(path)
         if not root.is_dir():
             raise TaskError(root, "not a task folder (no such directory)")
+        for file in _walk_files(root):
+            st = file.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                _check_inside(root, file, file, "symlink", "the task folder")
+            elif not stat.S_ISREG(st.st_mode):
+                raise TaskError(file, f"not a regular file but a {_special_kind(st.st_mode)}")
+            elif st.st_size > max_file_bytes:
+                size_mb = st.st_size / 2**20
+                raise TaskError(file, f"file is {size_mb:.0f} MiB, over the {max_file_bytes / 2**20:.0f} MiB limit")
+
         toml_path = root / "task.toml"
         if not toml_path.is_file():
             raise TaskError(toml_path, "missing task.toml")
@@ -346,13 +376,6 @@ class Task(BaseModel):
             first = e.errors()[0]
             loc = ".".join(str(p) for p in first["loc"])
             raise TaskError(toml_path, f"invalid field {loc!r}: {first['msg']}") from e
-
-        for file in _walk_files(root):
-            if file.is_symlink():
-                _check_inside(root, file, file, "symlink")
-            elif file.stat().st_size > max_file_bytes:
-                size_mb = file.stat().st_size / 2**20
-                raise TaskError(file, f"file is {size_mb:.0f} MiB, over the {max_file_bytes / 2**20:.0f} MiB limit")
 
         instruction = _load_instruction(root, config)
         _check_required(root, config, require_solution)
@@ -374,9 +397,8 @@ def _read_utf8(path: Path) -> str:
 
 
 def _load_instruction(root: Path, config: TaskConfig) -> str:
-    top = root / "instruction.md"
-    if top.is_file():
-        return _read_utf8(top)
+    """The root instruction.md, or for a multi-step task every step's instruction.md joined (as Harbor
+    does, a root instruction.md of a multi-step task is not used, and cannot stand in for a step's)."""
     if config.steps:
         parts = []
         for step in config.steps:
@@ -385,6 +407,9 @@ def _load_instruction(root: Path, config: TaskConfig) -> str:
                 raise TaskError(step_file, f"missing instruction for step {step.name!r}")
             parts.append(_read_utf8(step_file))
         return "\n\n".join(parts)
+    top = root / "instruction.md"
+    if top.is_file():
+        return _read_utf8(top)
     raise TaskError(top, "missing instruction.md")
 
 
@@ -410,20 +435,26 @@ def _check_required(root: Path, config: TaskConfig, require_solution: bool) -> N
 
 
 def _check_dockerfile(root: Path) -> None:
-    dockerfile = root / "environment" / "Dockerfile"
-    if not dockerfile.is_file():
-        return
-    context = root / "environment"
-    for line in dockerfile_logical_lines(_read_utf8(dockerfile)):
-        match = _COPY_RE.match(line)
-        if not match or "--from" in match.group(2):
+    """COPY/ADD sources of environment/Dockerfile and (separate verifier) tests/Dockerfile stay in their context."""
+    for context in (root / "environment", root / "tests"):
+        dockerfile = context / "Dockerfile"
+        if not dockerfile.is_file():
             continue
-        for source in copy_sources(match.group(2)):
-            if "://" in source:
+        scope = f"the build context {context.name}/"
+        for line in dockerfile_logical_lines(_read_utf8(dockerfile)):
+            match = _COPY_RE.match(line)
+            if not match or "--from" in match.group(2):
                 continue
-            if Path(source).is_absolute() or ".." in Path(source).parts:
-                candidate = context / source.lstrip("/")
-                _check_inside(context, candidate, dockerfile, f"COPY source {source!r}")
+            try:
+                sources = copy_sources(match.group(2))
+            except ValueError as e:
+                raise TaskError(dockerfile, f"unparsable {match.group(1).upper()} line {line!r}: {e}") from e
+            for source in sources:
+                if "://" in source:
+                    continue
+                if Path(source).is_absolute() or ".." in Path(source).parts:
+                    candidate = context / source.lstrip("/")
+                    _check_inside(context, candidate, dockerfile, f"{match.group(1).upper()} source {source!r}", scope)
 
 
 def find_task_dirs(root: Path | str) -> list[Path]:

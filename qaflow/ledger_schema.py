@@ -1,0 +1,99 @@
+"""The ledger's SQL schema as numbered migrations.
+
+A migration, once released, never changes: a later schema is a new entry with the next
+number. `Ledger` applies the missing ones in one transaction when it opens a file, and
+refuses a file whose version is newer than the last one known here.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        """
+        CREATE TABLE task_versions (
+            version        TEXT PRIMARY KEY,
+            name           TEXT NOT NULL,
+            source         TEXT NOT NULL,
+            parent_version TEXT NULL REFERENCES task_versions(version),
+            path           TEXT NOT NULL,
+            status         TEXT NOT NULL,
+            error          TEXT NULL,
+            created_at     TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX task_versions_name ON task_versions(name)",
+        "CREATE INDEX task_versions_parent ON task_versions(parent_version)",
+        """
+        CREATE TABLE status_log (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            version    TEXT NOT NULL REFERENCES task_versions(version),
+            old_status TEXT NULL,
+            new_status TEXT NOT NULL,
+            reason     TEXT NOT NULL,
+            run_id     TEXT NULL,
+            created_at TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX status_log_version ON status_log(version)",
+        """
+        CREATE TABLE heads (
+            path    TEXT PRIMARY KEY,
+            version TEXT NOT NULL REFERENCES task_versions(version),
+            seen_at TEXT NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE runs (
+            run_id      TEXT PRIMARY KEY,
+            kind        TEXT NOT NULL,
+            started_at  TEXT NOT NULL,
+            ended_at    TEXT NULL,
+            config_json TEXT NOT NULL,
+            host        TEXT NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE results (
+            task_version TEXT NOT NULL REFERENCES task_versions(version),
+            probe        TEXT NOT NULL,
+            attempt      INTEGER NOT NULL,
+            run_id       TEXT NOT NULL REFERENCES runs(run_id),
+            backend      TEXT NOT NULL,
+            status       TEXT NOT NULL,
+            reward       REAL NULL,
+            payload_json TEXT NOT NULL,
+            duration_s   REAL NOT NULL,
+            created_at   TEXT NOT NULL,
+            PRIMARY KEY (task_version, probe, attempt)
+        )
+        """,
+        "CREATE INDEX results_run ON results(run_id)",
+        """
+        CREATE TABLE findings (
+            id            INTEGER PRIMARY KEY AUTOINCREMENT,
+            task_version  TEXT NOT NULL REFERENCES task_versions(version),
+            run_id        TEXT NOT NULL REFERENCES runs(run_id),
+            code          TEXT NOT NULL,
+            severity      TEXT NOT NULL,
+            message       TEXT NOT NULL,
+            evidence_json TEXT NOT NULL,
+            created_at    TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX findings_version ON findings(task_version)",
+        "CREATE INDEX findings_run ON findings(run_id)",
+        """
+        CREATE VIEW tasks AS
+        SELECT v.name AS name, h.path AS path, v.version AS version, v.status AS status,
+               v.error AS error, v.source AS source, v.parent_version AS parent_version,
+               v.created_at AS created_at, h.seen_at AS seen_at
+        FROM heads h JOIN task_versions v ON v.version = h.version
+        ORDER BY v.name, h.path
+        """,
+    ),
+}
+
+LATEST_VERSION = max(MIGRATIONS)
+
+TABLES = ("task_versions", "tasks", "heads", "status_log", "runs", "results", "findings")
+"""Names `Ledger.frame` accepts (tables and views)."""

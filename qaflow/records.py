@@ -1,0 +1,183 @@
+"""Rows of the ledger as pydantic models, and the closed vocabularies (StrEnums) they use.
+
+These are the boundary types of `qaflow.ledger`: every ledger method takes or returns them,
+so the rest of qaflow never handles raw SQLite rows.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC (the only kind of time the ledger stores)."""
+    return datetime.now(UTC)
+
+
+class VersionStatus(StrEnum):
+    """Where one task version stands. A version's files never change; its status does."""
+
+    NEW = "new"
+    """Loaded fine, not yet audited."""
+    INVALID = "invalid"
+    """Cannot be loaded (bad task.toml, missing files, path escapes, ...); `error` says why."""
+    ACCEPTED = "accepted"
+    """Audited and sound."""
+    NEEDS_REPAIR = "needs_repair"
+    """Audited; findings say what is wrong."""
+    REPAIRED = "repaired"
+    """Superseded by a repaired child version."""
+    RETIRED = "retired"
+    """Taken out of use on purpose."""
+
+
+class RunKind(StrEnum):
+    """What a run did. New kinds are added here as the steps that record runs are written."""
+
+    SCAN = "scan"
+    IMPORT = "import"
+    AUDIT = "audit"
+    REPAIR = "repair"
+    HARDEN = "harden"
+    ROLLOUT = "rollout"
+    EVAL = "eval"
+
+
+class ResultStatus(StrEnum):
+    """How one work item (a trial of a probe or agent on a task version) ended."""
+
+    OK = "ok"
+    """The agent phase and the verifier ran; `reward` holds the reward."""
+    AGENT_TIMEOUT = "agent_timeout"
+    VERIFIER_TIMEOUT = "verifier_timeout"
+    ERROR = "error"
+    """The trial could not complete (build failure, missing reward, sandbox error); the payload says which."""
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class FindingCode(StrEnum):
+    """Audit finding codes (a contract: these names stay; new codes may be added)."""
+
+    INVALID_TASK = "invalid_task"
+    BUILD_FAILED = "build_failed"
+    FALSE_PASS = "false_pass"
+    WEAK_VERIFIER = "weak_verifier"
+    FALSE_REJECTION = "false_rejection"
+    BROKEN_SOLUTION = "broken_solution"
+    FLAKY = "flaky"
+    LEAK = "leak"
+    REWARD_TAMPER = "reward_tamper"
+    INFRA_ERROR = "infra_error"
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class TaskVersion(_Row):
+    """One version of a task: its content hash, where it was seen first, and its status."""
+
+    version: str = Field(description="sha256 of the task folder's files (paths and bytes, sorted).")
+    name: str
+    source: str = Field(description="Where the task came from (task.toml `source`/metadata.source, or 'local').")
+    parent_version: str | None = Field(default=None, description="The version this one was derived from.")
+    path: str = Field(description="Task folder, relative to the pool root (POSIX separators).")
+    status: VersionStatus
+    error: str | None = Field(default=None, description="For invalid versions: 'file: reason'.")
+    created_at: datetime
+
+    @property
+    def short(self) -> str:
+        return self.version[:12]
+
+
+class Head(_Row):
+    """The version currently found at a pool path (the pool's present state, not history)."""
+
+    path: str
+    version: str
+    seen_at: datetime
+
+
+class TaskRow(_Row):
+    """A row of the `tasks` view: one task folder present in the pool, with its current version."""
+
+    name: str
+    path: str
+    version: str
+    status: VersionStatus
+    error: str | None = None
+    source: str
+    parent_version: str | None = None
+    created_at: datetime
+    seen_at: datetime
+
+    @property
+    def short(self) -> str:
+        return self.version[:12]
+
+
+class StatusChange(_Row):
+    """One recorded change of a version's status (the ledger's audit trail of status edits)."""
+
+    id: int
+    version: str
+    old_status: VersionStatus | None
+    new_status: VersionStatus
+    reason: str
+    run_id: str | None = None
+    created_at: datetime
+
+
+class Run(_Row):
+    run_id: str
+    kind: RunKind
+    started_at: datetime
+    ended_at: datetime | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    host: str
+
+
+class ResultKey(_Row):
+    """The key of a work item: doing the same key twice is redundant and is skipped."""
+
+    task_version: str
+    probe: str
+    attempt: int = 0
+
+
+class Result(_Row):
+    task_version: str
+    probe: str
+    attempt: int = 0
+    run_id: str
+    backend: str
+    status: ResultStatus
+    reward: float | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+    duration_s: float = 0.0
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def key(self) -> ResultKey:
+        return ResultKey(task_version=self.task_version, probe=self.probe, attempt=self.attempt)
+
+
+class Finding(_Row):
+    id: int | None = None
+    task_version: str
+    run_id: str
+    code: FindingCode
+    severity: Severity
+    message: str
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,350 @@
+"""The ledger: schema and migrations, versions and status, keyed results, findings, frames,
+threads, and recovery after a SIGKILL in the middle of writing."""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from qaflow import ledger_db as ledger_module
+from qaflow.ledger import Ledger, LedgerError
+from qaflow.records import (
+    Finding,
+    FindingCode,
+    Result,
+    ResultKey,
+    ResultStatus,
+    RunKind,
+    Severity,
+    TaskVersion,
+    VersionStatus,
+    utcnow,
+)
+
+
+def vid(label: str) -> str:
+    return hashlib.sha256(label.encode()).hexdigest()
+
+
+def version(label: str, *, name: str = "t", parent: str | None = None, status: VersionStatus = VersionStatus.NEW):
+    return TaskVersion(
+        version=vid(label),
+        name=name,
+        source="local",
+        parent_version=vid(parent) if parent else None,
+        path=name,
+        status=status,
+        created_at=utcnow(),
+    )
+
+
+@pytest.fixture
+def ledger(tmp_path: Path):
+    with Ledger(tmp_path / "ledger.sqlite") as led:
+        yield led
+
+
+def result(run_id: str, label: str = "a", probe: str = "nop", attempt: int = 0, reward: float | None = 0.0) -> Result:
+    return Result(
+        task_version=vid(label),
+        probe=probe,
+        attempt=attempt,
+        run_id=run_id,
+        backend="bwrap",
+        status=ResultStatus.OK,
+        reward=reward,
+        payload={"stdout": "x"},
+        duration_s=0.5,
+    )
+
+
+# -- file settings and schema ------------------------------------------------------------------
+
+
+def test_pragmas_and_schema(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "ledger.sqlite"
+    with Ledger(path, busy_timeout_s=7) as led:
+        conn = led._reader()
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 7000
+        assert led.schema_version == ledger_module.LATEST_VERSION
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        assert {"meta", "task_versions", "runs", "results", "findings", "tasks", "heads", "status_log"} <= tables
+
+
+def test_reopen_keeps_data_and_does_not_remigrate(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as led:
+        led.add_version(version("a"))
+    with Ledger(path) as led:
+        assert led.get_version(vid("a")) is not None
+        assert led.schema_version == ledger_module.LATEST_VERSION
+
+
+def test_migrations_apply_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as led:
+        led.add_version(version("a"))
+    later = dict(ledger_module.MIGRATIONS)
+    later[2] = ("CREATE TABLE rollouts (id INTEGER PRIMARY KEY, task_version TEXT NOT NULL)",)
+    later[3] = ("ALTER TABLE rollouts ADD COLUMN effort TEXT NOT NULL DEFAULT 'off'",)
+    monkeypatch.setattr(ledger_module, "MIGRATIONS", later)
+    monkeypatch.setattr(ledger_module, "LATEST_VERSION", 3)
+    with Ledger(path) as led:
+        assert led.schema_version == 3
+        columns = [r["name"] for r in led._reader().execute("PRAGMA table_info(rollouts)")]
+        assert columns == ["id", "task_version", "effort"]
+        assert led.get_version(vid("a")) is not None
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    Ledger(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(LedgerError) as info:
+        Ledger(path)
+    assert info.value.path == path
+    assert "schema version 999 is newer" in info.value.reason
+
+
+def test_not_a_database(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(LedgerError) as info:
+        Ledger(path)
+    assert info.value.path == path
+
+
+# -- versions, status, lineage -----------------------------------------------------------------
+
+
+def test_versions_status_and_lineage(ledger: Ledger) -> None:
+    ledger.add_version(version("a"))
+    ledger.add_version(version("b", parent="a"))
+    ledger.add_version(version("c", parent="b"))
+    ledger.add_version(version("other", name="u"))
+    assert [v.version for v in ledger.lineage(vid("b"))] == [vid("a"), vid("b"), vid("c")]
+    assert [v.version for v in ledger.versions(name="t")] == [vid("a"), vid("b"), vid("c")]
+    assert ledger.latest_version("t").version == vid("c")  # type: ignore[union-attr]
+    assert ledger.find_versions(vid("other")[:8])[0].name == "u"
+
+    updated = ledger.set_status(vid("b"), VersionStatus.NEEDS_REPAIR, reason="audit: false_pass")
+    assert updated.status is VersionStatus.NEEDS_REPAIR
+    assert ledger.get_version(vid("b")).status is VersionStatus.NEEDS_REPAIR  # type: ignore[union-attr]
+    ledger.set_status(vid("b"), VersionStatus.NEEDS_REPAIR, reason="again")  # same status: no-op
+    log = ledger.status_log(vid("b"))
+    assert [(c.old_status, c.new_status, c.reason) for c in log] == [
+        (None, VersionStatus.NEW, "recorded"),
+        (VersionStatus.NEW, VersionStatus.NEEDS_REPAIR, "audit: false_pass"),
+    ]
+    assert [v.version for v in ledger.versions(status=VersionStatus.NEEDS_REPAIR)] == [vid("b")]
+
+
+def test_invalid_keeps_error_until_status_changes(ledger: Ledger) -> None:
+    ledger.add_version(version("a"))
+    bad = ledger.set_status(vid("a"), VersionStatus.INVALID, reason="scan", error="task.toml: malformed TOML")
+    assert bad.error == "task.toml: malformed TOML"
+    fine = ledger.set_status(vid("a"), VersionStatus.NEW, reason="loads now")
+    assert fine.error is None
+    assert ledger.get_version(vid("a")).error is None  # type: ignore[union-attr]
+
+
+def test_version_rules(ledger: Ledger) -> None:
+    ledger.add_version(version("a"))
+    with pytest.raises(LedgerError, match="already recorded"):
+        ledger.add_version(version("a"))
+    with pytest.raises(LedgerError, match=r"parent version \w+ is not recorded"):
+        ledger.add_version(version("b", parent="missing"))
+    with pytest.raises(LedgerError, match="unknown task version"):
+        ledger.set_status(vid("zzz"), VersionStatus.RETIRED, reason="x")
+
+
+def test_failed_transaction_rolls_back(ledger: Ledger) -> None:
+    with pytest.raises(RuntimeError), ledger.transaction():
+        ledger.add_version(version("a"))
+        raise RuntimeError("boom")
+    assert ledger.get_version(vid("a")) is None
+    assert ledger.status_log() == []
+
+
+# -- runs, results, findings -----------------------------------------------------------------
+
+
+def test_runs(ledger: Ledger) -> None:
+    run = ledger.start_run(RunKind.AUDIT, {"probes": ["nop", "oracle"]})
+    assert run.run_id.startswith("audit-")
+    assert run.ended_at is None
+    ended = ledger.end_run(run.run_id)
+    assert ended.ended_at is not None and ended.config == {"probes": ["nop", "oracle"]}
+    assert [r.run_id for r in ledger.runs(RunKind.AUDIT)] == [run.run_id]
+    assert ledger.runs(RunKind.ROLLOUT) == []
+
+
+def test_results_are_keyed_and_skippable(ledger: Ledger) -> None:
+    ledger.add_version(version("a"))
+    run = ledger.start_run(RunKind.AUDIT)
+    first = result(run.run_id, reward=0.0)
+    assert ledger.put_result(first)
+    assert ledger.has_result(first.key)
+    assert not ledger.put_result(result(run.run_id, reward=1.0))  # same key: skipped
+    assert ledger.get_result(first.key).reward == 0.0  # type: ignore[union-attr]
+    assert ledger.put_result(result(run.run_id, reward=1.0), force=True)
+    stored = ledger.get_result(first.key)
+    assert stored is not None and stored.reward == 1.0 and stored.payload == {"stdout": "x"}
+
+    keys = [ResultKey(task_version=vid("a"), probe=p, attempt=n) for p in ("nop", "oracle") for n in range(2)]
+    assert ledger.pending([*keys, keys[1]]) == keys[1:]
+    assert ledger.pending([]) == []
+    assert [r.key for r in ledger.results(task_version=vid("a"))] == [first.key]
+
+
+def test_result_needs_known_version_and_run(ledger: Ledger) -> None:
+    with pytest.raises(sqlite3.IntegrityError):
+        ledger.put_result(result("no-such-run"))
+
+
+def test_findings(ledger: Ledger) -> None:
+    ledger.add_version(version("a"))
+    run = ledger.start_run(RunKind.AUDIT)
+    stored = ledger.add_finding(
+        Finding(
+            task_version=vid("a"),
+            run_id=run.run_id,
+            code=FindingCode.FALSE_PASS,
+            severity=Severity.ERROR,
+            message="nop gets full reward",
+            evidence={"reward": 1.0},
+        )
+    )
+    assert stored.id == 1
+    (found,) = ledger.findings(task_version=vid("a"))
+    assert found.code is FindingCode.FALSE_PASS and found.evidence == {"reward": 1.0}
+    assert ledger.findings(run_id="other") == []
+
+
+# -- frames ---------------------------------------------------------------------------------
+
+
+def test_frames(ledger: Ledger) -> None:
+    empty = ledger.frame("results")
+    assert empty.height == 0
+    assert empty.schema["reward"] == pl.Float64 and empty.schema["attempt"] == pl.Int64
+    assert empty.schema["created_at"] == pl.Datetime("us", "UTC")
+
+    ledger.add_version(version("a"))
+    ledger.add_version(version("b", parent="a"))
+    ledger.add_version(version("x", name="u"))
+    ledger.set_head("t", vid("b"))
+    ledger.set_head("u", vid("x"))
+    run = ledger.start_run(RunKind.AUDIT)
+    ledger.put_result(result(run.run_id, label="b", reward=1.0))
+
+    versions = ledger.frame("task_versions")
+    assert versions.height == 3
+    assert versions.filter(pl.col("version") == vid("b"))["parent_version"].to_list() == [vid("a")]
+    tasks = ledger.frame("tasks")
+    assert tasks.select("name", "version", "status").rows() == [("t", vid("b"), "new"), ("u", vid("x"), "new")]
+    assert tasks.schema["seen_at"] == pl.Datetime("us", "UTC")
+    assert ledger.frame("results")["reward"].to_list() == [1.0]
+    assert ledger.frame("runs")["kind"].to_list() == ["audit"]
+    assert ledger.frame("status_log").height == 3
+    assert [t.name for t in ledger.tasks()] == ["t", "u"]
+    with pytest.raises(LedgerError, match="unknown table"):
+        ledger.frame("sqlite_master")
+
+
+def test_closed_ledger_refuses(tmp_path: Path) -> None:
+    led = Ledger(tmp_path / "l.sqlite")
+    led.close()
+    led.close()
+    with pytest.raises(LedgerError, match="closed"):
+        led.get_version("x")
+
+
+# -- concurrency and crashes ----------------------------------------------------------------
+
+
+def test_threads_write_and_read_concurrently(ledger: Ledger) -> None:
+    ledger.add_version(version("a"))
+    run = ledger.start_run(RunKind.ROLLOUT)
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for i in range(40):
+                ledger.put_result(result(run.run_id, probe=f"w{worker}", attempt=i))
+                assert ledger.has_result(ResultKey(task_version=vid("a"), probe=f"w{worker}", attempt=i))
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert ledger.frame("results").height == 8 * 40
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from qaflow.ledger import Ledger
+    from qaflow.records import Result, ResultStatus, RunKind, TaskVersion, VersionStatus, utcnow
+
+    led = Ledger(sys.argv[1])
+    led.add_version(TaskVersion(version="v" * 64, name="t", source="local", path="t",
+                                status=VersionStatus.NEW, created_at=utcnow()))
+    run = led.start_run(RunKind.ROLLOUT)
+    i = 0
+    while True:
+        with led.transaction():  # two rows per transaction: both or neither survive
+            for probe in ("a", "b"):
+                led.put_result(Result(task_version="v" * 64, probe=probe, attempt=i, run_id=run.run_id,
+                                      backend="bwrap", status=ResultStatus.OK, reward=1.0,
+                                      payload={"pad": "x" * 2000}, duration_s=0.0))
+        print(i, flush=True)
+        i += 1
+    """
+)
+
+
+def test_sigkill_mid_write_leaves_every_committed_row(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    committed = -1
+    deadline = time.monotonic() + 60
+    while committed < 300 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        committed = int(line)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert committed >= 300, "the writer did not get going"
+    assert Path(f"{path}-wal").exists()  # killed with a live WAL: opening must recover it
+
+    with Ledger(path) as led:
+        assert led._reader().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        rows = led.frame("results")
+        attempts = rows.group_by("attempt").len()
+        assert attempts["len"].to_list() == [2] * attempts.height  # no half-written transaction
+        assert set(range(committed + 1)) <= set(rows["attempt"].to_list())
+        after = result(led.runs()[0].run_id, probe="after-crash").model_copy(update={"task_version": "v" * 64})
+        assert led.put_result(after)  # and it still writes
