@@ -1,0 +1,97 @@
+"""SIGKILL in the middle of a run: `qaflow sandbox reap` leaves no container, the ledger opens cleanly,
+and under bwrap nothing of the sandbox outlives its parent."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from qaflow.cli import app
+from qaflow.ledger import Ledger
+from tests.conftest import TASKS_REPO, require_backend
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from qaflow.ledger import Ledger
+    from qaflow.records import RunKind
+    from qaflow.sandbox import open_sandbox
+    from qaflow.sandbox.spec import spec_for_task
+    from qaflow.task import Task
+
+    backend, ledger_path, run_id, marker = sys.argv[1:5]
+    ledger = Ledger(Path(ledger_path))
+    run = ledger.start_run(RunKind.AUDIT, {"backend": backend})
+    task = Task.load("TASK")
+    box = open_sandbox(spec_for_task(task, run_id=run_id), backend)
+    Path(marker).write_text(run.run_id)
+    box.exec("echo $$ > /app/pid; sleep 1987", timeout=600)
+    """
+).replace("TASK", str(TASKS_REPO / "csv-sum"))
+
+
+def _start_and_kill(backend: str, tmp_path: Path) -> tuple[str, Path]:
+    run_id = "crash-" + uuid.uuid4().hex[:8]
+    marker = tmp_path / "started"
+    ledger_path = tmp_path / "ledger.sqlite"
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, backend, str(ledger_path), run_id, str(marker)])
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None, f"child exited early with {proc.returncode}"
+        assert time.monotonic() < deadline, "child never started its sandbox"
+        time.sleep(0.1)
+    time.sleep(1.0)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    return run_id, ledger_path
+
+
+def _ledger_is_clean(ledger_path: Path) -> None:
+    ledger = Ledger(ledger_path)
+    try:
+        runs = ledger.runs()
+        assert len(runs) == 1 and runs[0].ended_at is None
+        assert ledger.frame("runs").height == 1
+    finally:
+        ledger.close()
+
+
+@pytest.mark.docker
+def test_sigkill_mid_run_then_reap_leaves_no_container(tmp_path: Path):
+    require_backend("docker")
+    import docker
+
+    run_id, ledger_path = _start_and_kill("docker", tmp_path)
+    client = docker.from_env()
+    label = {"label": f"qaflow.run={run_id}"}
+    assert len(client.containers.list(all=True, filters=label)) == 1, "the orphan should exist before reaping"
+    out = CliRunner().invoke(app, ["sandbox", "reap", "--run", run_id, "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output) == {"removed": 1}
+    assert client.containers.list(all=True, filters=label) == []
+    _ledger_is_clean(ledger_path)
+
+
+@pytest.mark.bwrap
+def test_sigkill_mid_run_kills_the_bwrap_sandbox(tmp_path: Path):
+    require_backend("bwrap")
+    _run_id, ledger_path = _start_and_kill("bwrap", tmp_path)
+    deadline = time.monotonic() + 10
+    while True:
+        leftovers = subprocess.run(["pgrep", "-f", "sleep 1987"], capture_output=True, text=True).stdout.split()
+        if not leftovers or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert leftovers == [], "a process of the killed run's sandbox survived its parent"
+    _ledger_is_clean(ledger_path)

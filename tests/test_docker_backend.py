@@ -1,0 +1,330 @@
+"""Docker-specific behaviour: image cache, FROM aliases, build errors, reaping, container settings."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import require_backend
+
+from qaflow.errors import BuildError, SandboxError
+from qaflow.sandbox import Limits, SandboxSpec
+from qaflow.sandbox.images import BASE_IMAGE, DEFAULT_ALIASES, AliasTable, load_aliases, rewrite_from
+from qaflow.task import tree_hash
+
+SpecFactory = Callable[..., SandboxSpec]
+
+
+# ----- pure: no daemon needed ---------------------------------------------------------------------
+
+
+def test_alias_table_matches_common_bases_and_normalises_refs():
+    table = AliasTable()
+    assert table.match("python:3.11-slim") == BASE_IMAGE
+    assert table.match("docker.io/library/ubuntu") == BASE_IMAGE
+    assert table.match("debian:bookworm-slim") == BASE_IMAGE
+    assert table.match("alpine:3.20") is None
+
+
+def test_alias_file_from_env_comes_before_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    toml_file = tmp_path / "aliases.toml"
+    toml_file.write_text('[aliases]\n"alpine:*" = "local/alpine:1"\n"python:3.12*" = "local/py312:1"\n')
+    monkeypatch.setenv("QAFLOW_IMAGE_ALIASES", str(toml_file))
+    table = load_aliases()
+    assert table.match("alpine:3.20") == "local/alpine:1"
+    assert table.match("python:3.12-slim") == "local/py312:1"
+    assert table.match("python:3.11") == BASE_IMAGE
+    json_file = tmp_path / "aliases.json"
+    json_file.write_text(json.dumps({"replace_defaults": True, "node:*": "local/node:1"}))
+    table = load_aliases(json_file)
+    assert table.match("node:20") == "local/node:1"
+    assert table.match("python:3.11") is None
+    monkeypatch.delenv("QAFLOW_IMAGE_ALIASES")
+    assert set(load_aliases(None, extra={"x:*": "y"}).aliases) == {"x:*", *DEFAULT_ALIASES}
+
+
+def test_bad_alias_file_is_a_clear_error(tmp_path: Path):
+    bad = tmp_path / "aliases.json"
+    bad.write_text('{"python:*": 3}')
+    with pytest.raises(SandboxError, match=r"aliases\.json"):
+        load_aliases(bad)
+
+
+def test_rewrite_from_resolves_images_but_not_stages_or_scratch():
+    text = (
+        "# comment\nARG PY=3.11\nFROM --platform=linux/amd64 python:${PY}-slim AS build\nRUN make\n"
+        "FROM build AS second\nFROM scratch\nfrom ubuntu:22.04\nCOPY --from=build /a /a\n"
+    )
+    out = rewrite_from(text, lambda ref: f"<{ref}>")
+    assert out.splitlines() == [
+        "# comment",
+        "ARG PY=3.11",
+        "FROM --platform=linux/amd64 <python:3.11-slim> AS build",
+        "RUN make",
+        "FROM build AS second",
+        "FROM scratch",
+        "from <ubuntu:22.04>",
+        "COPY --from=build /a /a",
+    ]
+
+
+# ----- against the daemon -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def docker_backend() -> Iterator[object]:
+    require_backend("docker")
+    from qaflow.sandbox.docker import DockerBackend
+
+    yield DockerBackend()
+
+
+@pytest.fixture
+def make_spec(tmp_path: Path) -> SpecFactory:
+    def factory(dockerfile: str | None = "FROM python:3.11-slim\nWORKDIR /app\n", **fields: object) -> SandboxSpec:
+        ctx = tmp_path / f"ctx-{uuid.uuid4().hex[:8]}"
+        ctx.mkdir()
+        if dockerfile is not None:
+            (ctx / "Dockerfile").write_text(dockerfile)
+        fields.setdefault("run_id", "pytest-docker")
+        return SandboxSpec(name="docker-backend", context_dir=ctx, env_hash=tree_hash(ctx), **fields)
+
+    return factory
+
+
+def _inspect(box) -> dict:
+    return box.client.api.inspect_container(box.id)
+
+
+@pytest.mark.docker
+def test_second_open_builds_nothing(docker_backend, make_spec: SpecFactory):
+    from qaflow.sandbox.docker import DockerBackend
+
+    marker = uuid.uuid4().hex
+    spec = make_spec(f"FROM python:3.11-slim\nRUN echo {marker} > /marker\n")
+    before = DockerBackend.build_count
+    with docker_backend.open(spec) as box:
+        assert box.exec("cat /marker").stdout == f"{marker}\n"
+        first = docker_backend.client.api.inspect_image(_inspect(box)["Image"])
+    assert DockerBackend.build_count == before + 1
+    DockerBackend._images.clear()  # forget the in-process cache: the daemon's tag must be enough
+    with DockerBackend().open(spec) as box:
+        second = docker_backend.client.api.inspect_image(_inspect(box)["Image"])
+    assert DockerBackend.build_count == before + 1
+    assert (second["Id"], second["Created"]) == (first["Id"], first["Created"])
+    assert f"qaflow-env:{spec.env_hash[:20]}" in second["RepoTags"]
+    assert second["Config"]["Labels"]["qaflow.env_hash"] == spec.env_hash
+
+
+@pytest.mark.docker
+def test_from_alias_resolves_to_the_base_image_without_touching_the_task(docker_backend, make_spec: SpecFactory):
+    from qaflow.sandbox.images import resolve_from
+
+    dockerfile = "FROM ubuntu:22.04\nRUN test -f /etc/debian_version\n"
+    spec = make_spec(dockerfile)
+    assert resolve_from("python:3.11-slim", docker_backend.client) == BASE_IMAGE
+    assert resolve_from(BASE_IMAGE, docker_backend.client) == BASE_IMAGE
+    tag = docker_backend.build(spec)
+    history = docker_backend.client.api.history(tag)
+    base_id = docker_backend.client.api.inspect_image(BASE_IMAGE)["Id"]
+    assert any(layer["Id"] == base_id for layer in history)
+    assert spec.dockerfile.read_text() == dockerfile
+    assert sorted(p.name for p in spec.context_dir.iterdir()) == ["Dockerfile"]
+
+
+@pytest.mark.docker
+def test_docker_image_without_dockerfile_is_alias_resolved(docker_backend, make_spec: SpecFactory):
+    spec = make_spec(None, docker_image="python:3.12-slim")
+    assert docker_backend.build(spec) == BASE_IMAGE
+    with docker_backend.open(spec) as box:
+        assert box.workdir == "/app"
+        assert box.exec("python3 -c 'print(6*7)'").stdout == "42\n"
+
+
+@pytest.mark.docker
+def test_failing_run_gives_build_error_with_log_tail(docker_backend, make_spec: SpecFactory):
+    marker = uuid.uuid4().hex
+    spec = make_spec(f"FROM python:3.11-slim\nRUN echo {marker}-output && exit 7\n")
+    with pytest.raises(BuildError) as info:
+        docker_backend.build(spec)
+    assert f"{marker}-output" in info.value.log_tail
+    assert "7" in str(info.value)
+
+
+@pytest.mark.docker
+def test_unknown_base_without_alias_is_a_clear_build_error(docker_backend, make_spec: SpecFactory):
+    spec = make_spec("FROM nosuch.example/thing:1.0\nRUN true\n")
+    with pytest.raises(BuildError) as info:
+        docker_backend.build(spec)
+    message = str(info.value)
+    assert "nosuch.example/thing:1.0" in message
+    assert "no registry" in message
+    assert "qaflow images build-base" in message
+
+
+@pytest.mark.docker
+def test_build_timeout_is_enforced(docker_backend, make_spec: SpecFactory):
+    spec = make_spec(f"FROM python:3.11-slim\nRUN echo {uuid.uuid4().hex} && sleep 60\n", build_timeout_sec=2)
+    with pytest.raises(BuildError, match="build_timeout_sec"):
+        docker_backend.build(spec)
+    assert docker_backend._inspect(f"qaflow-env:{spec.env_hash[:20]}") is None
+
+
+@pytest.mark.docker
+def test_reap_removes_labelled_orphans(docker_backend, make_spec: SpecFactory):
+    import docker.errors
+
+    run_id = f"reap-{uuid.uuid4().hex[:8]}"
+    orphans = [docker_backend.open(make_spec(run_id=run_id)) for _ in range(2)]
+    bystander = docker_backend.open(make_spec(run_id=f"other-{uuid.uuid4().hex[:8]}"))
+    try:
+        assert docker_backend.reap(run_id) == 2
+        for box in orphans:
+            with pytest.raises(docker.errors.NotFound):
+                _inspect(box)
+            box.close()  # idempotent even when the container is already gone
+        assert _inspect(bystander)["State"]["Running"]
+        assert docker_backend.reap(run_id) == 0
+    finally:
+        bystander.close()
+
+
+@pytest.mark.docker
+def test_close_removes_the_container_now_or_in_the_background(docker_backend, make_spec: SpecFactory):
+    import docker.errors
+
+    from qaflow.sandbox.docker import wait_for_removals
+
+    now = docker_backend.open(make_spec())
+    now.close(wait=True)
+    with pytest.raises(docker.errors.NotFound):
+        _inspect(now)
+    later = docker_backend.open(make_spec())
+    with later:
+        later.exec("sleep 1000 &")
+    with pytest.raises(SandboxError, match="closed"):
+        later.exec("true")
+    assert wait_for_removals(timeout=30)
+    with pytest.raises(docker.errors.NotFound):
+        _inspect(later)
+    later.close()
+
+
+@pytest.mark.docker
+def test_network_only_when_asked(docker_backend, make_spec: SpecFactory):
+    with docker_backend.open(make_spec(network=True)) as box:
+        assert _inspect(box)["HostConfig"]["NetworkMode"] == "bridge"
+    with docker_backend.open(make_spec()) as box:
+        assert _inspect(box)["HostConfig"]["NetworkMode"] == "none"
+
+
+@pytest.mark.docker
+def test_no_network_sandbox_still_has_loopback_and_localhost(docker_backend, make_spec: SpecFactory):
+    probe = (
+        "import socket\n"
+        "srv = socket.create_server(('127.0.0.1', 0))\n"
+        "socket.create_connection(('localhost', srv.getsockname()[1]), timeout=5)\n"
+        "print(sorted(n for _, n in socket.if_nameindex()))\n"
+    )
+    with docker_backend.open(make_spec()) as box:
+        box.put("/app/probe.py", probe.encode())
+        res = box.exec("python3 /app/probe.py")
+        assert (res.exit_code, res.stdout) == (0, "['lo']\n"), res.stderr
+        assert box.get("/etc/hosts").startswith(b"127.0.0.1\tlocalhost\n")
+
+
+@pytest.mark.docker
+def test_limits_and_labels_are_on_the_container(docker_backend, make_spec: SpecFactory):
+    spec = make_spec(limits=Limits(cpus=0.5, memory_mb=300, pids=77), run_id="pytest-limits")
+    with docker_backend.open(spec) as box:
+        attrs = _inspect(box)
+        host = attrs["HostConfig"]
+        assert host["NanoCpus"] == 500_000_000
+        assert host["Memory"] == host["MemorySwap"] == 300 * 1024 * 1024
+        assert host["PidsLimit"] == 77
+        assert host["SecurityOpt"] == ["no-new-privileges"]
+        assert host["Init"] is True
+        labels = attrs["Config"]["Labels"]
+        assert (labels["qaflow.run"], labels["qaflow.task"]) == ("pytest-limits", "docker-backend")
+    box.close()
+
+
+@pytest.mark.docker
+def test_files_keep_modes_and_missing_paths_raise(docker_backend, make_spec: SpecFactory, tmp_path: Path):
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\necho ran\n")
+    script.chmod(0o750)
+    with docker_backend.open(make_spec()) as box:
+        box.put("deep/er/run.sh", script)
+        assert box.exec("stat -c %a /app/deep/er/run.sh; ./deep/er/run.sh").stdout == "750\nran\n"
+        box.exec("ln -s /app/deep/er/run.sh /app/link")
+        assert box.get("link") == script.read_bytes()
+        with pytest.raises(IsADirectoryError):
+            box.get("/app/deep")
+        with pytest.raises(FileNotFoundError):
+            box.get_dir("/nope", tmp_path / "out")
+    with pytest.raises(SandboxError, match="closed"):
+        box.exec("true")
+
+
+@pytest.mark.docker
+def test_puts_reach_images_without_tar_and_non_root_execs(docker_backend, make_spec: SpecFactory):
+    spec = make_spec(f"FROM python:3.11-slim\nRUN rm /usr/bin/tar && echo {uuid.uuid4().hex}\n")
+    with docker_backend.open(spec) as box:
+        box.put("/app/a.txt", b"A")
+        assert box.exec("cat /app/a.txt").stdout == "A"  # no tar in the image: sent through the archive API
+    with docker_backend.open(make_spec()) as box:
+        box.put("/app/b.txt", b"B")
+        res = box.exec("cat /app/b.txt; id -u", user="nobody")
+        assert res.stdout == "B65534\n"
+        box.put("/app/c.txt", b"C")
+        assert box.get("/app/c.txt") == b"C"
+
+
+@pytest.mark.docker
+def test_oom_is_detected_from_inside_when_the_host_cgroup_is_unreadable(
+    docker_backend, make_spec: SpecFactory, monkeypatch: pytest.MonkeyPatch
+):
+    from qaflow.sandbox.docker import DockerSandbox
+
+    monkeypatch.setattr(DockerSandbox, "_host_oom_count", lambda self: None)
+    with docker_backend.open(make_spec(limits=Limits(memory_mb=128))) as box:
+        res = box.exec("python3 -c 'b=bytearray(512*1024*1024)'", timeout=60)
+        assert (res.exit_code, res.oom_killed) == (137, True)
+        res = box.exec("kill -9 $$")
+        assert (res.exit_code, res.oom_killed) == (137, False)
+
+
+@pytest.mark.docker
+def test_exec_in_a_dead_container_raises_sandbox_error(docker_backend, make_spec: SpecFactory):
+    with docker_backend.open(make_spec()) as box:
+        box.client.api.kill(box.id)
+        with pytest.raises(SandboxError, match="could not run"):
+            box.exec("true")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_build_base_skips_when_present_and_reimports_from_the_cached_tarball(
+    docker_backend, monkeypatch: pytest.MonkeyPatch
+):
+    from qaflow.sandbox import images
+
+    if not images.base_tarball().is_file():
+        pytest.skip(f"no cached base tarball at {images.base_tarball()}")
+    messages: list[str] = []
+    assert images.build_base(progress=messages.append, client=docker_backend.client) == BASE_IMAGE
+    assert messages == [f"{BASE_IMAGE} already present"]
+    scratch_tag = f"qaflow/base-test:{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(images, "BASE_IMAGE", scratch_tag)
+    messages.clear()
+    try:
+        assert images.build_base(progress=messages.append, client=docker_backend.client) == scratch_tag
+        assert any("re-importing" in m for m in messages), messages
+        labels = docker_backend.client.api.inspect_image(scratch_tag)["Config"]["Labels"]
+        assert labels[images.BASE_LABEL].startswith("debootstrap minbase bookworm")
+    finally:
+        docker_backend.client.api.remove_image(scratch_tag, force=True)
