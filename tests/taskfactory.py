@@ -7,7 +7,7 @@ from pathlib import Path
 DEFAULT_DOCKERFILE = "FROM python:3.11-slim\nWORKDIR /app\n"
 REWARD_FROM_FILE = (
     "#!/bin/bash\nmkdir -p /logs/verifier\n"
-    "if [ \"$(cat /app/out.txt 2>/dev/null)\" = done ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+    'if [ "$(cat /app/out.txt 2>/dev/null)" = done ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n'
 )
 
 

@@ -1,0 +1,450 @@
+"""One docker sandbox: a running container, its execs (with tree-kill timeouts and OOM detection) and file copies.
+
+Every exec runs under a one-line wrapper that reports its pid (the session id: docker makes each
+exec a session leader) as the first line of stderr; on timeout a second exec stops and kills that
+session and every descendant of it. Puts are batched into a tar that the next exec unpacks from
+its stdin. `close` removes the container on the process's background remover.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import posixpath
+import re
+import tarfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+from typing import Any, Self
+
+import docker
+import docker.errors
+import requests
+
+from qaflow.errors import SandboxError
+from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec
+from qaflow.sandbox.docker_client import submit_removal
+from qaflow.sandbox.docker_streams import UNTAR_MARK, ChunkReader, FrameReader, close_socket, pump, send_stdin
+
+log = logging.getLogger(__name__)
+
+KILL_GRACE_S = 2.0
+"""After killing a timed-out command, how long to wait for its output stream to end."""
+
+_WRAPPER = 'echo $$ >&2; exec "$@"'
+"""Prints the exec's pid (a session leader) on stderr, then becomes the command."""
+_UNTAR_WRAPPER = (
+    f'tar -xf - -C / 2>/dev/null || {{ echo {UNTAR_MARK} >&2; exit 125; }}; echo $$ >&2; exec "$@" </dev/null'
+)
+"""`_WRAPPER`, after unpacking the pending puts (a tar on stdin) at /: saves a copy round trip per exec."""
+_KILL_SCRIPT = r"""
+s=$1; all=" "; i=0
+[ "$s" -gt 1 ] 2>/dev/null || exit 2
+while [ $i -lt 50 ]; do
+  new=
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    [ "$p" = "$$" ] && continue
+    case "$all" in *" $p "*) continue;; esac
+    { read -r st < "$d/stat"; } 2>/dev/null || continue
+    set -- ${st##*) }
+    hit=
+    if [ "$p" = "$s" ] || [ "$3" = "$s" ] || [ "$4" = "$s" ]; then hit=1; fi
+    case "$all" in *" $2 "*) hit=1;; esac
+    if [ -n "$hit" ]; then kill -STOP "$p" 2>/dev/null; all="$all$p "; new=1; fi
+  done
+  [ -z "$new" ] && break
+  i=$((i+1))
+done
+for p in $all; do kill -KILL "$p" 2>/dev/null; done
+echo "killed:$all"
+"""
+"""Stops, then kills, the session `$1`, its process group and every descendant (builtins only: no forks)."""
+_OOM_PROBE = "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events"
+_OOM_RE = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
+
+
+class _UntarFailed(Exception):
+    """The image cannot unpack uploads on stdin (no tar): fall back to the archive endpoint."""
+
+
+class DockerSandbox:
+    """One running container. Use as a context manager; `close()` removes it."""
+
+    def __init__(
+        self, client: docker.DockerClient, container_id: str, workdir: str, spec: SandboxSpec, image_user: str = ""
+    ):
+        self.client = client
+        self.id = container_id
+        self.workdir = workdir
+        self.spec = spec
+        self._image_user = image_user
+        self._closed = False
+        self._oom_kills = 0
+        self._pending: tarfile.TarFile | None = None
+        self._pending_buf = io.BytesIO()
+        self._pending_lock = threading.Lock()
+
+    # ----- exec ---------------------------------------------------------------------------------
+
+    def exec(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | int | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        """Run `cmd` (a string goes through `sh -c`) and return its result, whatever its exit code.
+
+        On timeout the command's session and all its descendants are killed (`timed_out=True`).
+        Output beyond `limits.output_bytes` per stream is dropped (and flagged), never held.
+
+        Raises:
+            SandboxError: the sandbox is closed or the command could not be started.
+        """
+        self._require_open()
+        argv = ["sh", "-c", cmd] if isinstance(cmd, str) else [str(a) for a in cmd]
+        if not argv:
+            raise SandboxError("exec: empty command")
+        upload = None
+        if self._pending is not None:
+            if self._runs_as_root(user):
+                upload = self._take_pending()
+            else:
+                self._flush()
+        try:
+            return self._run(argv, upload, timeout=timeout, env=env, user=user, cwd=cwd)
+        except _UntarFailed:
+            assert upload is not None
+            self._put_archive(upload)
+            return self._run(argv, None, timeout=timeout, env=env, user=user, cwd=cwd)
+        except SandboxError:
+            if upload is not None:  # the exec never started: do not lose the files it carried
+                with contextlib.suppress(SandboxError):
+                    self._put_archive(upload)
+            raise
+
+    def _run(
+        self,
+        argv: list[str],
+        upload: bytes | None,
+        *,
+        timeout: float | None,
+        env: Mapping[str, str] | None,
+        user: str | int | None,
+        cwd: str | None,
+    ) -> ExecResult:
+        """One exec of `argv` under the wrapper; `upload` (a tar) is first unpacked at / from its stdin."""
+        api = self.client.api
+        start = time.monotonic()
+        wrapper = _WRAPPER if upload is None else _UNTAR_WRAPPER
+        try:
+            exec_id = api.exec_create(
+                self.id,
+                ["sh", "-c", wrapper, "sh", *argv],
+                stdin=upload is not None,
+                environment=dict(env) if env else None,
+                user=str(user) if user is not None else "",
+                workdir=self._abs(cwd) if cwd else None,
+            )["Id"]
+            sock = api.exec_start(exec_id, socket=True)
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"docker could not run {argv!r} in {self.spec.name}: {exc}") from exc
+        cap = self.spec.limits.output_bytes
+        reader = FrameReader(CappedBuffer(cap), CappedBuffer(cap))
+        timed_out = False
+        try:
+            if upload is not None:
+                send_stdin(sock, upload)
+            deadline = None if timeout is None else start + timeout
+            if not pump(sock, reader, deadline):
+                timed_out = True
+                self._kill_tree(reader.pid)
+                pump(sock, reader, time.monotonic() + KILL_GRACE_S)
+        finally:
+            close_socket(sock)
+        if reader.untar_failed:
+            raise _UntarFailed()
+        exit_code = self._exit_code(exec_id, wait=not timed_out)
+        duration = time.monotonic() - start
+        oom = not timed_out and exit_code != 0 and self._oom_happened(exit_code)
+        stdout, stderr = reader.stdout.text(), reader.stderr.text()
+        if reader.pid is None and exit_code in (126, 127) and not timed_out:
+            # The runtime could not start the wrapper (e.g. the pids limit is exhausted by the
+            # task's own processes) and wrote why on stdout. It is still the task's result.
+            stdout, stderr = "", stdout + stderr
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=stdout,
+            stderr=stderr,
+            timed_out=timed_out,
+            duration_s=duration,
+            stdout_truncated=reader.stdout.truncated,
+            stderr_truncated=reader.stderr.truncated,
+            oom_killed=oom,
+        )
+
+    def _runs_as_root(self, user: str | int | None) -> bool:
+        name = str(user) if user is not None else self._image_user
+        return name.split(":", 1)[0] in ("", "0", "root")
+
+    def _exit_code(self, exec_id: str, *, wait: bool) -> int:
+        """The exec's exit code; waits briefly for the daemon to record it. -1 when unknown."""
+        api = self.client.api
+        for attempt in range(40 if wait else 3):
+            info = api.exec_inspect(exec_id)
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            time.sleep(0.005 * (attempt + 1) if attempt < 10 else 0.05)
+        return -1
+
+    def _kill_tree(self, pid: int | None) -> None:
+        """Kill the timed-out command's session and descendants; restart the container if that fails."""
+        api = self.client.api
+        if pid is not None and pid > 1:
+            try:
+                kill_id = api.exec_create(self.id, ["sh", "-c", _KILL_SCRIPT, "qaflow-kill", str(pid)], user="0")["Id"]
+                output = api.exec_start(kill_id)
+                if api.exec_inspect(kill_id).get("ExitCode") == 0:
+                    return
+                log.warning("kill of pid %s in %s failed: %r; restarting the container", pid, self.id[:12], output)
+            except docker.errors.APIError as exc:
+                log.warning("kill of pid %s in %s failed: %s; restarting the container", pid, self.id[:12], exc)
+        else:
+            log.warning("no pid reported by the timed-out exec in %s; restarting the container", self.id[:12])
+        try:
+            api.restart(self.id, timeout=0)
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"could not kill a timed-out command in {self.spec.name}: {exc}") from exc
+
+    def _oom_happened(self, exit_code: int) -> bool:
+        """Whether the container's memory cgroup OOM-killed something since the last check."""
+        count = self._host_oom_count()
+        if count is None:
+            if exit_code != 137:
+                return False
+            count = self._exec_oom_count()
+            if count is None:
+                return False
+        happened = count > self._oom_kills
+        self._oom_kills = count
+        return happened
+
+    def _host_oom_count(self) -> int | None:
+        """oom_kill counter read from the host's cgroup files (a local daemon), else None."""
+        candidates = (
+            f"/sys/fs/cgroup/memory/docker/{self.id}/memory.oom_control",
+            f"/sys/fs/cgroup/system.slice/docker-{self.id}.scope/memory.events",
+            f"/sys/fs/cgroup/docker/{self.id}/memory.events",
+        )
+        for path in candidates:
+            try:
+                data = Path(path).read_bytes()
+            except OSError:
+                continue
+            found = _OOM_RE.search(data)
+            if found:
+                return int(found.group(1))
+        return None
+
+    def _exec_oom_count(self) -> int | None:
+        """oom_kill counter read from inside the container, else None."""
+        api = self.client.api
+        try:
+            probe = api.exec_create(self.id, ["sh", "-c", _OOM_PROBE], user="0")["Id"]
+            data = api.exec_start(probe)
+        except docker.errors.APIError as exc:
+            log.warning("could not read the OOM counter of %s: %s", self.id[:12], exc)
+            return None
+        found = _OOM_RE.search(data if isinstance(data, bytes) else b"")
+        return int(found.group(1)) if found else None
+
+    # ----- files --------------------------------------------------------------------------------
+
+    def put(self, path: str, data: bytes | Path) -> None:
+        """Write bytes to the file `path`, or copy a host file or folder there; parents are created.
+
+        The content is read now but sent with the next `exec` (unpacked from its stdin before the
+        command starts, which saves a ~40 ms copy round trip) or before the next `get`/`get_dir`;
+        a copy docker refuses is reported there.
+
+        Raises:
+            FileNotFoundError: `data` names a host path that does not exist.
+            SandboxError: the sandbox is closed.
+        """
+        self._require_open()
+        target = self._abs(path)
+        arcname = target.lstrip("/")
+        if not arcname:
+            raise SandboxError("put: refusing to overwrite /")
+        if not isinstance(data, bytes | bytearray | memoryview):
+            source = Path(data)
+            if not source.exists() and not source.is_symlink():
+                raise FileNotFoundError(f"put: no such host file or folder: {source}")
+        with self._pending_lock:
+            if self._pending is None:
+                self._pending_buf = io.BytesIO()
+                # Stays open across puts, closed by _take_pending.
+                self._pending = tarfile.open(fileobj=self._pending_buf, mode="w")  # noqa: SIM115
+            tar = self._pending
+            if isinstance(data, bytes | bytearray | memoryview):
+                blob = bytes(data)
+                info = tarfile.TarInfo(arcname)
+                info.size = len(blob)
+                info.mode = 0o644
+                info.mtime = int(time.time())
+                tar.addfile(info, io.BytesIO(blob))
+            else:
+                tar.add(str(source), arcname=arcname, recursive=True, filter=_as_root)
+
+    def _take_pending(self) -> bytes | None:
+        """The tar of the puts not yet sent, and forget them."""
+        with self._pending_lock:
+            if self._pending is None:
+                return None
+            self._pending.close()
+            data = self._pending_buf.getvalue()
+            self._pending = None
+            self._pending_buf = io.BytesIO()
+            return data
+
+    def _flush(self) -> None:
+        """Send the pending puts now (before a read, or an exec that does not run as root)."""
+        data = self._take_pending()
+        if data is not None:
+            self._put_archive(data)
+
+    def _put_archive(self, data: bytes) -> None:
+        try:
+            self.client.api.put_archive(self.id, "/", data)
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"could not copy files into {self.spec.name}: {exc}") from exc
+
+    def get(self, path: str) -> bytes:
+        """Read the file `path` (a symlink is followed once).
+
+        Raises:
+            FileNotFoundError: there is no such file.
+            IsADirectoryError: `path` is a folder.
+            SandboxError: the sandbox is closed or docker failed.
+        """
+        self._require_open()
+        self._flush()
+        target = self._abs(path)
+        for _ in range(2):
+            chunks, stat = self._archive(target)
+            if stat.get("mode", 0) & (1 << 31):
+                raise IsADirectoryError(f"{target} is a folder in {self.spec.name}")
+            with tarfile.open(fileobj=ChunkReader(chunks), mode="r|") as tar:
+                member = tar.next()
+                if member is not None and member.isfile():
+                    extracted = tar.extractfile(member)
+                    assert extracted is not None
+                    return extracted.read()
+            link = stat.get("linkTarget")
+            if member is None or not member.issym() or not link:
+                raise SandboxError(f"{target} in {self.spec.name} is not a regular file")
+            target = link
+        raise SandboxError(f"{path} in {self.spec.name}: a symlink to a symlink")
+
+    def get_dir(self, path: str, dest: Path) -> None:
+        """Copy the folder `path` into the host folder `dest` (created); unsafe links are skipped, with a warning.
+
+        Raises:
+            FileNotFoundError: there is no such folder.
+            NotADirectoryError: `path` is not a folder.
+            SandboxError: the sandbox is closed or docker failed.
+        """
+        self._require_open()
+        self._flush()
+        target = self._abs(path)
+        chunks, stat = self._archive(target)
+        if not stat.get("mode", 0) & (1 << 31):
+            raise NotADirectoryError(f"{target} is not a folder in {self.spec.name}")
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=ChunkReader(chunks), mode="r|") as tar:
+            for member in tar:
+                _, _, rest = member.name.partition("/")
+                if not rest:
+                    continue
+                member.name = rest
+                try:
+                    tar.extract(member, dest, filter="data")
+                except tarfile.FilterError as exc:
+                    log.warning("get_dir %s: skipped %s: %s", target, rest, exc)
+
+    def _archive(self, target: str) -> tuple[Iterator[bytes], dict[str, Any]]:
+        try:
+            return self.client.api.get_archive(self.id, target)
+        except docker.errors.NotFound as exc:
+            raise FileNotFoundError(f"{target}: no such file in {self.spec.name}") from exc
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"could not copy {target} out of {self.spec.name}: {exc}") from exc
+
+    # ----- lifecycle ----------------------------------------------------------------------------
+
+    def close(self, wait: bool = False) -> None:
+        """Remove the container (force: whatever runs in it is killed). Idempotent.
+
+        Docker takes ~50 ms to kill and remove a container, so by default the removal runs on a
+        background remover and `close` returns at once: the sandbox is unusable from then on, the
+        interpreter waits for pending removals at exit, `wait_for_removals()` waits for them now,
+        and `reap` removes any that a crash left behind. `wait=True` removes it before returning.
+
+        Raises:
+            SandboxError: (wait=True) docker failed to remove it; it keeps its qaflow.run label for `reap`.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._pending = None
+        if wait:
+            self._remove()
+        else:
+            submit_removal(self._remove_or_warn)
+
+    def _remove(self) -> None:
+        try:
+            self.client.api.remove_container(self.id, force=True, v=True)
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError as exc:
+            if "already in progress" in str(exc):
+                return
+            raise SandboxError(f"could not remove the sandbox of {self.spec.name} ({self.id[:12]}): {exc}") from exc
+
+    def _remove_or_warn(self) -> None:
+        try:
+            self._remove()
+        except SandboxError as exc:
+            log.warning("%s (left for `qaflow sandbox reap`)", exc)
+        except requests.exceptions.RequestException as exc:
+            log.warning("could not remove container %s: %s (left for `qaflow sandbox reap`)", self.id[:12], exc)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _require_open(self) -> None:
+        if self._closed:
+            raise SandboxError(f"the sandbox of {self.spec.name} is closed")
+
+    def _abs(self, path: str) -> str:
+        return posixpath.normpath(posixpath.join(self.workdir, str(PurePosixPath(path))))
+
+
+def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
