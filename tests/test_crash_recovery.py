@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 
 from qaflow.cli import app
 from qaflow.ledger import Ledger
+from qaflow.sandbox.bwrap import TEMP_PREFIX
 from tests.conftest import TASKS_REPO, require_backend
 
 CHILD = textwrap.dedent(
@@ -41,7 +43,7 @@ CHILD = textwrap.dedent(
 ).replace("TASK", str(TASKS_REPO / "csv-sum"))
 
 
-def _start_and_kill(backend: str, tmp_path: Path) -> tuple[str, Path]:
+def _start_and_kill(backend: str, tmp_path: Path) -> tuple[str, Path, int]:
     run_id = "crash-" + uuid.uuid4().hex[:8]
     marker = tmp_path / "started"
     ledger_path = tmp_path / "ledger.sqlite"
@@ -54,7 +56,7 @@ def _start_and_kill(backend: str, tmp_path: Path) -> tuple[str, Path]:
     time.sleep(1.0)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    return run_id, ledger_path
+    return run_id, ledger_path, proc.pid
 
 
 def _ledger_is_clean(ledger_path: Path) -> None:
@@ -72,13 +74,13 @@ def test_sigkill_mid_run_then_reap_leaves_no_container(tmp_path: Path):
     require_backend("docker")
     import docker
 
-    run_id, ledger_path = _start_and_kill("docker", tmp_path)
+    run_id, ledger_path, _pid = _start_and_kill("docker", tmp_path)
     client = docker.from_env()
     label = {"label": f"qaflow.run={run_id}"}
     assert len(client.containers.list(all=True, filters=label)) == 1, "the orphan should exist before reaping"
     out = CliRunner().invoke(app, ["sandbox", "reap", "--run", run_id, "--json"])
     assert out.exit_code == 0, out.output
-    assert json.loads(out.output) == {"removed": 1}
+    assert json.loads(out.output)["removed"]["docker"] == 1
     assert client.containers.list(all=True, filters=label) == []
     _ledger_is_clean(ledger_path)
 
@@ -86,7 +88,7 @@ def test_sigkill_mid_run_then_reap_leaves_no_container(tmp_path: Path):
 @pytest.mark.bwrap
 def test_sigkill_mid_run_kills_the_bwrap_sandbox(tmp_path: Path):
     require_backend("bwrap")
-    _run_id, ledger_path = _start_and_kill("bwrap", tmp_path)
+    _run_id, ledger_path, pid = _start_and_kill("bwrap", tmp_path)
     deadline = time.monotonic() + 10
     while True:
         leftovers = subprocess.run(["pgrep", "-f", "sleep 1987"], capture_output=True, text=True).stdout.split()
@@ -94,4 +96,10 @@ def test_sigkill_mid_run_kills_the_bwrap_sandbox(tmp_path: Path):
             break
         time.sleep(0.2)
     assert leftovers == [], "a process of the killed run's sandbox survived its parent"
+    stale = list(Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}{pid}-*"))
+    assert stale, "the killed run should have left its sandbox folder behind"
+    out = CliRunner().invoke(app, ["sandbox", "reap", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["removed"]["bwrap"] >= len(stale)
+    assert not any(p.exists() for p in stale)
     _ledger_is_clean(ledger_path)

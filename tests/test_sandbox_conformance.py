@@ -146,7 +146,12 @@ def test_nothing_outside_the_sandbox_changes_on_the_host(make_sandbox, tmp_path:
     victim.write_text("original")
     box = make_sandbox()
     targets = [str(victim), "/etc/qaflow-escape", "/root/qaflow-escape", "/usr/qaflow-escape", "/tmp/qaflow-escape"]
-    cmd = "; ".join(f"echo pwned > {t} 2>/dev/null" for t in targets) + "; rm -f /etc/hostname 2>/dev/null; true"
+    remounts = "mount -o remount,rw,bind /usr 2>/dev/null; mount -o remount,rw,bind /etc 2>/dev/null; "
+    cmd = (
+        remounts
+        + "; ".join(f"echo pwned > {t} 2>/dev/null" for t in targets)
+        + "; rm -f /etc/hostname 2>/dev/null; true"
+    )
     box.exec(cmd)
     assert victim.read_text() == "original"
     for target in targets[1:]:

@@ -50,16 +50,18 @@ def reap(
     run: Annotated[str | None, typer.Option("--run", help="Only containers of this run id")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
-    """Remove containers left behind by crashed runs (those labelled qaflow.run).
+    """Remove what crashed runs left behind: docker containers labelled qaflow.run, and the bwrap
+    temp folders and cgroups of dead processes.
 
     Example: qaflow sandbox reap --run 3f2a9c1d0b7e
     """
-    ok, reason = check_backend("docker")
-    if not ok:
-        Console(stderr=True).print(f"[red]docker unavailable:[/red] {reason}")
-        raise typer.Exit(1)
-    removed = backend_class("docker").reap(run)
+    removed: dict[str, int | None] = {}
+    for name in ("docker", "bwrap"):
+        ok, _reason = check_backend(name)
+        removed[name] = backend_class(name).reap(run) if ok else None
     if as_json:
         print(json.dumps({"removed": removed}))
-    else:
-        Console().print(f"removed {removed} container(s)")
+        return
+    console = Console()
+    for name, count in removed.items():
+        console.print(f"{name}: " + ("unavailable, skipped" if count is None else f"removed {count}"))

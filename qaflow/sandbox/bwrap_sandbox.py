@@ -1,0 +1,492 @@
+"""One bwrap sandbox: the host root read-only, writable folders at container paths, one bwrap per exec.
+
+Isolation (every exec is a fresh `bwrap` over the same writable folders, so state persists
+between execs as in a container, but no process outlives its exec):
+`--unshare-all --unshare-user --disable-userns --cap-drop ALL` (as root, bwrap would otherwise
+keep every capability inside its user namespace, and the sandbox could remount /usr read-write),
+`--die-with-parent --new-session --as-pid-1` (the command is pid 1 of its own pid namespace, so
+when it exits or bwrap is killed everything inside dies, and no bwrap reaper is left behind as a
+zombie for the host's init; like `docker run`, pid 1 ignores signals it has no handler for),
+`--hostname`, `--clearenv` plus PATH/HOME/LANG/HOSTNAME, Dockerfile ENV, spec.env and the exec's
+env; network only with `spec.network` (`--share-net`).
+
+Limits: with cgroup v1 (as root), each sandbox gets its own pids, memory (+memsw) and cpu (CFS
+quota = `limits.cpus`) groups under the caller's own groups. bwrap starts with `--block-fd`; its
+child (the command, not yet exec'd) is moved into the groups and given RLIMIT_FSIZE
+(`file_size_mb`) with prlimit, then released: nothing it forks is born outside. `oom_killed` is
+the memory group's oom_kill counter going up during the exec. For a controller that is missing,
+rlimits stand in: RLIMIT_AS for memory, RLIMIT_NPROC for pids (root ignores it), RLIMIT_CPU from
+the exec timeout for cpu; under RLIMIT_AS `oom_killed` means MemoryError or SIGKILL.
+`BwrapSandbox.limits_mode` says which is used. bwrap's own monitor process stays outside the
+groups, so `pids` counts exactly the command's processes and threads. Cost: the first cgroup
+move after an idle spell waits for an RCU grace period (about 8 ms here; later ones take
+microseconds), which `cgroups.prime_async` at open overlaps with the image copy and bwrap start.
+
+Files: put/get/get_dir never start a process; they are file IO on the sandbox's folders with
+symlinks resolved in container space (`rootfs.ContainerFS`), so nothing the sandbox plants can
+redirect them onto the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import pwd
+import re
+import resource
+import selectors
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from qaflow.errors import SandboxError
+from qaflow.sandbox import cgroups
+from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec
+from qaflow.sandbox.rootfs import ContainerFS, HostRoot, host_root, under
+
+log = logging.getLogger(__name__)
+
+BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+TEMP_PREFIX = "qaflow-bwrap-"
+KILL_GRACE_S = 5.0
+READ_CHUNK = 1 << 16
+_ENV_NAME = re.compile(r"[^=\0]+")
+HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+
+
+def bwrap_flags(bwrap: str, hostname: str, network: bool) -> list[str]:
+    flags = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    flags += ["--die-with-parent", "--new-session", "--as-pid-1", "--hostname", hostname]
+    return flags + (["--share-net"] if network else [])
+
+
+def tail_args() -> list[str]:
+    return ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/", "--clearenv"]
+
+
+def base_env() -> dict[str, str]:
+    """The environment every sandbox starts from (the 'base image' ENV)."""
+    python_bin = host_root().python_bin
+    path = f"{python_bin}:{BASE_PATH}" if python_bin else BASE_PATH
+    return {"PATH": path, "HOME": "/root", "LANG": "C.UTF-8"}
+
+
+def hostname_for(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9-]+", "-", name).strip("-")[:63] or "qaflow"
+
+
+def _user_args(user: str | int | None) -> list[str]:
+    """bwrap --uid/--gid for `user` (identity only: every sandbox uid is the host's root, no capabilities).
+
+    Raises:
+        SandboxError: for a user name the host's /etc/passwd (the sandbox's) does not know.
+    """
+    if user is None:
+        return []
+    text = str(user)
+    name, _, group = text.partition(":")
+    try:
+        entry = None if name.isdigit() else pwd.getpwnam(name)
+    except KeyError as e:
+        raise SandboxError(f"no user {name!r} in this sandbox's /etc/passwd") from e
+    uid = int(name) if entry is None else entry.pw_uid
+    gid = int(group) if group.isdigit() else (entry.pw_gid if entry is not None else uid)
+    if uid == 0 and gid == 0:
+        return []
+    return ["--uid", str(uid), "--gid", str(gid)]
+
+
+class BwrapSandbox:
+    """One bwrap sandbox: writable folders in a temp dir, a cgroup set, and a bwrap argv prefix."""
+
+    def __init__(self, spec: SandboxSpec, meta: dict[str, Any], fs: Path, owned: Path | None):
+        host: HostRoot = host_root()
+        self.spec = spec
+        self.meta = meta
+        self.workdir: str = meta["workdir"]
+        self.files = ContainerFS(fs, list(meta["roots"]), host)
+        self._bwrap = shutil.which("bwrap") or "bwrap"
+        self._base_env = {**base_env(), "HOSTNAME": hostname_for(spec.name)}
+        self._image_env = {**meta["env"], **spec.env}
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen[bytes]] = set()
+        self._closed = False
+        limits = spec.limits
+        self._cg = cgroups.create(
+            f"{os.getpid()}-{uuid.uuid4().hex[:12]}",
+            memory_bytes=limits.memory_mb * 2**20,
+            pids=limits.pids,
+            cpus=limits.cpus,
+        )
+        if self._cg.dirs:
+            cgroups.prime_async()  # after create: a move holds the cgroup mutex that mkdir needs
+        for controller, why in self._cg.missing.items():
+            log.debug("bwrap sandbox %s: no %s cgroup (%s); using rlimits", spec.name, controller, why)
+        self._finalizer = weakref.finalize(self, _cleanup, owned, self._cg, spec.name)
+        self._configure()
+
+    @classmethod
+    def from_image(cls, spec: SandboxSpec, meta: dict[str, Any], image_fs: Path) -> BwrapSandbox:
+        """A new sandbox whose writable tree starts as a copy of the built image `image_fs`.
+
+        Raises:
+            SandboxError: when the image cannot be copied.
+        """
+        owned = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
+        box = cls(spec, meta, owned, owned)
+        try:
+            copy_image(image_fs, owned)
+        except OSError as e:
+            box.close()
+            raise SandboxError(f"cannot copy the image of {spec.name} into {owned}: {e}") from e
+        return box
+
+    def add_root(self, path: str) -> None:
+        """Make the container folder `path` writable too (the build does this for WORKDIR/COPY targets)."""
+        (self.files.fs / path.lstrip("/")).mkdir(mode=0o755, parents=True, exist_ok=True)
+        self.meta["roots"] = [*self.meta["roots"], path]
+        self._configure()
+
+    def _configure(self) -> None:
+        """Recompute the bwrap argv prefix (after the writable roots changed)."""
+        self.files.set_roots(list(self.meta["roots"]))
+        self._argv = [
+            *bwrap_flags(self._bwrap, hostname_for(self.spec.name), self.spec.network),
+            *self.files.bind_args(),
+            *tail_args(),
+        ]
+        limits = self.spec.limits
+        rlimits = [(resource.RLIMIT_FSIZE, limits.file_size_mb * 2**20)]
+        if "memory" not in self._cg.dirs:
+            rlimits.append((resource.RLIMIT_AS, limits.memory_mb * 2**20))
+        if "pids" not in self._cg.dirs:
+            rlimits.append((resource.RLIMIT_NPROC, limits.pids))
+        self._rlimits = rlimits
+
+    @property
+    def host_dir(self) -> Path:
+        """The host folder holding this sandbox's writable tree (deleted by `close`)."""
+        return self.files.fs
+
+    @property
+    def cgroup_dirs(self) -> dict[str, Path]:
+        """Controller -> this sandbox's cgroup folder (empty where rlimits are used)."""
+        return dict(self._cg.dirs)
+
+    @property
+    def limits_mode(self) -> str:
+        """How limits are enforced: e.g. 'cgroup v1: cpu, memory, pids' or 'rlimits'."""
+        if not self._cg.dirs:
+            return "rlimits"
+        extra = f"; rlimits for {', '.join(sorted(self._cg.missing))}" if self._cg.missing else ""
+        return f"cgroup v1: {', '.join(sorted(self._cg.dirs))}{extra}"
+
+    # -- exec ---------------------------------------------------------------------------------
+
+    def exec(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | int | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        """Run `cmd` (a string goes through `sh -c`) in a fresh bwrap over this sandbox's folders.
+
+        Raises:
+            SandboxError: when the sandbox is closed, `cwd` does not exist, an env name is invalid,
+                the user is unknown, or bwrap could not be started.
+        """
+        argv = ["sh", "-c", cmd] if isinstance(cmd, str) else [str(c) for c in cmd]
+        return self.exec_with_env(argv, {**self._image_env, **(env or {})}, timeout=timeout, user=user, cwd=cwd)
+
+    def exec_with_env(
+        self,
+        argv: list[str],
+        env: Mapping[str, str],
+        *,
+        timeout: float | None = None,
+        user: str | int | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        """`exec` of an argv with `env` over the base environment instead of the image's (a build's RUN).
+
+        Raises:
+            SandboxError: as `exec`.
+        """
+        if self._closed:
+            raise SandboxError(f"sandbox {self.spec.name} is closed")
+        if not argv:
+            raise SandboxError("empty command")
+        merged = {**self._base_env, **env}
+        workdir = self._check_cwd(cwd or self.workdir)
+        env_args: list[str] = []
+        for key, value in merged.items():
+            text = str(value)
+            if not _ENV_NAME.fullmatch(key) or "\0" in text:
+                raise SandboxError(f"invalid environment variable {key!r}")
+            env_args += ["--setenv", key, text]
+        rlimits = self._rlimits
+        if timeout is not None and "cpu" not in self._cg.dirs:
+            cpu_s = math.ceil(timeout * max(1.0, self.spec.limits.cpus)) + 1
+            rlimits = [*rlimits, (resource.RLIMIT_CPU, cpu_s)]
+        info_r, info_w = os.pipe()
+        block_r, block_w = os.pipe()
+        sync = ["--info-fd", str(info_w), "--block-fd", str(block_r)]
+        full = [*self._argv, *sync, *env_args, *_user_args(user), "--chdir", workdir, "--", *argv]
+        oom_before = self._cg.oom_kills()
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                full,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=HOST_ENV,
+                start_new_session=True,
+                pass_fds=(info_w, block_r),
+            )
+        except (OSError, ValueError) as e:
+            for fd in (info_r, block_w):
+                os.close(fd)
+            raise SandboxError(f"cannot start bwrap: {e}") from e
+        finally:
+            os.close(info_w)
+            os.close(block_r)
+        with self._lock:
+            self._running.add(proc)
+        try:
+            try:
+                self._admit(proc, info_r, rlimits)
+                os.write(block_w, b"x")
+            finally:
+                os.close(block_w)
+            limit = self.spec.limits.output_bytes
+            out, err_buf = CappedBuffer(limit), CappedBuffer(limit)
+            timed_out = _pump(proc, out, err_buf, None if timeout is None else start + timeout)
+            code = proc.wait()
+        finally:
+            with self._lock:
+                self._running.discard(proc)
+            if proc.poll() is None:
+                _kill(proc)
+                proc.wait()
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None and not pipe.closed:
+                    pipe.close()
+        duration = time.monotonic() - start
+        exit_code = 128 - code if code < 0 else code
+        oom_after = self._cg.oom_kills()
+        if oom_before is not None and oom_after is not None:
+            oom = oom_after > oom_before
+        else:
+            oom = not timed_out and (exit_code == 137 or "MemoryError" in err_buf.text()[-2000:])
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=out.text(),
+            stderr=err_buf.text(),
+            timed_out=timed_out,
+            duration_s=duration,
+            stdout_truncated=out.truncated,
+            stderr_truncated=err_buf.truncated,
+            oom_killed=oom,
+        )
+
+    def _admit(self, proc: subprocess.Popen[bytes], info_r: int, rlimits: list[tuple[int, int]]) -> None:
+        """Put bwrap's blocked child (the command's pid 1) into the cgroups and set its rlimits.
+
+        Raises:
+            SandboxError: when bwrap died before starting the child, or the child cannot be limited.
+        """
+        with os.fdopen(info_r, "rb") as info:
+            text = info.read()
+        match = re.search(rb'"child-pid":\s*(\d+)', text)
+        if match is None:
+            _, err = proc.communicate()
+            raise SandboxError(
+                f"bwrap could not start in sandbox {self.spec.name} (exit {proc.returncode}): "
+                f"{err.decode(errors='replace').strip()[-400:]}"
+            )
+        pid = int(match.group(1))
+        try:
+            self._cg.join(pid)
+            for which, value in rlimits:
+                resource.prlimit(pid, which, (value, value))
+        except OSError as e:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            _kill(proc)
+            _, err = proc.communicate()
+            why = err.decode(errors="replace").strip()[-400:] or str(e)
+            raise SandboxError(f"bwrap could not start in sandbox {self.spec.name}: {why}") from e
+
+    def _check_cwd(self, cwd: str) -> str:
+        resolved = self.files.resolve(cwd)
+        mapped = self.files.host_path(resolved)
+        if mapped is not None:
+            if not mapped[0].is_dir():
+                raise SandboxError(f"working directory {cwd} does not exist in sandbox {self.spec.name}")
+        elif not (
+            resolved in ("/", "/proc", "/dev")
+            or under(resolved, "/proc")
+            or under(resolved, "/dev")
+            or any(under(root, resolved) for root in self.files.roots)
+        ):
+            raise SandboxError(f"working directory {cwd} does not exist in sandbox {self.spec.name}")
+        return cwd
+
+    # -- files --------------------------------------------------------------------------------
+
+    def put(self, path: str, data: bytes | Path) -> None:
+        """Write bytes to the file `path`, or copy a host file or folder (its contents) to `path`.
+
+        Raises:
+            SandboxError: when `path` is not under a writable folder of this sandbox, contains
+                '..', or a folder/file is in the way.
+            FileNotFoundError: when the host source does not exist.
+        """
+        self._check_open()
+        if isinstance(data, bytes | bytearray | memoryview):
+            self.files.write_bytes(path, bytes(data))
+            return
+        source = Path(data)
+        if not source.exists():
+            raise FileNotFoundError(2, "no such host file or folder", str(source))
+        self.files.copy_in(source, path)
+
+    def get(self, path: str) -> bytes:
+        """Read the file `path` as the sandbox sees it.
+
+        Raises:
+            FileNotFoundError: when it does not exist.
+            SandboxError: when it is not a regular file, or the host cannot see it (/proc, /dev).
+        """
+        self._check_open()
+        return self.files.read_bytes(path)
+
+    def get_dir(self, path: str, dest: Path) -> None:
+        """Copy the folder `path` into the host folder `dest` (created if missing).
+
+        Raises:
+            FileNotFoundError: when `path` does not exist.
+            SandboxError: when the host cannot see it.
+        """
+        self._check_open()
+        self.files.copy_out(path, Path(dest))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxError(f"sandbox {self.spec.name} is closed")
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Kill anything still running, remove the temp folders and cgroups. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            running = list(self._running)
+        for proc in running:
+            _kill(proc)
+        for proc in running:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=KILL_GRACE_S)
+        self._finalizer()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"BwrapSandbox({self.spec.name!r}, workdir={self.workdir!r}, {state})"
+
+
+def copy_image(src: Path, dest: Path) -> None:
+    """Copy an image tree's contents into the existing folder `dest`: modes, file mtimes and links kept.
+
+    `dest` itself keeps its mode (0700 from mkdtemp: sandboxed root can make setuid-root files, so
+    no other host user may reach into the tree). Leaner than shutil.copytree (no xattrs, no folder
+    times); the image is ours, so it holds only folders, regular files and symlinks.
+
+    Raises:
+        OSError: when a file cannot be copied.
+    """
+    for entry in os.scandir(src):
+        target = os.path.join(dest, entry.name)
+        st = entry.stat(follow_symlinks=False)
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry.path), target)
+        elif entry.is_dir(follow_symlinks=False):
+            os.mkdir(target)
+            os.chmod(target, stat.S_IMODE(st.st_mode))
+            copy_image(Path(entry.path), Path(target))
+        else:
+            shutil.copyfile(entry.path, target, follow_symlinks=False)
+            os.chmod(target, stat.S_IMODE(st.st_mode))
+            os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _cleanup(owned: Path | None, cg: cgroups.CgroupSet, name: str) -> None:
+    if owned is not None:
+        try:
+            shutil.rmtree(owned)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            log.warning("bwrap sandbox %s: could not remove %s: %s", name, owned, e)
+    for failure in cg.remove():
+        log.warning("bwrap sandbox %s: could not remove cgroup %s", name, failure)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL bwrap's process group; --die-with-parent and the pid namespace take the rest down."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _pump(proc: subprocess.Popen[bytes], out: CappedBuffer, err: CappedBuffer, deadline: float | None) -> bool:
+    """Read both pipes into capped buffers until EOF; kill at the deadline. Returns whether it timed out."""
+    assert proc.stdout is not None and proc.stderr is not None
+    timed_out = False
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout.fileno(), selectors.EVENT_READ, out)
+        sel.register(proc.stderr.fileno(), selectors.EVENT_READ, err)
+        try:
+            while sel.get_map():
+                wait = None if deadline is None else deadline - time.monotonic()
+                if wait is not None and wait <= 0:
+                    if timed_out:
+                        break
+                    _kill(proc)
+                    timed_out = True
+                    deadline = time.monotonic() + KILL_GRACE_S
+                    continue
+                for key, _ in sel.select(wait):
+                    data = os.read(key.fd, READ_CHUNK)
+                    if data:
+                        key.data.write(data)
+                    else:
+                        sel.unregister(key.fd)
+        finally:
+            proc.stdout.close()
+            proc.stderr.close()
+    return timed_out
