@@ -36,7 +36,7 @@ class ExecResult(BaseModel):
 class Limits(BaseModel):
     """Resource limits applied to every sandbox; task.toml values override the defaults."""
 
-    cpus: float = Field(1.0, description="CPU share: docker --cpus; bwrap a CFS quota, else RLIMIT_CPU from the timeout")
+    cpus: float = Field(1.0, description="CPUs: docker --cpus; bwrap a CFS quota, else RLIMIT_CPU from the timeout")
     memory_mb: int = Field(2048, description="Memory limit in MiB: docker and bwrap memory cgroup, else RLIMIT_AS")
     pids: int = Field(256, description="Maximum processes/threads: docker pids-limit; bwrap pids cgroup")
     storage_mb: int | None = Field(None, description="Disk limit for the writable layer, where the backend can")
