@@ -1,0 +1,46 @@
+"""The audit's boundary types: findings with evidence, and the per-task report (DESIGN.md contract)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from qaflow.records import FindingCode, Severity
+
+
+class Verdict(StrEnum):
+    ACCEPTED = "accepted"
+    NEEDS_REPAIR = "needs_repair"
+    INVALID = "invalid"
+
+
+class AuditFinding(BaseModel):
+    """One finding: what was seen (message, with how to fix it) and the evidence for it."""
+
+    code: FindingCode
+    severity: Severity = Severity.ERROR
+    message: str
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskAudit(BaseModel):
+    """One task's audit, as written by `qaflow audit --json` (the contract of DESIGN.md)."""
+
+    task: str
+    path: str
+    version: str | None
+    verdict: Verdict
+    findings: list[AuditFinding] = Field(default_factory=list)
+    probes: dict[str, Any] = Field(default_factory=dict)
+    """Per probe: rewards, exit statuses, timings (extra to the contract)."""
+    timings: dict[str, float] = Field(default_factory=dict)
+
+
+def verdict_for(findings: list[AuditFinding]) -> Verdict:
+    if any(f.code is FindingCode.INVALID_TASK for f in findings):
+        return Verdict.INVALID
+    if any(f.severity is not Severity.INFO for f in findings):
+        return Verdict.NEEDS_REPAIR
+    return Verdict.ACCEPTED
