@@ -77,6 +77,8 @@ class FindingCode(StrEnum):
     LEAK = "leak"
     REWARD_TAMPER = "reward_tamper"
     INFRA_ERROR = "infra_error"
+    LINT = "lint"
+    """Static advice (e.g. no timeout set); a warning, it does not change the verdict."""
 
 
 class _Row(BaseModel):

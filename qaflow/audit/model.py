@@ -41,6 +41,6 @@ class TaskAudit(BaseModel):
 def verdict_for(findings: list[AuditFinding]) -> Verdict:
     if any(f.code is FindingCode.INVALID_TASK for f in findings):
         return Verdict.INVALID
-    if any(f.severity is not Severity.INFO for f in findings):
+    if any(f.severity is Severity.ERROR for f in findings):
         return Verdict.NEEDS_REPAIR
     return Verdict.ACCEPTED
