@@ -15,10 +15,20 @@ from qaflow.trial import ErrorKind, ExitStatus, run_trial
 from tests.conftest import TASKS_REPO
 from tests.taskfactory import write_task
 
-BUNDLED = sorted(p.name for p in TASKS_REPO.iterdir() if (p / "task.toml").is_file())
+def _controls() -> list[str]:
+    """Bundled tasks labelled as controls (sound verifier, reference solution and environment)."""
+    names = []
+    for folder in sorted(TASKS_REPO.iterdir()):
+        toml = folder / "task.toml"
+        if toml.is_file() and 'label = "control"' in toml.read_text(errors="replace"):
+            names.append(folder.name)
+    return names
 
 
-def test_the_bundled_pool_has_at_least_six_tasks():
+BUNDLED = _controls()
+
+
+def test_the_bundled_pool_has_at_least_six_controls():
     assert len(BUNDLED) >= 6
 
 
