@@ -93,8 +93,14 @@ def run_trial(
     backend: str = "auto",
     run_id: str | None = None,
     limits: Limits | None = None,
+    clear_verifier_logs: bool = True,
 ) -> TrialResult:
-    """Run one trial of `agent` on `task` and return its result; never raises for task or sandbox failures."""
+    """Run one trial of `agent` on `task` and return its result; never raises for task or sandbox failures.
+
+    `clear_verifier_logs=False` leaves whatever the agent wrote in /logs/verifier in place, as a
+    harness that does not clear it would: the tamper probe uses it to see whether the verifier
+    overwrites a planted reward.
+    """
     started = time.perf_counter()
     run_id = run_id or uuid.uuid4().hex[:12]
     result = TrialResult(task=task.name, version=task.version, agent=agent.name, backend=backend, run_id=run_id)
@@ -109,7 +115,7 @@ def run_trial(
             if task.verifier_mode is VerifierEnvironmentMode.SEPARATE:
                 _verify_separately(task, box, spec, result)
             else:
-                _verify(task, box, result)
+                _verify(task, box, result, clear=clear_verifier_logs)
     except QaflowError as exc:
         result.error = ErrorInfo.of(exc)
     except Exception as exc:  # a bug of ours: recorded with its traceback, never passed off as a task failure
@@ -128,10 +134,11 @@ def _agent_phase(task: Task, agent: Agent, box: Sandbox, result: TrialResult) ->
         result.exit_status = ExitStatus.AGENT_TIMEOUT
 
 
-def _verify(task: Task, box: Sandbox, result: TrialResult) -> None:
+def _verify(task: Task, box: Sandbox, result: TrialResult, *, clear: bool = True) -> None:
     t0 = time.perf_counter()
     box.put(TESTS_DIR, task.tests_dir)
-    script = f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS} && exec bash {TESTS_DIR}/test.sh"
+    prepare = f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS}" if clear else f"mkdir -p {VERIFIER_LOGS}"
+    script = f"{prepare} && exec bash {TESTS_DIR}/test.sh"
     result.verifier_exec = box.exec(
         script,
         timeout=task.verifier_timeout_sec,

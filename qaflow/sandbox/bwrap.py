@@ -106,6 +106,16 @@ class BwrapBackend:
                 removed += 1
         return removed
 
+    def build(self, spec: SandboxSpec) -> str:
+        """Prepare (once per env_hash) the environment of `spec` without starting a sandbox; returns its folder.
+
+        Raises: as `open`.
+        """
+        ok, reason = self.check()
+        if not ok:
+            raise SandboxUnavailableError(reason)
+        return str(self._image(spec)[1])
+
     def open(self, spec: SandboxSpec) -> BwrapSandbox:
         """Build the image for `spec` (once per env_hash) and start a sandbox from it.
 
