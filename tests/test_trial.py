@@ -15,6 +15,7 @@ from qaflow.trial import ErrorKind, ExitStatus, run_trial
 from tests.conftest import TASKS_REPO
 from tests.taskfactory import write_task
 
+
 def _controls() -> list[str]:
     """Bundled tasks labelled as controls (sound verifier, reference solution and environment)."""
     names = []

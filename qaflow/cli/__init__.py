@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from qaflow.cli import audit as audit_cli
 from qaflow.cli import check as check_cli
 from qaflow.cli import images as images_cli
 from qaflow.cli import importer as import_cli
@@ -23,6 +24,7 @@ app.add_typer(images_cli.app, name="images")
 app.add_typer(import_cli.app, name="import")
 run_cli.register(app)
 check_cli.register(app)
+audit_cli.register(app)
 
 
 def main() -> None:

@@ -181,6 +181,11 @@ class BwrapSandbox:
         return self.files.fs
 
     @property
+    def writable_roots(self) -> list[str]:
+        """The container folders this sandbox can write (the rest is the host's read-only root)."""
+        return list(self.files.roots)
+
+    @property
     def cgroup_dirs(self) -> dict[str, Path]:
         """Controller -> this sandbox's cgroup folder (empty where rlimits are used)."""
         return dict(self._cg.dirs)

@@ -89,6 +89,11 @@ class DockerSandbox:
         self._pending_buf = io.BytesIO()
         self._pending_lock = threading.Lock()
 
+    @property
+    def writable_roots(self) -> list[str]:
+        """The container folders this sandbox can write: the whole container file system."""
+        return ["/"]
+
     # ----- exec ---------------------------------------------------------------------------------
 
     def exec(

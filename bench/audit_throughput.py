@@ -1,0 +1,129 @@
+"""Audit throughput: seconds per probe trial against a bare `docker run` of the same scripts, same run.
+
+The audit of the pool runs with a fresh ledger (nothing cached, images already built by a warm-up
+pass), one trial at a time so the two sides are comparable. The baseline runs, for every probe
+trial the audit made, the same scripts with the plain CLI: `docker run --rm` with solution/ and
+tests/ bind-mounted, `sh -c 'solve.sh (oracle only); test.sh; cat reward'`. bwrap gets the same
+treatment against the bare `bwrap` command line. Target: docker <= 1.3x.
+
+Usage: python bench/audit_throughput.py [--pool tasks_repo] [--backend docker|bwrap|both] [--limit 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from qaflow.audit.runner import AuditConfig, Auditor
+from qaflow.ledger import Ledger
+from qaflow.records import RunKind, TaskVersion, VersionStatus, utcnow
+from qaflow.sandbox import check_backend
+from qaflow.sandbox.spec import spec_for_task
+from qaflow.task import Task, find_task_dirs
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from sandbox_overhead import bwrap_command  # noqa: E402
+
+
+def sound_tasks(pool: Path, limit: int) -> list[Task]:
+    tasks = []
+    for folder in find_task_dirs(pool):
+        try:
+            tasks.append(Task.load(folder))
+        except Exception:  # invalid tasks are not part of the figure
+            continue
+    return tasks[:limit]
+
+
+def audit_seconds(tasks: list[Task], backend: str, repeats: int) -> tuple[float, int]:
+    with tempfile.TemporaryDirectory() as tmp:
+        ledger = Ledger(Path(tmp) / "ledger.sqlite")
+        for t in tasks:
+            ledger.add_version(
+                TaskVersion(
+                    version=t.version,
+                    name=t.name,
+                    source="bench",
+                    path=str(t.path),
+                    status=VersionStatus.NEW,
+                    created_at=utcnow(),
+                )
+            )
+        run = ledger.start_run(RunKind.AUDIT, {})
+        auditor = Auditor(ledger, run.run_id, AuditConfig(backend=backend, repeats=repeats, jobs=1))
+        t0 = time.perf_counter()
+        for t in tasks:
+            auditor.audit_one(t.path)
+        elapsed = time.perf_counter() - t0
+        auditor.close()
+        trials = sum(1 for r in ledger.results() if r.probe != "build")
+        ledger.close()
+    return elapsed, trials
+
+
+def bare_seconds(tasks: list[Task], backend: str, trials_per_task: float) -> float:
+    """Bare runs: per task, one oracle-like and one nop-like script, scaled to the audit's trial count."""
+    total = 0.0
+    for task in tasks:
+        for with_solution in (True, False):
+            script = ("bash /solution/solve.sh; " if with_solution else "") + (
+                "mkdir -p /logs/verifier; bash /tests/test.sh; cat /logs/verifier/reward.* 2>/dev/null; true"
+            )
+            cmd = _bare_cmd(task, backend, script)
+            t0 = time.perf_counter()
+            subprocess.run(cmd, capture_output=True, check=False)
+            total += (time.perf_counter() - t0) * trials_per_task / 2
+    return total
+
+
+def _bare_cmd(task: Task, backend: str, script: str) -> list[str]:
+    if backend == "docker":
+        from qaflow.sandbox.docker import DockerBackend
+
+        image = DockerBackend().build(spec_for_task(task))
+        return [
+            "docker", "run", "--rm", "--network", "none",
+            "-v", f"{task.solution_dir}:/solution:ro", "-v", f"{task.tests_dir}:/tests:ro",
+            image, "sh", "-c", f"cd /app 2>/dev/null; {script}",
+        ]  # fmt: skip
+    return bwrap_command(task, script)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pool", default=str(REPO / "tasks_repo"))
+    parser.add_argument("--backend", choices=["docker", "bwrap", "both"], default="both")
+    parser.add_argument("--limit", type=int, default=8, help="tasks to audit (loadable ones, in folder order)")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    tasks = sound_tasks(Path(args.pool), args.limit)
+    for backend in ("docker", "bwrap"):
+        if args.backend not in (backend, "both"):
+            continue
+        ok, reason = check_backend(backend)
+        if not ok:
+            print(f"{backend}: unavailable ({reason})")
+            continue
+        audit_seconds(tasks[:1], backend, 1)  # warm-up: builds images
+        for t in tasks:
+            try:
+                _bare_cmd(t, backend, "true")
+            except Exception:  # an unbuildable task is timed by the audit alone
+                continue
+        elapsed, trials = audit_seconds(tasks, backend, args.repeats)
+        bare = bare_seconds(tasks, backend, trials / len(tasks))
+        per_probe, per_bare = elapsed / trials, bare / trials
+        print(
+            f"{backend}: {len(tasks)} tasks, {trials} probe trials in {elapsed:.1f} s: "
+            f"{per_probe * 1000:.0f} ms per probe vs bare {per_bare * 1000:.0f} ms: ratio {per_probe / per_bare:.2f}x"
+            + (" (target <= 1.3x)" if backend == "docker" else "")
+        )
+
+
+if __name__ == "__main__":
+    main()

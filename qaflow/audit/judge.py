@@ -1,0 +1,175 @@
+"""From probe runs to findings: a pure function, so every rule is testable without a sandbox.
+
+Rules (N repeats each of nop and oracle):
+- oracle runs that fail for want of network or a tool (`infra.classify` on their output) are
+  `infra_error`, never `broken_solution` or `false_rejection`;
+- oracle agent phase fails (non-zero exit or timeout) in every run: `broken_solution`;
+- oracle never gets full reward although it ran cleanly: `false_rejection` (timeouts included);
+- nop gets full reward in every run: `false_pass`;
+- nop or oracle outcomes disagree across repeats: `flaky`, with the observed pass rate;
+- the verifier leaves no reward on a failing run (nop or a mutant): `reward_tamper`;
+- a planted reward survives a verifier run that should fail (tamper probe): `reward_tamper`;
+- a mutant (wrong solution derived from the oracle's effect) gets full reward while the oracle
+  does: `weak_verifier`. Not reported when nop already passes (`false_pass` says more: a verifier
+  that passes the untouched environment passes every mutant too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qaflow.audit.infra import classify
+from qaflow.audit.model import AuditFinding
+from qaflow.audit.probe_run import ProbeRun
+from qaflow.records import FindingCode, Severity
+
+
+def _infra_of(run: ProbeRun) -> dict[str, str] | None:
+    if run.full:
+        return None
+    for phase, output, failed in (
+        ("solution", run.agent_output, run.agent_failed),
+        ("verifier", run.verifier_output + "\n" + (run.error or ""), True),
+    ):
+        if not failed:
+            continue
+        evidence = classify(output)
+        if evidence is not None:
+            return {"probe": run.probe, "phase": phase, "kind": evidence.kind, "line": evidence.match}
+    return None
+
+
+def _rate(runs: Sequence[ProbeRun]) -> float:
+    return sum(r.full for r in runs) / len(runs) if runs else 0.0
+
+
+def judge(
+    nop: Sequence[ProbeRun],
+    oracle: Sequence[ProbeRun],
+    tamper: ProbeRun | None = None,
+    mutants: Sequence[ProbeRun] = (),
+) -> list[AuditFinding]:
+    findings: list[AuditFinding] = []
+    infra = [e for e in (_infra_of(r) for r in [*oracle, *nop]) if e is not None]
+    infra_probes = {e["probe"] for e in infra}
+    if infra:
+        first = infra[0]
+        findings.append(
+            AuditFinding(
+                code=FindingCode.INFRA_ERROR,
+                message=(
+                    f"the {first['phase']} failed for want of {'network' if first['kind'] == 'network' else 'a tool'}"
+                    f" the sandbox does not provide ({first['line']!r}); install it in the image at build time, "
+                    "or run with network if the task really needs it"
+                ),
+                evidence={"runs": infra[:6]},
+            )
+        )
+    clean_oracle = [r for r in oracle if r.probe not in infra_probes]
+    full_oracle = sum(r.full for r in oracle)
+
+    if oracle and 0 < full_oracle < len(oracle):
+        findings.append(_flaky("oracle", oracle))
+    elif clean_oracle and full_oracle == 0:
+        broken = [r for r in clean_oracle if r.agent_failed]
+        if len(broken) == len(clean_oracle):
+            run = broken[0]
+            why = "timed out" if run.agent_timed_out else f"exited {run.agent_exit}"
+            findings.append(
+                AuditFinding(
+                    code=FindingCode.BROKEN_SOLUTION,
+                    message=f"solution/solve.sh {why} in every run; fix the reference solution so it completes cleanly",
+                    evidence={"runs": len(broken), "agent_output_tail": run.agent_output[-1200:], "first": run.brief()},
+                )
+            )
+        elif "oracle" not in infra_probes:
+            run = next(r for r in clean_oracle if not r.agent_failed)
+            if run.verifier_timed_out:
+                what = "the verifier timed out"
+            elif run.error:
+                what = f"the verifier failed: {run.error}"
+            else:
+                what = f"the verifier gave reward {run.reward}"
+            findings.append(
+                AuditFinding(
+                    code=FindingCode.FALSE_REJECTION,
+                    message=(
+                        f"the reference solution ran cleanly but {what}; the verifier rejects a correct solution "
+                        "(or the solution is wrong): make tests and solution agree with the instruction"
+                    ),
+                    evidence={"runs": len(clean_oracle), "first": run.brief()},
+                )
+            )
+
+    full_nop = sum(r.full for r in nop)
+    nop_passes = bool(nop) and full_nop == len(nop)
+    if nop and 0 < full_nop < len(nop):
+        findings.append(_flaky("nop", nop))
+    elif nop_passes:
+        findings.append(
+            AuditFinding(
+                code=FindingCode.FALSE_PASS,
+                message=(
+                    "the verifier gives full reward to the untouched environment (nop agent): it does not check "
+                    "the work the instruction asks for"
+                ),
+                evidence={"runs": len(nop), "first": nop[0].brief()},
+            )
+        )
+
+    silent = [r for r in [*nop, *mutants] if r.reward_missing and r.probe not in infra_probes]
+    if silent:
+        findings.append(
+            AuditFinding(
+                code=FindingCode.REWARD_TAMPER,
+                message=(
+                    "the verifier exits without writing any reward on a failing run; a reward file planted by the "
+                    "agent would stand in a harness that does not clear /logs/verifier: always write 0 on failure"
+                ),
+                evidence={"runs": [r.brief() for r in silent[:3]]},
+            )
+        )
+    elif tamper is not None and tamper.full and not nop_passes:
+        findings.append(
+            AuditFinding(
+                code=FindingCode.REWARD_TAMPER,
+                message=(
+                    "a reward of 1 planted in /logs/verifier by the agent survived the verifier: the verifier does "
+                    "not overwrite the reward on failure; write the reward unconditionally"
+                ),
+                evidence={"tamper": tamper.brief()},
+            )
+        )
+
+    oracle_sound = bool(oracle) and full_oracle == len(oracle)
+    passing = [m for m in mutants if m.full]
+    if passing and oracle_sound and not nop_passes:
+        findings.append(
+            AuditFinding(
+                code=FindingCode.WEAK_VERIFIER,
+                message=(
+                    f"{len(passing)} of {len(mutants)} wrong solutions derived from the oracle got full reward "
+                    f"(e.g. {passing[0].probe.removeprefix('mutant:')}): "
+                    "the verifier does not check the content of what the task asks for"
+                ),
+                evidence={
+                    "passing_mutants": [m.probe.removeprefix("mutant:") for m in passing],
+                    "descriptions": {m.probe: m.extra.get("description", "") for m in passing[:8]},
+                    "mutants_run": len(mutants),
+                },
+            )
+        )
+    return findings
+
+
+def _flaky(probe: str, runs: Sequence[ProbeRun]) -> AuditFinding:
+    rate = _rate(runs)
+    return AuditFinding(
+        code=FindingCode.FLAKY,
+        severity=Severity.ERROR,
+        message=(
+            f"the {probe} runs disagree: full reward in {sum(r.full for r in runs)} of {len(runs)} runs "
+            f"({rate:.0%}); make the verifier and solution deterministic (seeds, ordering, timing)"
+        ),
+        evidence={"probe": probe, "pass_rate": rate, "rewards": [r.reward for r in runs]},
+    )

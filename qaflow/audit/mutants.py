@@ -1,0 +1,345 @@
+"""Mutants: adversarial wrong solutions derived from the oracle's effect (probe 6, weak verifiers).
+
+A mutant is the oracle's end state with something wrong in it: every output emptied, one output
+emptied, one line changed, a JSON value changed, a change left out, an output cut to half, its
+lines shuffled. Its `writes` (path -> bytes, None = delete) are applied on top of the untouched
+environment by `MutantAgent`; full reward for a mutant means the verifier does not check what the
+mutant broke.
+
+Targets are the oracle's created/modified regular files whose content was captured, except
+scratch (/tmp, caches, __pycache__, .git, installed packages): breaking those is no wrong answer.
+Those files, symlinks and deletions are reproduced as the oracle left them; files too large to
+capture are left out of every mutant (which can only make mutants fail, never pass wrongly).
+Code files (by extension or shebang) get only empty, truncate and subset mutants: a changed
+comment or shuffled lines in code say nothing about the verifier.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import random
+import re
+import shlex
+from collections.abc import Iterator
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from qaflow.audit.effects import ChangeKind, Effect, FileChange
+from qaflow.sandbox.base import ExecResult, Sandbox
+from qaflow.task import Task
+
+DEFAULT_MODE = 0o644
+"""The mode `Sandbox.put` gives a file written from bytes."""
+SCRATCH_PREFIXES = ("/tmp/", "/var/tmp/", "/run/", "/var/cache/", "/var/log/", "/var/lib/apt/", "/var/lib/dpkg/")
+SCRATCH_PARTS = frozenset(
+    {"__pycache__", ".cache", ".git", ".npm", "node_modules", "site-packages", "dist-packages", ".pytest_cache"}
+    | {".mypy_cache", ".ruff_cache", ".ipynb_checkpoints"}
+)
+SCRATCH_NAMES = frozenset({".bash_history", ".python_history", ".wget-hsts", ".lesshst", ".viminfo", ".sqlite_history"})
+_CODE = (
+    "py pyx sh bash zsh js mjs cjs ts tsx jsx c h cc cpp cxx hpp go rs java kt scala rb pl pm php lua r jl swift cs"
+    " fs hs ml ex exs erl clj sql awk sed mk cmake asm s"
+)
+CODE_SUFFIXES = frozenset("." + suffix for suffix in _CODE.split())
+CODE_NAMES = frozenset({"Makefile", "makefile", "GNUmakefile", "Dockerfile", "CMakeLists.txt", "Rakefile"})
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+class MutantKind(StrEnum):
+    EMPTY_ALL = "empty-all"
+    EMPTY = "empty"
+    CORRUPT_LINE = "corrupt-line"
+    JSON_VALUE = "json-value"
+    SUBSET = "subset"
+    TRUNCATE = "truncate"
+    SHUFFLE = "shuffle"
+
+
+class Mutant(BaseModel):
+    """One wrong solution: `writes` (None = delete), file modes and symlinks, applied on the untouched environment."""
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+
+    name: str = Field(description="Stable name: `empty-all`, `empty:app/out.txt`, `subset:without:app/old.txt`, ...")
+    kind: MutantKind
+    description: str
+    targets: list[str] = Field(default_factory=list, description="The container paths this mutant breaks")
+    writes: dict[str, bytes | None] = Field(default_factory=dict)
+    modes: dict[str, int] = Field(default_factory=dict, description="Mode per written path (0o644 when absent)")
+    links: dict[str, str] = Field(default_factory=dict, description="Symlinks to create: path -> target")
+
+
+def is_scratch(path: str) -> bool:
+    """Whether a path is scratch or a cache (never a target, never left out)."""
+    parts = path.split("/")
+    return (
+        path.startswith(SCRATCH_PREFIXES)
+        or any(p in SCRATCH_PARTS or p.endswith(".dist-info") for p in parts[:-1])
+        or parts[-1] in SCRATCH_NAMES
+        or parts[-1].endswith((".pyc", ".pyo"))
+    )
+
+
+def is_code(change: FileChange) -> bool:
+    name = change.path.rsplit("/", 1)[-1]
+    suffix = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return suffix in CODE_SUFFIXES or name in CODE_NAMES or (change.content or b"").startswith(b"#!")
+
+
+def text_of(data: bytes) -> str | None:
+    """The UTF-8 text of `data`, or None for binary content."""
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def make_mutants(effect: Effect, *, limit: int = 12, seed: int = 0, focus: str = "") -> list[Mutant]:
+    """Up to `limit` distinct mutants of the oracle's `effect`, most informative first; deterministic.
+
+    `focus` (e.g. the instruction and test files) puts files it mentions first. Mutants that
+    reproduce the oracle's end state exactly, and duplicates, are skipped.
+    """
+    base: dict[str, bytes | None] = {}
+    modes: dict[str, int] = {}
+    links: dict[str, str] = {}
+    for c in effect.changes:
+        if c.kind is ChangeKind.DELETED:
+            base[c.path] = None
+        elif c.file_type == "symlink" and c.link_target:
+            links[c.path] = c.link_target
+        elif c.file_type == "file" and c.content is not None:
+            base[c.path] = c.content
+            modes[c.path] = c.mode if c.mode is not None else DEFAULT_MODE
+    targets = [c for c in effect.written if c.path in base and not is_scratch(c.path)]
+    targets.sort(key=lambda c: _rank(c, effect.workdir, focus))
+    removals = [c for c in effect.deleted if not is_scratch(c.path)]
+    candidates = sorted(_candidates(targets, removals, seed), key=lambda item: item[0])
+    out: list[Mutant] = []
+    seen: set[tuple[tuple[str, bytes | None], ...]] = {tuple(sorted(base.items()))}
+    for _, kind, broken, changed in candidates:
+        if len(out) >= limit:
+            break
+        writes = {p: v for p, v in base.items() if p not in changed or changed[p] is not ...}
+        writes.update({p: v for p, v in changed.items() if v is not ...})
+        key = tuple(sorted(writes.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(_mutant(kind, broken, writes, modes, links))
+    return out
+
+
+_Changed = dict[str, Any]
+"""path -> new bytes, or `...` to leave the oracle's change to that path out."""
+_Priority = tuple[int, int, int]
+
+
+def _candidates(
+    targets: list[FileChange], removals: list[FileChange], seed: int
+) -> Iterator[tuple[_Priority, MutantKind, list[str], _Changed]]:
+    """(priority, kind, broken paths, changes) for every mutant idea; lower priority comes first."""
+    if targets:
+        yield (0, 0, 0), MutantKind.EMPTY_ALL, [c.path for c in targets], {c.path: b"" for c in targets}
+    leave_out = [*targets, *removals] if len(targets) + len(removals) >= 2 else []
+    for rank, c in enumerate(targets):
+        data = c.content or b""
+        text = text_of(data)
+        data_text = text is not None and not is_code(c)
+        rng = random.Random(f"{seed}:{c.path}")
+        ideas: list[tuple[int, MutantKind, bytes | None]] = [(1, MutantKind.EMPTY, b"")]
+        if data_text and text is not None:
+            is_json = c.path.endswith(".json") or text.lstrip()[:1] in ("{", "[")
+            json_new = _json_value(text, rng) if is_json else None
+            if json_new is not None:
+                ideas.append((2, MutantKind.JSON_VALUE, json_new.encode()))
+            else:
+                ideas.append((2, MutantKind.CORRUPT_LINE, _encode(_corrupt_line(text, rng))))
+                ideas.append((4, MutantKind.SHUFFLE, _encode(_shuffle(text, rng))))
+        ideas.append((3, MutantKind.TRUNCATE, _truncate(data, text)))
+        for tier, kind, new in ideas:
+            if new is not None:
+                yield (tier, rank, list(MutantKind).index(kind)), kind, [c.path], {c.path: new}
+    for rank, c in enumerate(leave_out):
+        tier = 3 if c.kind is ChangeKind.CREATED else 1  # absent is rarely more telling than empty
+        yield (tier, rank, list(MutantKind).index(MutantKind.SUBSET)), MutantKind.SUBSET, [c.path], {c.path: ...}
+
+
+def _mutant(
+    kind: MutantKind, broken: list[str], writes: dict[str, bytes | None], modes: dict[str, int], links: dict[str, str]
+) -> Mutant:
+    kept_modes = {p: m for p, m in modes.items() if writes.get(p) is not None}
+    if kind is MutantKind.EMPTY_ALL:
+        what, broken = f"every file the oracle wrote made empty ({len(broken)} files)", sorted(broken)
+        return Mutant(
+            name=kind.value, kind=kind, description=what, targets=broken, writes=writes, modes=kept_modes, links=links
+        )
+    target = broken[0]
+    rel = target.lstrip("/")
+    name = f"subset:without:{rel}" if kind is MutantKind.SUBSET else f"{kind.value}:{rel}"
+    what = {
+        MutantKind.EMPTY: f"{target} made empty",
+        MutantKind.CORRUPT_LINE: f"one line of {target} changed (a number perturbed, else letters altered)",
+        MutantKind.JSON_VALUE: f"one value in the JSON of {target} changed",
+        MutantKind.SUBSET: f"the oracle's change to {target} left out",
+        MutantKind.TRUNCATE: f"{target} cut to its first half",
+        MutantKind.SHUFFLE: f"the lines of {target} shuffled",
+    }[kind]
+    return Mutant(
+        name=name,
+        kind=kind,
+        description=f"the oracle's result with {what}",
+        targets=[target],
+        writes=writes,
+        modes=kept_modes,
+        links=links,
+    )
+
+
+def _rank(c: FileChange, workdir: str | None, focus: str) -> tuple[int, int, int, str]:
+    name = c.path.rsplit("/", 1)[-1]
+    mentioned = bool(focus) and (c.path in focus or (len(name) >= 3 and name in focus))
+    in_workdir = bool(workdir) and c.path.startswith(workdir.rstrip("/") + "/")
+    return (not mentioned, not in_workdir, c.kind is not ChangeKind.CREATED, c.path)
+
+
+def _encode(text: str | None) -> bytes | None:
+    return None if text is None else text.encode()
+
+
+def _lines(text: str) -> tuple[list[str], bool]:
+    lines = text.split("\n")
+    ends = lines[-1] == ""
+    return (lines[:-1] if ends else lines), ends
+
+
+def _join(lines: list[str], ends: bool) -> str:
+    return "\n".join(lines) + ("\n" if ends else "")
+
+
+def _bump(number: str) -> str:
+    whole, dot, frac = number.partition(".")
+    return str(int(whole) + 1).zfill(len(whole)) + dot + frac
+
+
+def _alter(line: str, rng: random.Random) -> str:
+    words = list(_WORD.finditer(line))
+    if words:
+        m = words[rng.randrange(len(words))]
+        return line[: m.start()] + codecs.encode(m.group(), "rot13") + line[m.end() :]
+    return line + "x"
+
+
+def _corrupt_line(text: str, rng: random.Random) -> str | None:
+    """One line changed: a number in it perturbed (+1), else one word's letters altered (rot13)."""
+    lines, ends = _lines(text)
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    numeric = [i for i in filled if _NUMBER.search(lines[i])]
+    pool = numeric or [i for i in filled if _WORD.search(lines[i])] or filled
+    if not pool:
+        return None
+    i = pool[rng.randrange(len(pool))]
+    if numeric:
+        found = list(_NUMBER.finditer(lines[i]))
+        m = found[rng.randrange(len(found))]
+        lines[i] = lines[i][: m.start()] + _bump(m.group()) + lines[i][m.end() :]
+    else:
+        lines[i] = _alter(lines[i], rng)
+    return _join(lines, ends)
+
+
+def _shuffle(text: str, rng: random.Random) -> str | None:
+    lines, ends = _lines(text)
+    if len(set(lines)) < 2:
+        return None
+    shuffled = lines[:]
+    rng.shuffle(shuffled)
+    if shuffled == lines:
+        shuffled = lines[1:] + lines[:1]
+    return _join(shuffled, ends)
+
+
+def _truncate(data: bytes, text: str | None) -> bytes | None:
+    if text is None:
+        return data[: len(data) // 2] if data else None
+    lines, ends = _lines(text)
+    if len(lines) >= 2:
+        return _join(lines[: len(lines) // 2], ends).encode()
+    return text[: len(text.rstrip("\n")) // 2].encode() if text else None
+
+
+def _leaves(doc: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            yield from _leaves(value, (*path, key))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            yield from _leaves(value, (*path, i))
+    else:
+        yield path, doc
+
+
+def _json_value(text: str, rng: random.Random) -> str | None:
+    """The JSON `text` with one leaf changed (numbers first), dumped in the same style; None if not JSON."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    leaves = list(_leaves(doc))
+    numbers = [leaf for leaf in leaves if isinstance(leaf[1], int | float) and not isinstance(leaf[1], bool)]
+    strings = [leaf for leaf in leaves if isinstance(leaf[1], str)]
+    pool = numbers or strings or leaves
+    if not pool or not pool[0][0]:
+        return None  # a bare scalar document: corrupt-line covers it
+    path, value = pool[rng.randrange(len(pool))]
+    if isinstance(value, bool) or value is None:
+        new: Any = not value if isinstance(value, bool) else 0
+    elif isinstance(value, int | float):
+        new = value + 1
+    else:
+        new = _alter(value, rng) if value else "x"
+    holder = doc
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = new
+    indent_m = re.search(r"\n([ \t]+)\S", text)
+    multiline = "\n" in text.strip()
+    indent = (indent_m.group(1) if indent_m else 0) if multiline else None
+    item_sep = "," if multiline or not re.search(r",\s", text) else ", "
+    key_sep = ": " if re.search(r'"\s*:\s', text) else ":"
+    dumped = json.dumps(doc, indent=indent, separators=(item_sep, key_sep), ensure_ascii=text.isascii())
+    return dumped + text[len(text.rstrip()) :]
+
+
+class MutantAgent:
+    """Applies a mutant's writes (puts, then one exec for modes, deletions and symlinks)."""
+
+    def __init__(self, mutant: Mutant):
+        self.mutant = mutant
+        self.name = f"mutant:{mutant.name}"
+
+    def run(self, task: Task, sandbox: Sandbox) -> ExecResult | None:
+        commands: list[str] = []
+        removed = [p for p, data in self.mutant.writes.items() if data is None]
+        if removed:
+            commands.append("rm -f -- " + " ".join(shlex.quote(p) for p in sorted(removed)))
+        for path, data in sorted(self.mutant.writes.items()):
+            if data is None:
+                continue
+            sandbox.put(path, data)
+            mode = self.mutant.modes.get(path, DEFAULT_MODE)
+            if mode != DEFAULT_MODE:
+                commands.append(f"chmod {mode:o} {shlex.quote(path)}")
+        for path, target in sorted(self.mutant.links.items()):
+            quoted = shlex.quote(path)
+            commands.append(f'mkdir -p -- "$(dirname {quoted})" && ln -sfn -- {shlex.quote(target)} {quoted}')
+        if not commands:
+            return None
+        script = "rc=0\n" + "".join(f"{{ {cmd}; }} || rc=1\n" for cmd in commands) + "exit $rc\n"
+        return sandbox.exec(script, timeout=task.agent_timeout_sec, user="0")

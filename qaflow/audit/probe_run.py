@@ -1,0 +1,85 @@
+"""`ProbeRun`: the compact record of one probe trial, stored as a ledger result's payload."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from qaflow.records import ResultStatus
+from qaflow.sandbox.base import ExecResult
+from qaflow.trial import TrialResult
+
+TAIL_CHARS = 2000
+
+
+def tail(text: str, limit: int = TAIL_CHARS) -> str:
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+class ProbeRun(BaseModel):
+    probe: str
+    """nop, oracle, tamper, mutant:<name>."""
+    attempt: int = 0
+    reward: float | None = None
+    rewards: dict[str, float] | None = None
+    full: bool = False
+    exit_status: str = "ok"
+    error_kind: str | None = None
+    error: str | None = None
+    agent_exit: int | None = None
+    agent_timed_out: bool = False
+    agent_output: str = ""
+    verifier_exit: int | None = None
+    verifier_timed_out: bool = False
+    verifier_output: str = ""
+    duration_s: float = 0.0
+    extra: dict[str, Any] = {}
+
+    @classmethod
+    def of(cls, probe: str, attempt: int, result: TrialResult) -> ProbeRun:
+        def out(ex: ExecResult | None) -> str:
+            return "" if ex is None else tail(ex.stdout + ("\n" if ex.stdout and ex.stderr else "") + ex.stderr)
+
+        return cls(
+            probe=probe,
+            attempt=attempt,
+            reward=result.reward,
+            rewards=result.rewards,
+            full=result.full_reward,
+            exit_status=result.exit_status.value,
+            error_kind=None if result.error is None else result.error.kind.value,
+            error=None if result.error is None else tail(result.error.message),
+            agent_exit=None if result.agent_exec is None else result.agent_exec.exit_code,
+            agent_timed_out=bool(result.agent_exec and result.agent_exec.timed_out),
+            agent_output=out(result.agent_exec),
+            verifier_exit=None if result.verifier_exec is None else result.verifier_exec.exit_code,
+            verifier_timed_out=bool(result.verifier_exec and result.verifier_exec.timed_out),
+            verifier_output=out(result.verifier_exec),
+            duration_s=result.timings.get("total", 0.0),
+        )
+
+    @property
+    def status(self) -> ResultStatus:
+        return ResultStatus(self.exit_status)
+
+    @property
+    def agent_failed(self) -> bool:
+        return self.agent_timed_out or (self.agent_exit not in (None, 0))
+
+    @property
+    def reward_missing(self) -> bool:
+        return self.error_kind == "reward_missing"
+
+    def brief(self) -> dict[str, Any]:
+        """The evidence view: what a person needs to see this run's outcome."""
+        return {
+            "probe": self.probe,
+            "attempt": self.attempt,
+            "reward": self.reward,
+            "exit_status": self.exit_status,
+            "error": self.error,
+            "agent_exit": self.agent_exit,
+            "verifier_exit": self.verifier_exit,
+            "verifier_output_tail": tail(self.verifier_output, 600),
+        }

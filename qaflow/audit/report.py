@@ -1,0 +1,61 @@
+"""Audit output: the JSON contract, a summary a person reads in ten seconds, and a self-contained HTML page."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+from rich.console import Console
+from rich.table import Table
+
+from qaflow.audit.model import TaskAudit, Verdict
+from qaflow.records import Severity
+
+_VERDICT_STYLE = {Verdict.ACCEPTED: "green", Verdict.NEEDS_REPAIR: "red", Verdict.INVALID: "magenta"}
+
+
+def to_json(audits: list[TaskAudit]) -> str:
+    return json.dumps([a.model_dump(mode="json") for a in audits], indent=2)
+
+
+def code_counts(audits: list[TaskAudit]) -> Counter[str]:
+    """Tasks per finding code (errors and warnings), each task counted once per code."""
+    return Counter(code for a in audits for code in {f.code.value for f in a.findings})
+
+
+def print_summary(console: Console, audits: list[TaskAudit], *, backend: str, seconds: float) -> None:
+    table = Table(title=f"audit · {len(audits)} tasks · {backend} · {seconds:.0f} s", title_justify="left")
+    for col in ("task", "verdict", "findings", "time"):
+        table.add_column(col, no_wrap=col != "findings")
+    for a in sorted(audits, key=lambda a: (a.verdict != Verdict.ACCEPTED, a.verdict.value, a.task)):
+        codes = ", ".join(
+            sorted({f.code.value + ("" if f.severity is Severity.ERROR else " (warn)") for f in a.findings})
+        )
+        style = _VERDICT_STYLE[a.verdict]
+        table.add_row(
+            a.task, f"[{style}]{a.verdict.value}[/{style}]", codes or "—", f"{a.timings.get('total', 0):.1f}s"
+        )
+    console.print(table)
+    verdicts = Counter(a.verdict.value for a in audits)
+    line = ", ".join(f"{verdicts.get(v.value, 0)} {v.value}" for v in Verdict)
+    console.print(f"[bold]{line}[/bold]")
+    counts = code_counts(audits)
+    if counts:
+        console.print("findings: " + ", ".join(f"{code} {n}" for code, n in counts.most_common()))
+
+
+def write_html(path: Path, audits: list[TaskAudit], *, backend: str, run_id: str) -> None:
+    template_text = resources.files("qaflow.audit").joinpath("report.html.j2").read_text(encoding="utf-8")
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    html = env.from_string(template_text).render(
+        audits=sorted(audits, key=lambda a: (a.verdict != Verdict.ACCEPTED, a.task)),
+        verdicts=Counter(a.verdict.value for a in audits),
+        codes=code_counts(audits).most_common(),
+        backend=backend,
+        run_id=run_id,
+        json_dumps=lambda v: json.dumps(v, indent=2, default=str),
+    )
+    path.write_text(html, encoding="utf-8")

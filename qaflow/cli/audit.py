@@ -1,0 +1,105 @@
+"""CLI: `qaflow audit PATH...` runs every probe on task folders or pools and records the findings."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from qaflow.audit.model import TaskAudit
+from qaflow.audit.report import print_summary, to_json, write_html
+from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig, Auditor
+from qaflow.errors import SandboxUnavailableError
+from qaflow.pool import Pool
+from qaflow.records import RunKind, VersionStatus
+from qaflow.task import find_task_dirs
+
+
+def register(app: typer.Typer) -> None:
+    app.command("audit")(audit)
+
+
+def _pools(paths: list[Path]) -> dict[Path, list[Path]]:
+    """Group task folders by the pool (ledger folder) they belong to: a pool folder is its own
+    pool; a single task folder belongs to its parent folder's pool."""
+    groups: dict[Path, list[Path]] = {}
+    for path in paths:
+        path = path.resolve()
+        if not path.is_dir():
+            raise typer.BadParameter(f"{path}: no such folder")
+        root = path.parent if (path / "task.toml").is_file() else path
+        groups.setdefault(root, []).extend(find_task_dirs(path))
+    return groups
+
+
+def audit(
+    paths: Annotated[list[Path], typer.Argument(help="Task folders or pools (folders of task folders)")],
+    backend: Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")] = "auto",
+    repeats: Annotated[int, typer.Option(min=1, help="Runs each of nop and oracle, to catch flaky verifiers")] = (
+        DEFAULT_REPEATS
+    ),
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials run concurrently")] = 2,
+    max_mutants: Annotated[int, typer.Option(min=0, help="Wrong solutions derived from the oracle, per task")] = 12,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the per-task JSON report here")] = None,
+    html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here")] = None,
+    only_new: Annotated[bool, typer.Option("--only-new", help="Skip task versions audited before")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Redo probes already recorded in the ledger")] = False,
+) -> None:
+    """Audit tasks by running them: lint, build, nop, oracle, repeats, mutants, tamper.
+
+    Findings are results, not failures: the exit code is 0 unless the command was misused or no
+    sandbox backend works. Work is recorded in each pool's ledger (POOL/.qaflow/ledger.sqlite),
+    so a rerun skips finished probes.
+
+    Example: qaflow audit tasks_repo --json audit.json --html audit.html
+    """
+    console = Console(stderr=True)
+    config = AuditConfig(backend=backend, repeats=repeats, jobs=jobs, max_mutants=max_mutants, force=force)
+    groups = _pools(paths)
+    audits: list[TaskAudit] = []
+    started = time.perf_counter()
+    run_ids: list[str] = []
+    chosen = backend
+    for root, folders in groups.items():
+        with Pool.open(root) as pool:
+            scan = pool.scan()
+            if only_new:
+                fresh = {e.path for e in scan.entries if e.status in (VersionStatus.NEW, VersionStatus.INVALID)}
+                folders = [f for f in folders if pool.rel(f) in fresh]
+            run = pool.ledger.start_run(RunKind.AUDIT, config)
+            run_ids.append(run.run_id)
+            try:
+                auditor_progress = Progress(
+                    TextColumn("[bold]audit[/bold]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TextColumn("{task.description}"), console=console, transient=True,
+                )  # fmt: skip
+                with auditor_progress as progress:
+                    bar = progress.add_task("", total=len(folders))
+
+                    def advance(message: str, bar: int = bar, progress: Progress = progress) -> None:
+                        progress.update(bar, advance=1, description=message)
+
+                    try:
+                        auditor = Auditor(pool.ledger, run.run_id, config, progress=advance)
+                    except SandboxUnavailableError as e:
+                        console.print(f"[red]error:[/red] {e}")
+                        raise typer.Exit(2) from e
+                    chosen = auditor.backend
+                    try:
+                        audits += auditor.audit(folders)
+                    finally:
+                        auditor.close()
+            finally:
+                pool.ledger.end_run(run.run_id)
+    seconds = time.perf_counter() - started
+    print_summary(Console(), audits, backend=chosen, seconds=seconds)
+    if json_file:
+        json_file.write_text(to_json(audits), encoding="utf-8")
+    if html_file:
+        write_html(html_file, audits, backend=chosen, run_id=",".join(run_ids))
+    if not audits:
+        console.print("no task folders found")
