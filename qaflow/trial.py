@@ -77,6 +77,8 @@ class TrialResult(BaseModel):
     run_id: str
     reward: float | None = None
     rewards: dict[str, float] | None = None
+    reward_source: str | None = None
+    """reward.json or reward.txt: the file the reward was read from."""
     full_reward: bool = False
     exit_status: ExitStatus = ExitStatus.OK
     error: ErrorInfo | None = None
@@ -181,4 +183,5 @@ def _verify_separately(task: Task, box: Sandbox, agent_spec: SandboxSpec, result
 def _set_reward(result: TrialResult, reward: Reward) -> None:
     result.reward = reward.value
     result.rewards = reward.values
+    result.reward_source = reward.source
     result.full_reward = reward.full

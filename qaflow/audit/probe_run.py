@@ -23,6 +23,7 @@ class ProbeRun(BaseModel):
     attempt: int = 0
     reward: float | None = None
     rewards: dict[str, float] | None = None
+    reward_source: str | None = None
     full: bool = False
     exit_status: str = "ok"
     error_kind: str | None = None
@@ -46,6 +47,7 @@ class ProbeRun(BaseModel):
             attempt=attempt,
             reward=result.reward,
             rewards=result.rewards,
+            reward_source=result.reward_source,
             full=result.full_reward,
             exit_status=result.exit_status.value,
             error_kind=None if result.error is None else result.error.kind.value,

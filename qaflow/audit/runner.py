@@ -142,7 +142,6 @@ class Auditor:
         recorder = RecordingAgent(OracleAgent())
         items: list[tuple[str, int, Agent, bool]] = [("nop", i, NopAgent(), True) for i in range(n)]
         items += [("oracle", 0, recorder, True)] + [("oracle", i, OracleAgent(), True) for i in range(1, n)]
-        items += [("tamper", 0, TamperAgent(), False)]
         t0 = time.perf_counter()
         runs = list(self._trials.map(lambda it: self._trial(task, *it), items))
         by_probe: dict[str, list[ProbeRun]] = {}
@@ -150,18 +149,21 @@ class Auditor:
             by_probe.setdefault(run.probe, []).append(run)
         oracle = by_probe.get("oracle", [])
 
-        mutant_runs: list[ProbeRun] = []
-        if oracle and all(r.full for r in oracle) and self.config.max_mutants:
-            effect = _effect_of(oracle[0])
-            if effect is not None:
-                mutants = make_mutants(effect, limit=self.config.max_mutants, focus=_focus_text(task))
-                mutant_items = [(f"mutant:{m.name}", 0, MutantAgent(m), True) for m in mutants]
-                mutant_runs = list(self._trials.map(lambda it: self._trial(task, *it), mutant_items))
-                for m, run in zip(mutants, mutant_runs, strict=True):
-                    run.extra["description"] = m.description
-                probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
+        # phase 2 needs the oracle: the reward file it writes (tamper) and its recorded effect (mutants)
+        sources = sorted({r.reward_source for r in oracle if r.reward_source}) or ["reward.txt"]
+        phase2: list[tuple[str, int, Agent, bool]] = [("tamper", 0, TamperAgent(sources), False)]
+        mutants = []
+        effect = _effect_of(oracle[0]) if oracle else None
+        if effect is not None and all(r.full for r in oracle) and self.config.max_mutants:
+            mutants = make_mutants(effect, limit=self.config.max_mutants, focus=_focus_text(task))
+            phase2 += [(f"mutant:{m.name}", 0, MutantAgent(m), True) for m in mutants]
+            probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
+        tamper, *mutant_runs = self._trials.map(lambda it: self._trial(task, *it), phase2)
+        for m, run in zip(mutants, mutant_runs, strict=True):
+            run.extra["description"] = m.description
         audit.timings["trials"] = time.perf_counter() - t0
-        findings += judge(by_probe.get("nop", []), oracle, (by_probe.get("tamper") or [None])[0], mutant_runs)
+        by_probe["tamper"] = [tamper]
+        findings += judge(by_probe.get("nop", []), oracle, tamper, mutant_runs)
         for name, group in [*by_probe.items(), ("mutants", mutant_runs)]:
             if name == "mutants":
                 probes["mutant_rewards"] = {r.probe.removeprefix("mutant:"): r.reward for r in group}
