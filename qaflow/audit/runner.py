@@ -185,18 +185,21 @@ class Auditor:
         except UnsupportedError as e:
             payload = {"status": "failed", "unsupported": "1", "error": str(e)}
         status = ResultStatus.OK if payload["status"] == "ok" else ResultStatus.ERROR
-        self._put(
-            Result(
-                task_version=task.version,
-                probe="build",
-                attempt=0,
-                run_id=self.run_id,
-                backend=self.backend,
-                status=status,
-                payload=payload,
-                duration_s=time.perf_counter() - t0,
+        key = ResultKey(task_version=task.version, probe="build", attempt=0)
+        known = self.ledger.get_result(key)
+        if self.config.force or known is None or known.payload != payload or known.backend != self.backend:
+            self._put(
+                Result(
+                    task_version=task.version,
+                    probe="build",
+                    attempt=0,
+                    run_id=self.run_id,
+                    backend=self.backend,
+                    status=status,
+                    payload=payload,
+                    duration_s=time.perf_counter() - t0,
+                )
             )
-        )
         return payload
 
     def _trial(self, task: Task, probe: str, attempt: int, agent: Agent, clear: bool) -> ProbeRun:

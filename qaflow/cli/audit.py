@@ -16,6 +16,7 @@ from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig, Auditor
 from qaflow.errors import SandboxUnavailableError
 from qaflow.pool import Pool
 from qaflow.records import RunKind, VersionStatus
+from qaflow.sandbox import backend_class, check_backend
 from qaflow.task import find_task_dirs
 
 
@@ -34,6 +35,22 @@ def _pools(paths: list[Path]) -> dict[Path, list[Path]]:
         root = path.parent if (path / "task.toml").is_file() else path
         groups.setdefault(root, []).extend(find_task_dirs(path))
     return groups
+
+
+def _reap_crashed_runs(pool: Pool, console: Console) -> None:
+    """Audit runs of this pool that never ended were killed: remove what their sandboxes left
+    (containers labelled with their run id, bwrap folders of dead processes) and close them.
+    One audit per pool at a time is assumed."""
+    for run in pool.ledger.runs(RunKind.AUDIT):
+        if run.ended_at is not None:
+            continue
+        removed = 0
+        for name in ("docker", "bwrap"):
+            ok, _reason = check_backend(name)
+            if ok:
+                removed += backend_class(name).reap(run.run_id)
+        pool.ledger.end_run(run.run_id)
+        console.print(f"[yellow]run {run.run_id} had crashed; removed {removed} leftover sandbox(es)[/yellow]")
 
 
 def audit(
@@ -70,6 +87,7 @@ def audit(
             if only_new:
                 fresh = {e.path for e in scan.entries if e.status in (VersionStatus.NEW, VersionStatus.INVALID)}
                 folders = [f for f in folders if pool.rel(f) in fresh]
+            _reap_crashed_runs(pool, console)
             run = pool.ledger.start_run(RunKind.AUDIT, config)
             run_ids.append(run.run_id)
             try:
