@@ -75,3 +75,17 @@ def test_reward_tamper_from_silent_failure_and_from_a_surviving_planted_reward()
 def test_default_repeats_catch_a_coin_flip_with_95_percent():
     assert DEFAULT_REPEATS == repeats_for() == 6
     assert 2 * 0.5**DEFAULT_REPEATS <= 0.05 < 2 * 0.5 ** (DEFAULT_REPEATS - 1)
+
+
+def test_trusted_paths_are_files_the_verifier_copies_into_the_reward(tmp_path):
+    from qaflow.audit.tamper import trusted_paths
+    from qaflow.task import Task
+    from tests.taskfactory import write_task
+
+    test_sh = (
+        "#!/bin/bash\nmkdir -p /logs/verifier /app/.grading  # publish\npython3 /tests/check.py\n"
+        "cp /app/.grading/reward.txt /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"
+        "cat /app/out.txt\n"
+    )
+    task = Task.load(write_task(tmp_path, test_sh=test_sh))
+    assert trusted_paths(task) == ["/app/.grading/reward.txt"]

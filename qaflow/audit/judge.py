@@ -134,8 +134,8 @@ def judge(
             AuditFinding(
                 code=FindingCode.REWARD_TAMPER,
                 message=(
-                    "a reward of 1 planted in /logs/verifier by the agent survived the verifier: the verifier does "
-                    "not overwrite the reward on failure; write the reward unconditionally"
+                    "a full reward planted by the agent (in /logs/verifier, or in a file the verifier copies there) "
+                    "survived the verifier: write the reward unconditionally, from checks the agent cannot write"
                 ),
                 evidence={"tamper": tamper.brief()},
             )

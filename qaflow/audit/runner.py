@@ -23,7 +23,7 @@ from qaflow.audit.lint import LintConfig, lint_task
 from qaflow.audit.model import AuditFinding, TaskAudit, Verdict, verdict_for
 from qaflow.audit.mutants import MutantAgent, make_mutants
 from qaflow.audit.probe_run import ProbeRun, tail
-from qaflow.audit.tamper import TamperAgent
+from qaflow.audit.tamper import TamperAgent, trusted_paths
 from qaflow.errors import BuildError, QaflowError, TaskError, UnsupportedError
 from qaflow.ledger import Ledger
 from qaflow.records import Finding, FindingCode, Result, ResultKey, ResultStatus, Severity, VersionStatus
@@ -151,7 +151,7 @@ class Auditor:
 
         # phase 2 needs the oracle: the reward file it writes (tamper) and its recorded effect (mutants)
         sources = sorted({r.reward_source for r in oracle if r.reward_source}) or ["reward.txt"]
-        phase2: list[tuple[str, int, Agent, bool]] = [("tamper", 0, TamperAgent(sources), False)]
+        phase2: list[tuple[str, int, Agent, bool]] = [("tamper", 0, TamperAgent(sources, trusted_paths(task)), False)]
         mutants = []
         effect = _effect_of(oracle[0]) if oracle else None
         if effect is not None and all(r.full for r in oracle) and self.config.max_mutants:
