@@ -10,8 +10,8 @@ Rules (N repeats each of nop and oracle):
 - the verifier leaves no reward on a failing run (nop or a mutant): `reward_tamper`;
 - a planted reward survives a verifier run that should fail (tamper probe): `reward_tamper`;
 - a mutant (wrong solution derived from the oracle's effect) gets full reward while the oracle
-  does: `weak_verifier`. Not reported when nop already passes (`false_pass` says more: a verifier
-  that passes the untouched environment passes every mutant too).
+  does: `weak_verifier`, also next to `false_pass` (a verifier can pass the untouched
+  environment and still reject every mutant, so the two are independent evidence).
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def judge(
 
     oracle_sound = bool(oracle) and full_oracle == len(oracle)
     passing = [m for m in mutants if m.full]
-    if passing and oracle_sound and not nop_passes:
+    if passing and oracle_sound:
         findings.append(
             AuditFinding(
                 code=FindingCode.WEAK_VERIFIER,
