@@ -14,7 +14,7 @@ from qaflow.audit.model import TaskAudit
 from qaflow.audit.report import print_summary, to_json, write_html
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig, Auditor
 from qaflow.errors import SandboxUnavailableError
-from qaflow.pool import Pool
+from qaflow.pool import Pool, ScanOutcome
 from qaflow.records import RunKind, VersionStatus
 from qaflow.sandbox import backend_class, check_backend
 from qaflow.task import find_task_dirs
@@ -85,7 +85,11 @@ def audit(
         with Pool.open(root) as pool:
             scan = pool.scan()
             if only_new:
-                fresh = {e.path for e in scan.entries if e.status in (VersionStatus.NEW, VersionStatus.INVALID)}
+                fresh = {
+                    e.path
+                    for e in scan.entries
+                    if e.status is VersionStatus.NEW or e.outcome in (ScanOutcome.ADDED, ScanOutcome.CHANGED)
+                }
                 folders = [f for f in folders if pool.rel(f) in fresh]
             _reap_crashed_runs(pool, console)
             run = pool.ledger.start_run(RunKind.AUDIT, config)

@@ -1,0 +1,57 @@
+"""`qaflow audit` end to end on a small pool: the JSON contract, the HTML report, --only-new, exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from qaflow.cli import app
+from tests.conftest import TASKS_REPO
+
+TASKS = ["csv-sum", "clean-phone-numbers", "menu-prices"]
+
+
+def run_audit(pool: Path, backend: str, *extra: str) -> tuple[str, list[dict]]:
+    report = pool.parent / "audit.json"
+    args = ["audit", str(pool), "--backend", backend, "--repeats", "2", "--max-mutants", "3", "--json", str(report)]
+    out = CliRunner().invoke(app, [*args, *extra])
+    assert out.exit_code == 0, out.output
+    return out.output, json.loads(report.read_text())
+
+
+def test_audit_cli_contract_html_and_only_new(backend: str, tmp_path: Path):
+    pool = tmp_path / "pool"
+    for name in TASKS:
+        shutil.copytree(TASKS_REPO / name, pool / name)
+    html = tmp_path / "audit.html"
+    output, audits = run_audit(pool, backend, "--html", str(html))
+    by_name = {Path(a["path"]).name: a for a in audits}
+    assert set(by_name) == set(TASKS)
+    for audit in audits:
+        assert set(audit) >= {"task", "path", "version", "verdict", "findings"}
+        for finding in audit["findings"]:
+            assert set(finding) >= {"code", "severity", "message", "evidence"}
+    assert by_name["csv-sum"]["verdict"] == "accepted" and by_name["csv-sum"]["findings"] == []
+    assert by_name["menu-prices"]["verdict"] == "invalid"
+    assert "instruction.md" in by_name["menu-prices"]["findings"][0]["message"]
+    phone = by_name["clean-phone-numbers"]
+    assert phone["verdict"] == "needs_repair"
+    assert {f["code"] for f in phone["findings"]} >= {"false_pass"}
+    assert "1 accepted, 1 needs_repair, 1 invalid" in output
+    page = html.read_text()
+    assert page.startswith("<!doctype html>") and "qaflow/clean-phone-numbers" in page and "false_pass" in page
+
+    _, again = run_audit(pool, backend, "--only-new")
+    assert again == []
+    (pool / "csv-sum" / "instruction.md").write_text("Sum the north region of /app/sales.csv into /app/answer.txt.\n")
+    _, changed = run_audit(pool, backend, "--only-new")
+    assert [Path(a["path"]).name for a in changed] == ["csv-sum"]
+    assert changed[0]["version"] != by_name["csv-sum"]["version"]
+
+
+def test_audit_of_a_missing_path_is_a_usage_error(tmp_path: Path):
+    out = CliRunner().invoke(app, ["audit", str(tmp_path / "nope")])
+    assert out.exit_code == 2
