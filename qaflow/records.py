@@ -77,6 +77,8 @@ class FindingCode(StrEnum):
     LEAK = "leak"
     REWARD_TAMPER = "reward_tamper"
     INFRA_ERROR = "infra_error"
+    AUDIT_ERROR = "audit_error"
+    """The audit itself failed on this task (a qaflow bug); the evidence holds the traceback."""
     LINT = "lint"
     """Static advice (e.g. no timeout set); a warning, it does not change the verdict."""
 

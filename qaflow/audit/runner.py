@@ -9,6 +9,7 @@ crash reuses what was recorded, `force` redoes it. One broken task never stops t
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -96,7 +97,10 @@ class Auditor:
             )
         try:
             audit = self._audit_task(task, folder)
-        except QaflowError as e:  # a sandbox that cannot run at all: data for this task, not a crash
+        except Exception as e:
+            # A sandbox that cannot run at all is infra_error; anything else is a bug of the audit
+            # itself, kept with its traceback so it can be fixed, and never passed off as a verdict.
+            code = FindingCode.INFRA_ERROR if isinstance(e, QaflowError) else FindingCode.AUDIT_ERROR
             audit = TaskAudit(
                 task=task.name,
                 path=str(folder),
@@ -104,9 +108,9 @@ class Auditor:
                 verdict=Verdict.NEEDS_REPAIR,
                 findings=[
                     AuditFinding(
-                        code=FindingCode.INFRA_ERROR,
-                        message=f"the audit could not run: {e}",
-                        evidence={"error": type(e).__name__},
+                        code=code,
+                        message=f"the audit could not run: {type(e).__name__}: {e}",
+                        evidence={"error": type(e).__name__, "traceback": "".join(traceback.format_exception(e))},
                     )
                 ],
             )
