@@ -45,3 +45,25 @@ class UnsupportedError(SandboxError):
 
 class RewardError(QaflowError):
     """The verifier left no usable reward: missing, empty or unparsable reward file."""
+
+
+class LLMError(QaflowError):
+    """A model call failed for good: retries exhausted, a non-retryable provider error, output that
+    stayed malformed after the re-asks, or a scripted model that ran out of replies."""
+
+    def __init__(self, model: str, reason: str):
+        self.model = model
+        self.reason = reason
+        super().__init__(f"{model}: {reason}")
+
+
+class ToolCallError(QaflowError):
+    """A tool call the model made cannot be executed (unknown tool, arguments not a JSON object,
+    a required argument missing). `str(error)` is written to be sent back to the model as the
+    tool result, so it can correct itself."""
+
+    def __init__(self, call_id: str, name: str, reason: str):
+        self.call_id = call_id
+        self.name = name
+        self.reason = reason
+        super().__init__(f"Error in tool call {name!r}: {reason}")
