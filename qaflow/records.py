@@ -33,6 +33,8 @@ class VersionStatus(StrEnum):
     """Superseded by a repaired child version."""
     RETIRED = "retired"
     """Taken out of use on purpose."""
+    UNRESOLVED = "unresolved"
+    """Repair was tried and did not succeed; the `unresolved` result and the status log say why."""
 
 
 class RunKind(StrEnum):
@@ -45,6 +47,7 @@ class RunKind(StrEnum):
     HARDEN = "harden"
     ROLLOUT = "rollout"
     EVAL = "eval"
+    REVIEW = "review"
 
 
 class ResultStatus(StrEnum):

@@ -9,6 +9,8 @@ from qaflow.cli import check as check_cli
 from qaflow.cli import images as images_cli
 from qaflow.cli import importer as import_cli
 from qaflow.cli import pool as pool_cli
+from qaflow.cli import repair as repair_cli
+from qaflow.cli import review as review_cli
 from qaflow.cli import run as run_cli
 from qaflow.cli import sandbox as sandbox_cli
 
@@ -25,6 +27,8 @@ app.add_typer(import_cli.app, name="import")
 run_cli.register(app)
 check_cli.register(app)
 audit_cli.register(app)
+repair_cli.register(app)
+review_cli.register(app)
 
 
 def main() -> None:
