@@ -270,3 +270,31 @@ def test_live_model_repairs_false_rejection(tmp_path: Path):
 
     assert outcome.outputs["stopped"] == "finished"
     assert run_trial(Task.load(work), agent_by_name("oracle"), backend="bwrap").reward == 1.0
+
+
+def test_llm_repair_that_deletes_checks_is_rejected_by_the_fresh_audit(tmp_path: Path):
+    """A scripted 'fix' of a weak verifier that deletes the checks: the fresh deterministic audit finds
+    that nop now passes, so the repair is not accepted even though the audit agent would accept it."""
+    require_backend("bwrap")
+    name = "convert-temperatures"
+    root = tmp_path / "pool"
+    shutil.copytree(TASKS_REPO / name, root / name)
+    before = tree_hash(root / name)
+    cheat = "#!/bin/bash\nmkdir -p /logs/verifier\necho 1 > /logs/verifier/reward.txt\n"
+    repairer = LLMRepairer(
+        llm(
+            calls(("write_file", {"path": "tests/test.sh", "content": cheat})),
+            calls(("finish", {"summary": "the verifier no longer rejects valid conversions"})),
+        ),
+        backend="bwrap",
+    )
+    reviewer = LLMReviewer(llm(verdict(True), model="openai/gpt-4o"))
+    with Pool.open(root) as pool:
+        (record,) = repair_pool(
+            pool, repairer=repairer, reviewer=reviewer, max_rounds=1, out_dir=root / ".qaflow" / "repaired",
+            audit_config=AuditConfig(backend="bwrap", repeats=2, max_mutants=4, jobs=2),
+        )  # fmt: skip
+    assert record.outcome is TaskOutcome.UNRESOLVED and record.reason is UnresolvedReason.ROUND_LIMIT
+    assert "false_pass" in record.codes_after
+    assert reviewer.llm.script_left() == 1, "the audit agent is only asked after a clean fresh audit"
+    assert tree_hash(root / name) == before
