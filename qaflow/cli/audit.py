@@ -16,7 +16,7 @@ from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig, Auditor
 from qaflow.errors import SandboxUnavailableError
 from qaflow.pool import Pool, ScanOutcome
 from qaflow.records import RunKind, VersionStatus
-from qaflow.sandbox import backend_class, check_backend
+from qaflow.runs import close_crashed_runs
 from qaflow.task import find_task_dirs
 
 
@@ -38,19 +38,8 @@ def _pools(paths: list[Path]) -> dict[Path, list[Path]]:
 
 
 def _reap_crashed_runs(pool: Pool, console: Console) -> None:
-    """Audit runs of this pool that never ended were killed: remove what their sandboxes left
-    (containers labelled with their run id, bwrap folders of dead processes) and close them.
-    One audit per pool at a time is assumed."""
-    for run in pool.ledger.runs(RunKind.AUDIT):
-        if run.ended_at is not None:
-            continue
-        removed = 0
-        for name in ("docker", "bwrap"):
-            ok, _reason = check_backend(name)
-            if ok:
-                removed += backend_class(name).reap(run.run_id)
-        pool.ledger.end_run(run.run_id)
-        console.print(f"[yellow]run {run.run_id} had crashed; removed {removed} leftover sandbox(es)[/yellow]")
+    for run_id, removed in close_crashed_runs(pool.ledger, RunKind.AUDIT).items():
+        console.print(f"[yellow]run {run_id} had crashed; removed {removed} leftover sandbox(es)[/yellow]")
 
 
 def audit(

@@ -26,7 +26,7 @@ from qaflow.repair.model import RepairRecord, TaskOutcome
 from qaflow.repair.reviewer import LLMReviewer
 from qaflow.repair.rounds import repair_pool
 from qaflow.repair.rules import RuleRepairer
-from qaflow.sandbox import backend_class, check_backend
+from qaflow.runs import close_crashed_runs
 
 _STYLE = {TaskOutcome.ACCEPTED: "green", TaskOutcome.UNRESOLVED: "red", TaskOutcome.SKIPPED: "dim"}
 
@@ -47,13 +47,8 @@ def _codes(text: str | None) -> set[FindingCode] | None:
 
 
 def _reap_crashed_runs(pool: Pool, out: Console) -> None:
-    """Repair runs of this pool that never ended were killed: remove their leftover sandboxes, close them."""
-    for run in pool.ledger.runs(RunKind.REPAIR):
-        if run.ended_at is not None:
-            continue
-        removed = sum(backend_class(name).reap(run.run_id) for name in ("docker", "bwrap") if check_backend(name)[0])
-        pool.ledger.end_run(run.run_id)
-        out.print(f"[yellow]run {run.run_id} had crashed; removed {removed} leftover sandbox(es)[/yellow]")
+    for run_id, removed in close_crashed_runs(pool.ledger, RunKind.REPAIR).items():
+        out.print(f"[yellow]run {run_id} had crashed; removed {removed} leftover sandbox(es)[/yellow]")
 
 
 def print_summary(out: Console, records: list[RepairRecord], *, seconds: float) -> None:

@@ -43,6 +43,11 @@ def resolve_backend(name: str = "auto") -> str:
     raise SandboxUnavailableError("no sandbox backend works here: " + "; ".join(reasons))
 
 
+def reap_run(run_id: str | None = None) -> int:
+    """Remove what the sandboxes of `run_id` (all runs when None) left, on every backend that works here."""
+    return sum(backend_class(name).reap(run_id) for name in _BACKENDS if check_backend(name)[0])
+
+
 def open_sandbox(spec: SandboxSpec, backend: str = "auto") -> Sandbox:
     """Build (cached) and start a sandbox for `spec` on the chosen backend."""
     return backend_class(resolve_backend(backend))().open(spec)
@@ -57,5 +62,6 @@ __all__ = [
     "backend_class",
     "check_backend",
     "open_sandbox",
+    "reap_run",
     "resolve_backend",
 ]
