@@ -168,11 +168,9 @@ class Auditor:
         audit.timings["trials"] = time.perf_counter() - t0
         by_probe["tamper"] = [tamper]
         findings += judge(by_probe.get("nop", []), oracle, tamper, mutant_runs)
-        for name, group in [*by_probe.items(), ("mutants", mutant_runs)]:
-            if name == "mutants":
-                probes["mutant_rewards"] = {r.probe.removeprefix("mutant:"): r.reward for r in group}
-            else:
-                probes[name] = {"rewards": [r.reward for r in group], "exit": [r.exit_status for r in group]}
+        for name, group in by_probe.items():
+            probes[name] = {"rewards": [r.reward for r in group], "exit": [r.exit_status for r in group]}
+        probes["mutant_rewards"] = {r.probe.removeprefix("mutant:"): r.reward for r in mutant_runs}
         audit.findings, audit.probes = findings, probes
         audit.verdict = verdict_for(findings)
         return audit
