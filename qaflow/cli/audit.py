@@ -13,10 +13,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from qaflow.audit.model import TaskAudit
 from qaflow.audit.report import print_summary, to_json, write_html
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig, Auditor
+from qaflow.cli.runs import close_crashed_runs
 from qaflow.errors import SandboxUnavailableError
 from qaflow.pool import Pool, ScanOutcome
 from qaflow.records import RunKind, VersionStatus
-from qaflow.runs import close_crashed_runs
 from qaflow.task import find_task_dirs
 
 
@@ -35,11 +35,6 @@ def _pools(paths: list[Path]) -> dict[Path, list[Path]]:
         root = path.parent if (path / "task.toml").is_file() else path
         groups.setdefault(root, []).extend(find_task_dirs(path))
     return groups
-
-
-def _reap_crashed_runs(pool: Pool, console: Console) -> None:
-    for run_id, removed in close_crashed_runs(pool.ledger, RunKind.AUDIT).items():
-        console.print(f"[yellow]run {run_id} had crashed; removed {removed} leftover sandbox(es)[/yellow]")
 
 
 def audit(
@@ -80,7 +75,7 @@ def audit(
                     if e.status is VersionStatus.NEW or e.outcome in (ScanOutcome.ADDED, ScanOutcome.CHANGED)
                 }
                 folders = [f for f in folders if pool.rel(f) in fresh]
-            _reap_crashed_runs(pool, console)
+            close_crashed_runs(pool.ledger, RunKind.AUDIT, console)
             run = pool.ledger.start_run(RunKind.AUDIT, config)
             run_ids.append(run.run_id)
             try:

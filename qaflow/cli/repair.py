@@ -16,6 +16,7 @@ from rich.table import Table
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig
 from qaflow.cli.llm_options import llm_from_cli
 from qaflow.cli.output import console, usage_error
+from qaflow.cli.runs import close_crashed_runs
 from qaflow.errors import SandboxUnavailableError
 from qaflow.ledger import LedgerError
 from qaflow.pool import Pool, PoolError
@@ -26,7 +27,6 @@ from qaflow.repair.model import RepairRecord, TaskOutcome
 from qaflow.repair.reviewer import LLMReviewer
 from qaflow.repair.rounds import repair_pool
 from qaflow.repair.rules import RuleRepairer
-from qaflow.runs import close_crashed_runs
 
 _STYLE = {TaskOutcome.ACCEPTED: "green", TaskOutcome.UNRESOLVED: "red", TaskOutcome.SKIPPED: "dim"}
 
@@ -44,11 +44,6 @@ def _codes(text: str | None) -> set[FindingCode] | None:
     if unknown:
         usage_error(f"--codes: unknown finding code(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     return {FindingCode(c) for c in wanted}
-
-
-def _reap_crashed_runs(pool: Pool, out: Console) -> None:
-    for run_id, removed in close_crashed_runs(pool.ledger, RunKind.REPAIR).items():
-        out.print(f"[yellow]run {run_id} had crashed; removed {removed} leftover sandbox(es)[/yellow]")
 
 
 def print_summary(out: Console, records: list[RepairRecord], *, seconds: float) -> None:
@@ -125,7 +120,7 @@ def repair(
         with Pool.open(pool_dir) as pool:
             out = (out_dir or pool.root / ".qaflow" / "repaired").resolve()
             repairer, reviewer = _agents(model, audit_model, backend, pool.root / ".qaflow" / "llm-cache")
-            _reap_crashed_runs(pool, err)
+            close_crashed_runs(pool.ledger, RunKind.REPAIR, err)
             with Progress(
                 SpinnerColumn(), TextColumn("[bold]repair[/bold] {task.description}"), TimeElapsedColumn(),
                 console=err, transient=True,
