@@ -1,0 +1,161 @@
+"""The rollout record (DESIGN.md, "Trajectories and datasets"): one attempt of one agent at one task.
+
+This is the boundary type every later stage reads: filters, exporters, SFT and RL. Messages are
+OpenAI chat dicts (system, user, assistant with optional `reasoning_content` and `tool_calls`,
+tool with `tool_call_id`); their content is always a string or None here (list-of-parts content is
+joined by `normalize_message`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from qaflow.records import utcnow
+
+
+class Effort(StrEnum):
+    """Reasoning effort levels, in increasing order."""
+
+    OFF = "off"
+    LOW = "low"
+    MEDIUM = "medium"
+    XHIGH = "xhigh"
+
+    @property
+    def rank(self) -> int:
+        return list(Effort).index(self)
+
+
+class RolloutStatus(StrEnum):
+    """How an attempt ended (the trial's exit status)."""
+
+    OK = "ok"
+    AGENT_TIMEOUT = "agent_timeout"
+    VERIFIER_TIMEOUT = "verifier_timeout"
+    ERROR = "error"
+
+
+class SideCallKind(StrEnum):
+    SUBAGENT = "subagent"
+    SUMMARISATION = "summarisation"
+
+
+class TurnUsage(BaseModel):
+    """Usage of one assistant turn (one model call)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    reasoning_source: str = Field(
+        "none", description="Where reasoning_tokens came from: provider (usage), tokenizer (counted), none."
+    )
+
+
+class SideCall(BaseModel):
+    """A model call that is not a turn of the main conversation: a subagent or a context summarisation."""
+
+    kind: SideCallKind
+    turn: int = Field(description="Index of the assistant turn it happened in (0-based).")
+    tokens: int = 0
+
+
+class RolloutRecord(BaseModel):
+    """One attempt: the whole trajectory, its usage, reward and how it ended."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    task: str
+    task_version: str
+    source: str = "local"
+    model: str
+    effort: Effort = Effort.OFF
+    attempt: int = 0
+    round: int = Field(0, description="Collection round (RL): references compare attempts of the same round.")
+    agent: str = Field("qaflow", description="The harness or agent that produced it (qaflow, or an imported name).")
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="OpenAI-style tool definitions offered.")
+    usage: list[TurnUsage] = Field(default_factory=list, description="One entry per assistant turn.")
+    thinking_tokens: int = Field(0, description="Reasoning tokens over all turns.")
+    turns: int = Field(0, description="Number of assistant turns.")
+    reward: float | None = None
+    rewards: dict[str, float] | None = None
+    full_reward: bool = False
+    exit_status: RolloutStatus = RolloutStatus.OK
+    stop_reason: str = Field(
+        "", description="Why the agent stopped: done, max_turns, max_tokens, wall_time, llm_error, imported..."
+    )
+    error: str | None = None
+    verifier_output: str = ""
+    side_calls: list[SideCall] = Field(default_factory=list)
+    timings: dict[str, float] = Field(default_factory=dict)
+    backend: str = ""
+    run_id: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+    meta: dict[str, Any] = Field(default_factory=dict, description="Free-form provenance (import paths, config).")
+
+    @property
+    def rollout_id(self) -> str:
+        return rollout_id(self.task_version, self.model, self.effort, self.attempt, self.round)
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_status is RolloutStatus.OK and self.full_reward
+
+
+def rollout_id(task_version: str, model: str, effort: str, attempt: int, round: int = 0) -> str:
+    """Stable id of a work item: the same (version, model, effort, attempt, round) is the same rollout."""
+    key = f"{task_version}\x00{model}\x00{effort}\x00{attempt}\x00{round}"
+    return hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+def message_text(content: Any) -> str | None:
+    """OpenAI content (str, None, or a list of parts) as one string or None."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict):
+                parts.append(str(part.get("text") or ""))
+            else:
+                parts.append(str(part))
+        return "".join(parts)
+    return str(content)
+
+
+def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `message` with string content (parts joined) and only the keys the contract knows."""
+    out: dict[str, Any] = {"role": str(message.get("role", "")), "content": message_text(message.get("content"))}
+    for key in ("reasoning_content", "tool_call_id", "name"):
+        if message.get(key) is not None:
+            out[key] = str(message[key])
+    if message.get("tool_calls"):
+        out["tool_calls"] = [
+            {
+                "id": str(call.get("id", "")),
+                "type": str(call.get("type") or "function"),
+                "function": {
+                    "name": str((call.get("function") or {}).get("name", "")),
+                    "arguments": _arguments_text((call.get("function") or {}).get("arguments")),
+                },
+            }
+            for call in message["tool_calls"]
+        ]
+    return out
+
+
+def _arguments_text(raw: Any) -> str:
+    if isinstance(raw, str):
+        return raw
+    if raw is None:
+        return ""
+    import json
+
+    return json.dumps(raw)
