@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from qaflow.ledger_db import LedgerDB, LedgerError, to_json, ts
+from qaflow.ledger_rollouts import RolloutLedger
 from qaflow.records import (
     Finding,
     Head,
@@ -40,8 +41,8 @@ _CHUNK = 500
 """Host parameters per `IN (...)` query (SQLite's limit is far above this)."""
 
 
-class Ledger(LedgerDB):
-    """The ledger of a pool: task versions and their status, pool heads, runs, results, findings."""
+class Ledger(RolloutLedger, LedgerDB):
+    """The ledger of a pool: task versions and their status, pool heads, runs, results, findings, rollouts."""
 
     # -- task versions --------------------------------------------------------------------
 

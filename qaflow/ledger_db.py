@@ -24,7 +24,7 @@ from qaflow.errors import QaflowError
 from qaflow.ledger_schema import LATEST_VERSION, MIGRATIONS, TABLES
 from qaflow.records import utcnow
 
-_POLARS_TYPES: dict[str, Any] = {"TEXT": pl.String, "INTEGER": pl.Int64, "REAL": pl.Float64}
+_POLARS_TYPES: dict[str, Any] = {"TEXT": pl.String, "INTEGER": pl.Int64, "REAL": pl.Float64, "BLOB": pl.Binary}
 
 
 class LedgerError(QaflowError):
@@ -159,7 +159,8 @@ class LedgerDB:
         self.close()
 
     def frame(self, table: str) -> pl.DataFrame:
-        """A table or view as a polars DataFrame (`*_at` columns as UTC datetimes, JSON columns as text).
+        """A table or view as a polars DataFrame (`*_at` columns as UTC datetimes, JSON columns as text, BLOBs
+        as binary).
 
         Raises:
             LedgerError: `table` is not one of `TABLES`.

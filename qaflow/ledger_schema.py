@@ -91,9 +91,36 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         ORDER BY v.name, h.path
         """,
     ),
+    2: (
+        """
+        CREATE TABLE rollouts (
+            rollout_id      TEXT PRIMARY KEY,
+            task_version    TEXT NOT NULL,
+            task            TEXT NOT NULL,
+            source          TEXT NOT NULL,
+            model           TEXT NOT NULL,
+            effort          TEXT NOT NULL,
+            attempt         INTEGER NOT NULL,
+            round           INTEGER NOT NULL,
+            agent           TEXT NOT NULL,
+            run_id          TEXT NOT NULL,
+            exit_status     TEXT NOT NULL,
+            stop_reason     TEXT NOT NULL,
+            reward          REAL NULL,
+            full_reward     INTEGER NOT NULL,
+            turns           INTEGER NOT NULL,
+            thinking_tokens INTEGER NOT NULL,
+            duration_s      REAL NOT NULL,
+            record_zlib     BLOB NOT NULL,
+            created_at      TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX rollouts_task ON rollouts(task_version, model, effort)",
+        "CREATE INDEX rollouts_run ON rollouts(run_id)",
+    ),
 }
 
 LATEST_VERSION = max(MIGRATIONS)
 
-TABLES = ("task_versions", "tasks", "heads", "status_log", "runs", "results", "findings")
+TABLES = ("task_versions", "tasks", "heads", "status_log", "runs", "results", "findings", "rollouts")
 """Names `Ledger.frame` accepts (tables and views)."""

@@ -199,7 +199,7 @@ class Pool:
             task = Task.load(
                 folder, require_solution=self.config.require_solution, max_file_bytes=self.config.max_file_bytes
             )
-            version, name, source, error = task.version, task.name, _source(task.config), None
+            version, name, source, error = task.version, task.name, task_source(task.config), None
         except TaskError as e:
             version, error = tree_hash(folder), _error_text(folder, e.path, e.reason)
             name, source = _guess_identity(folder)
@@ -298,7 +298,7 @@ class Pool:
         return self.ledger.frame(table)
 
 
-def _source(config: TaskConfig) -> str:
+def task_source(config: TaskConfig) -> str:
     source = config.source or config.metadata.get("source")
     return str(source) if source else "local"
 
@@ -309,7 +309,7 @@ def _guess_identity(folder: Path) -> tuple[str, str]:
         config = TaskConfig.from_toml((folder / "task.toml").read_text(encoding="utf-8"))
     except (OSError, UnicodeError, tomllib.TOMLDecodeError, ValidationError, ValueError):
         return folder.name, "local"
-    return (config.task.name if config.task else folder.name), _source(config)
+    return (config.task.name if config.task else folder.name), task_source(config)
 
 
 def _error_text(folder: Path, path: Path, reason: str) -> str:

@@ -96,14 +96,15 @@ def test_migrations_apply_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     path = tmp_path / "ledger.sqlite"
     with Ledger(path) as led:
         led.add_version(version("a"))
+    latest = ledger_module.LATEST_VERSION
     later = dict(ledger_module.MIGRATIONS)
-    later[2] = ("CREATE TABLE rollouts (id INTEGER PRIMARY KEY, task_version TEXT NOT NULL)",)
-    later[3] = ("ALTER TABLE rollouts ADD COLUMN effort TEXT NOT NULL DEFAULT 'off'",)
+    later[latest + 1] = ("CREATE TABLE extra (id INTEGER PRIMARY KEY, task_version TEXT NOT NULL)",)
+    later[latest + 2] = ("ALTER TABLE extra ADD COLUMN effort TEXT NOT NULL DEFAULT 'off'",)
     monkeypatch.setattr(ledger_module, "MIGRATIONS", later)
-    monkeypatch.setattr(ledger_module, "LATEST_VERSION", 3)
+    monkeypatch.setattr(ledger_module, "LATEST_VERSION", latest + 2)
     with Ledger(path) as led:
-        assert led.schema_version == 3
-        columns = [r["name"] for r in led._reader().execute("PRAGMA table_info(rollouts)")]
+        assert led.schema_version == latest + 2
+        columns = [r["name"] for r in led._reader().execute("PRAGMA table_info(extra)")]
         assert columns == ["id", "task_version", "effort"]
         assert led.get_version(vid("a")) is not None
 

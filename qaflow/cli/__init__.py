@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import typer
 
 from qaflow.cli import audit as audit_cli
@@ -11,6 +13,7 @@ from qaflow.cli import importer as import_cli
 from qaflow.cli import pool as pool_cli
 from qaflow.cli import repair as repair_cli
 from qaflow.cli import review as review_cli
+from qaflow.cli import rollout as rollout_cli
 from qaflow.cli import run as run_cli
 from qaflow.cli import sandbox as sandbox_cli
 
@@ -29,6 +32,13 @@ check_cli.register(app)
 audit_cli.register(app)
 repair_cli.register(app)
 review_cli.register(app)
+rollout_cli.register(app)
+
+# The later stages (curation, sft, rl) import qaflow, never the reverse; the CLI is the one place
+# that composes them, by module name, so `qaflow` stays importable without them.
+STAGE_CLIS = ("curation.cli",)
+for _module in STAGE_CLIS:
+    importlib.import_module(_module).register(app)
 
 
 def main() -> None:

@@ -214,10 +214,10 @@ class LLM:
         with self._slot:
             if self._script is None:
                 return litellm.completion(**kwargs)
-            scripted = self._script.pop()
+            scripted, call_offset = self._script.pop()
             if scripted.error is not None and scripted.delay_s:
                 time.sleep(scripted.delay_s)
-            return litellm.completion(**kwargs, **mock_kwargs(litellm, scripted, self.config.model))
+            return litellm.completion(**kwargs, **mock_kwargs(litellm, scripted, self.config.model, call_offset))
 
     def _reply(self, litellm: ModuleType, response: Any) -> LLMReply:
         choice = response.choices[0]
@@ -245,6 +245,7 @@ class LLM:
             prompt_tokens=getattr(raw, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(raw, "completion_tokens", 0) or 0,
             reasoning_tokens=getattr(details, "reasoning_tokens", 0) or 0,
+            reasoning_reported=getattr(details, "reasoning_tokens", None) is not None,
             cost_usd=cost,
             unpriced=unpriced,
         )

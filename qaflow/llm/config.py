@@ -24,7 +24,7 @@ class ScriptedToolCall(BaseModel):
         default_factory=dict,
         description="Arguments: a dict (sent as its JSON) or a raw string (sent as is, to script malformed calls).",
     )
-    id: str | None = Field(None, description="Tool call id; `call_<n>` from the reply's position when omitted.")
+    id: str | None = Field(None, description="Tool call id; `call_<n>` (n counts calls across the script) if omitted.")
 
 
 class ScriptedReply(BaseModel):

@@ -13,6 +13,9 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = Field(0, description="Part of completion_tokens spent reasoning, when reported.")
+    reasoning_reported: bool = Field(
+        False, description="The provider reported reasoning tokens (completion_tokens_details), even if 0."
+    )
     cost_usd: float = Field(0.0, description="Price from litellm's local cost map; 0 when unpriced.")
     unpriced: bool = Field(False, description="litellm has no price for this model: cost_usd is 0, not free.")
 

@@ -28,12 +28,18 @@ class Script:
     def __init__(self, replies: Sequence[ScriptedReply]):
         self._replies = deque(replies)
         self._lock = threading.Lock()
+        self._calls = 0
 
-    def pop(self) -> ScriptedReply:
+    def pop(self) -> tuple[ScriptedReply, int]:
+        """The next reply, and how many tool calls the script made before it (ids stay unique, as a
+        provider's are: `call_<n>` counts across the whole script)."""
         with self._lock:
             if not self._replies:
                 raise ScriptExhausted
-            return self._replies.popleft()
+            reply = self._replies.popleft()
+            offset = self._calls
+            self._calls += len(reply.tool_calls or [])
+            return reply, offset
 
     def __len__(self) -> int:
         with self._lock:
@@ -65,7 +71,7 @@ def _error(litellm: ModuleType, kind: str, model: str) -> Exception:
     raise ValueError(f"unknown scripted error {kind!r}")
 
 
-def mock_kwargs(litellm: ModuleType, reply: ScriptedReply, model: str) -> dict[str, Any]:
+def mock_kwargs(litellm: ModuleType, reply: ScriptedReply, model: str, call_offset: int = 0) -> dict[str, Any]:
     """Keyword arguments that make `litellm.completion` produce `reply`.
 
     `delay_s` of a reply becomes litellm's `mock_delay` (a sleep inside the call); litellm raises a mock
@@ -74,7 +80,7 @@ def mock_kwargs(litellm: ModuleType, reply: ScriptedReply, model: str) -> dict[s
     if reply.error is not None:
         return {"mock_response": _error(litellm, reply.error, model)}
     delay = {"mock_delay": reply.delay_s} if reply.delay_s else {}
-    tool_calls = [_tool_call_dict(c, i) for i, c in enumerate(reply.tool_calls or [])]
+    tool_calls = [_tool_call_dict(c, call_offset + i) for i, c in enumerate(reply.tool_calls or [])]
     if reply.reasoning is None:
         # litellm replaces a None mock_response by "This is a mock request": send "" for "no text".
         kwargs: dict[str, Any] = {"mock_response": reply.content or "", **delay}

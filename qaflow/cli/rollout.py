@@ -1,0 +1,202 @@
+"""CLI: `qaflow rollout POOL` runs the coding agent on every task at several efforts; `qaflow rollout-stats`
+prints pass rates, pass@k and difficulty bands."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import polars as pl
+import typer
+import yaml
+from pydantic import ValidationError
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from qaflow.cli.llm_options import MODEL_ENV, load_script
+from qaflow.cli.output import console, emit_json, usage_error
+from qaflow.errors import SandboxUnavailableError
+from qaflow.ledger import LedgerError
+from qaflow.pool import Pool, PoolError
+from qaflow.records import VersionStatus
+from qaflow.rollouts.frame import read_rollouts, records_to_frame
+from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
+from qaflow.rollouts.record import Effort, RolloutRecord
+from qaflow.rollouts.stats import pass_table, task_bands
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rollout")(rollout)
+    app.command("rollout-stats")(rollout_stats)
+
+
+def _config_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+    except (OSError, UnicodeError, tomllib.TOMLDecodeError, yaml.YAMLError) as e:
+        usage_error(f"{path}: cannot read the rollout config: {e}")
+    if not isinstance(data, dict):
+        usage_error(f"{path}: the rollout config must be a mapping")
+    return data
+
+
+def _efforts(text: str) -> list[Effort]:
+    known = [e.value for e in Effort]
+    wanted = [e.strip() for e in text.split(",") if e.strip()]
+    bad = [e for e in wanted if e not in known]
+    if bad or not wanted:
+        usage_error(f"--efforts: unknown effort(s) {', '.join(bad) or '(none given)'}; choose from {', '.join(known)}")
+    return [Effort(e) for e in dict.fromkeys(wanted)]
+
+
+def rollout(
+    pool_dir: Annotated[Path, typer.Argument(metavar="POOL", help="Pool folder (task folders at any depth)")],
+    model: Annotated[str | None, typer.Option(help="litellm model string (else env QAFLOW_MODEL)")] = None,
+    efforts: Annotated[str, typer.Option(help="Comma-separated: off, low, medium, xhigh")] = "low,medium,xhigh",
+    attempts: Annotated[int, typer.Option("--attempts", "-k", min=1, help="Attempts per task and effort")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Attempts run at once")] = 2,
+    backend: Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")] = "auto",
+    round_: Annotated[int, typer.Option("--round", min=0, help="Collection round (a new round reruns all)")] = 0,
+    max_turns: Annotated[int | None, typer.Option(min=1, help="Model turns per attempt (default 50)")] = None,
+    max_wall: Annotated[float | None, typer.Option(help="Seconds per attempt (default: the task's timeout)")] = None,
+    status: Annotated[
+        str | None, typer.Option(help="Only tasks with these statuses, comma-separated (e.g. accepted)")
+    ] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Parquet shards (default POOL/.qaflow/rollouts)")
+    ] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="YAML/TOML RolloutJobConfig (model, harness, efforts map)")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Rerun items already in the ledger")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the pass table as JSON")] = False,
+    script: Annotated[Path | None, typer.Option(hidden=True, help="Scripted replies (offline tests)")] = None,
+) -> None:
+    """Roll out the coding agent (tools read, write, edit, bash) on every task at each effort, K times.
+
+    Every attempt is a trial: a fresh sandbox, the agent under turn, token and time limits, then the
+    verifier. Records (full trajectory, per-turn usage, reasoning tokens, reward, exit status) go to
+    the pool's ledger and to parquet shards; a rerun skips what is recorded. Prints pass rate,
+    pass@k and difficulty band per task and effort.
+
+    Example: qaflow rollout tasks_repo --model openai/gpt-4o-mini --efforts low,medium,xhigh -k 4 -j 4
+    """
+    import os
+
+    data = _config_file(config_file) if config_file else {}
+    model_data = dict(data.get("model") or {})
+    chosen = model or model_data.get("model") or os.environ.get(MODEL_ENV)
+    if not chosen:
+        usage_error(f"no model: pass --model, set {MODEL_ENV}, or give model.model in --config")
+    model_data["model"] = chosen
+    if script is not None:
+        model_data["script"] = [r.model_dump() for r in load_script(script)]
+    data["model"] = model_data
+    data.update(efforts=_efforts(efforts), attempts=attempts, jobs=jobs, backend=backend, round=round_, out_dir=out_dir)
+    harness = dict(data.get("harness") or {})
+    if max_turns is not None:
+        harness["max_turns"] = max_turns
+    if max_wall is not None:
+        harness["max_wall_s"] = max_wall
+    data["harness"] = harness
+    if status:
+        try:
+            data["statuses"] = [VersionStatus(s.strip()) for s in status.split(",") if s.strip()]
+        except ValueError as e:
+            usage_error(f"--status: {e}")
+    try:
+        config = RolloutJobConfig.model_validate(data)
+    except ValidationError as e:
+        usage_error(f"{config_file or 'options'}: invalid rollout config: {e}")
+    if not pool_dir.is_dir():
+        usage_error(f"{pool_dir}: no such folder")
+    err = console(stderr=True)
+    try:
+        with Pool.open(pool_dir) as pool, _progress(err) as progress:
+            bar = progress.add_task("rollout", total=None)
+
+            def on_record(record: RolloutRecord) -> None:
+                mark = "pass" if record.passed else record.exit_status.value
+                progress.update(bar, advance=1, description=escape(f"{record.task} {record.effort.value} {mark}"))
+
+            report = run_rollouts(
+                pool, config, force=force, on_record=on_record, on_plan=lambda n: progress.update(bar, total=n)
+            )
+            frame = records_to_frame(pool.ledger.rollouts())
+    except (PoolError, LedgerError, SandboxUnavailableError) as e:
+        usage_error(str(e))
+    for path, reason in report.invalid_tasks:
+        err.print(f"[yellow]skipped {escape(path)}: {escape(reason)}[/yellow]")
+    frame = frame.filter(pl.col("model") == config.model.model, pl.col("round") == config.round)
+    table = pass_table(frame, ks=tuple(sorted({1, config.attempts})))
+    if as_json:
+        emit_json(table.to_dicts())
+    else:
+        _print_pass_table(table)
+    total = report.usage.get("total", {})
+    err.print(
+        f"[bold]{report.ran} attempts run, {report.skipped} already recorded[/bold]; "
+        f"{total.get('completion_tokens', 0)} completion tokens, ${total.get('cost_usd', 0.0):.4f}; "
+        f"{len(report.shards)} new shard(s) in {config.out_dir or pool_dir / '.qaflow' / 'rollouts'}"
+    )
+
+
+def _progress(err: Any) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=True,
+    )  # fmt: skip
+
+
+def _print_pass_table(table: pl.DataFrame) -> None:
+    out = console()
+    shown = Table(title="rollouts: pass rate by task and effort", title_justify="left")
+    k_cols = [c for c in table.columns if c.startswith("pass@")]
+    for col in ("task", "effort", "attempts", "passes", "pass_rate", "band", *k_cols, "median_thinking_passed"):
+        shown.add_column(col.replace("median_thinking_passed", "thinking (pass, median)"))
+    for row in table.iter_rows(named=True):
+        ks = ["—" if row[c] is None else f"{row[c]:.2f}" for c in k_cols]
+        thinking = "—" if row["median_thinking_passed"] is None else f"{row['median_thinking_passed']:.0f}"
+        shown.add_row(
+            escape(row["task"]), row["effort"], str(row["attempts"]), str(row["passes"]),
+            f"{row['pass_rate']:.2f}", row["band"], *ks, thinking,
+        )  # fmt: skip
+    out.print(shown)
+
+
+def rollout_stats(
+    source: Annotated[Path, typer.Argument(help="A pool folder (its ledger) or rollout parquet file/folder")],
+    k: Annotated[str, typer.Option(help="pass@k values, comma-separated")] = "1",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: per task+effort rows and task bands")] = False,
+) -> None:
+    """Pass rate, pass@k and difficulty band per task and effort, and one band per task.
+
+    Bands: impossible 0, very_hard <= 25%, hard <= 50%, medium <= 75%, easy < 100%, trivial 100%.
+
+    Example: qaflow rollout-stats tasks_repo --k 1,4
+    """
+    try:
+        ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()}))
+    except ValueError:
+        usage_error(f"--k: {k!r} is not a comma-separated list of integers")
+    if not ks or min(ks) < 1:
+        usage_error("--k: values must be >= 1")
+    if (source / ".qaflow" / "ledger.sqlite").is_file():
+        with Pool.open(source, create=False) as pool:
+            frame = records_to_frame(pool.ledger.rollouts())
+    else:
+        try:
+            frame = read_rollouts(source)
+        except (FileNotFoundError, pl.exceptions.PolarsError, OSError) as e:
+            usage_error(f"{source}: cannot read rollouts: {e}")
+    table = pass_table(frame, ks=ks)
+    bands = task_bands(frame)
+    if as_json:
+        emit_json({"by_effort": table.to_dicts(), "tasks": bands.to_dicts()})
+        return
+    _print_pass_table(table)
+    counts = bands.group_by("band").len().sort("band")
+    console().print("task bands: " + ", ".join(f"{r['band']} {r['len']}" for r in counts.iter_rows(named=True)))

@@ -1,0 +1,83 @@
+"""The ledger's rollouts table: one row per attempt, keyed by `rollout_id`, the whole record zlib-compressed.
+
+Scalar columns (task, model, effort, reward, turns, thinking tokens...) are there for SQL and
+polars views; the full trajectory lives in `record_zlib` and comes back through `rollouts()`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+
+from qaflow.ledger_db import LedgerDB, ts
+from qaflow.rollouts.record import RolloutRecord
+
+_CHUNK = 500
+
+
+class RolloutLedger(LedgerDB):
+    def put_rollout(self, record: RolloutRecord, *, force: bool = False) -> bool:
+        """Record one attempt. Returns False (and writes nothing) when its id is already recorded, unless
+        `force`, which replaces it."""
+        verb = "INSERT OR REPLACE" if force else "INSERT OR IGNORE"
+        blob = zlib.compress(record.model_dump_json().encode("utf-8", "surrogatepass"), 6)
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                f"{verb} INTO rollouts(rollout_id, task_version, task, source, model, effort, attempt, round, agent,"
+                " run_id, exit_status, stop_reason, reward, full_reward, turns, thinking_tokens, duration_s,"
+                " record_zlib, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.rollout_id,
+                    record.task_version,
+                    record.task,
+                    record.source,
+                    record.model,
+                    record.effort.value,
+                    record.attempt,
+                    record.round,
+                    record.agent,
+                    record.run_id,
+                    record.exit_status.value,
+                    record.stop_reason,
+                    record.reward,
+                    int(record.full_reward),
+                    record.turns,
+                    record.thinking_tokens,
+                    float(record.timings.get("total", 0.0)),
+                    blob,
+                    ts(record.created_at),
+                ),
+            )
+            return cursor.rowcount > 0
+
+    def rollout_ids(self, ids: Iterable[str] | None = None) -> set[str]:
+        """The recorded rollout ids (all, or those among `ids`)."""
+        conn = self._reader()
+        if ids is None:
+            return {r[0] for r in conn.execute("SELECT rollout_id FROM rollouts")}
+        wanted = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        for i in range(0, len(wanted), _CHUNK):
+            chunk = wanted[i : i + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                r[0] for r in conn.execute(f"SELECT rollout_id FROM rollouts WHERE rollout_id IN ({marks})", chunk)
+            )
+        return found
+
+    def rollouts(
+        self, *, ids: Iterable[str] | None = None, run_id: str | None = None, task_version: str | None = None
+    ) -> list[RolloutRecord]:
+        """Full records, oldest first, optionally only those of `ids`, a run or a task version."""
+        conn = self._reader()
+        sql, args = "SELECT rollout_id, record_zlib FROM rollouts WHERE 1=1", []
+        if run_id is not None:
+            sql, args = sql + " AND run_id = ?", [*args, run_id]
+        if task_version is not None:
+            sql, args = sql + " AND task_version = ?", [*args, task_version]
+        wanted = set(ids) if ids is not None else None
+        records = []
+        for rid, blob in conn.execute(sql + " ORDER BY rowid", args):
+            if wanted is None or rid in wanted:
+                records.append(RolloutRecord.model_validate_json(zlib.decompress(blob)))
+        return records

@@ -1,0 +1,73 @@
+"""One rollout attempt: the harness on a task in a fresh sandbox, then the verifier, as one record."""
+
+from __future__ import annotations
+
+from qaflow.agents.harness import CodingAgent, HarnessConfig
+from qaflow.agents.tool_specs import TOOLS
+from qaflow.llm import LLMConfig
+from qaflow.llm.account import UsageAccount
+from qaflow.pool import task_source
+from qaflow.rollouts.record import Effort, RolloutRecord, RolloutStatus
+from qaflow.sandbox import Limits
+from qaflow.task import Task
+from qaflow.trial import run_trial
+
+VERIFIER_OUTPUT_CHARS = 20_000
+
+
+def run_attempt(
+    task: Task,
+    llm_config: LLMConfig,
+    *,
+    effort: Effort = Effort.OFF,
+    attempt: int = 0,
+    round: int = 0,
+    backend: str = "auto",
+    harness: HarnessConfig | None = None,
+    run_id: str | None = None,
+    limits: Limits | None = None,
+    source: str | None = None,
+    account: UsageAccount | None = None,
+) -> RolloutRecord:
+    """Run the coding agent once on `task` and return its full record; failures are data, never raised."""
+    agent = CodingAgent(llm_config, effort, harness, account)
+    result = run_trial(task, agent, backend=backend, run_id=run_id, limits=limits)
+    traj = agent.trajectory
+    verifier = result.verifier_exec
+    verifier_output = ""
+    if verifier is not None:
+        verifier_output = (verifier.stdout + ("\n" + verifier.stderr if verifier.stderr else ""))[
+            -VERIFIER_OUTPUT_CHARS:
+        ]
+    error = None
+    if result.error is not None:
+        error = f"{result.error.kind.value}: {result.error.message}"
+    elif traj.error is not None:
+        error = traj.error
+    return RolloutRecord(
+        task=task.name,
+        task_version=task.version,
+        source=source or task_source(task.config),
+        model=llm_config.model,
+        effort=effort,
+        attempt=attempt,
+        round=round,
+        agent=agent.name,
+        messages=traj.messages,
+        tools=TOOLS,
+        usage=traj.usage,
+        thinking_tokens=traj.thinking_tokens,
+        turns=traj.turns,
+        reward=result.reward,
+        rewards=result.rewards,
+        full_reward=result.full_reward,
+        exit_status=RolloutStatus(result.exit_status.value),
+        stop_reason=traj.stop_reason,
+        error=error,
+        verifier_output=verifier_output,
+        side_calls=traj.side_calls,
+        timings=result.timings,
+        backend=result.backend,
+        run_id=result.run_id,
+        meta={"tool_errors": traj.tool_errors, "cost_usd": traj.cost_usd, "task_path": str(task.path)},
+    )

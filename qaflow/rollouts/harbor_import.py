@@ -1,0 +1,836 @@
+"""Import Harbor job folders: every trial becomes one `RolloutRecord`.
+
+Harbor's layout: a job folder holds `config.json`, `result.json` (the job's) and one folder per
+trial; a trial folder holds `result.json` (a TrialResult), `agent/trajectory.json` (ATIF, the Agent
+Trajectory Interchange Format) and `verifier/` (`reward.txt` or `reward.json`, `test-stdout.txt`).
+
+ATIF to OpenAI chat messages (`atif_to_messages`):
+
+- A `system` step before any other step is a system message; a later one is a user message (the
+  model read it as injected context, and chat templates reject mid-conversation system turns).
+- A `user` step is a user message.
+- An `agent` step is one assistant message (`message` as content, `reasoning_content`, `tool_calls`
+  with `arguments` JSON-encoded) and one `TurnUsage`: prompt and completion tokens from
+  `metrics`; reasoning tokens from `metrics.extra` (`reasoning_tokens`, `reasoning_output_tokens`,
+  `thoughts_tokens` or `completion_tokens_details.reasoning_tokens`) with source "provider", else
+  0 with source "none". A step without metrics gets a zero usage entry, so usage stays per turn.
+- After it, one tool message per tool call, in call order, whose content is the joined
+  `observation.results` with that `source_call_id`. Results without a (known) `source_call_id` go
+  to the calls left without a result, in order, the surplus joined onto the last such call; when
+  every call has its result (or there are no calls) they become one user message. A call left
+  without any result gets an empty tool message, so every call id is answered.
+- Multimodal content parts are joined by newlines; an image part becomes `[image: <path>]`.
+- A system step with `extra.context_management.type == "compaction"` is a context summarisation:
+  its text is not inlined; each subagent trajectory it references is one summarisation `SideCall`
+  (one with no tokens if it references none), and its observation content, the summary the agent
+  continues from, becomes a user message.
+- A subagent referenced from any other step (`observation.results[].subagent_trajectory_ref`) is a
+  subagent `SideCall`; so is every run of steps marked `extra.is_sidechain` (Claude Code inlines
+  its subagents that way), whose steps are not inlined.
+- Side-call tokens (prompt + completion) come from the referenced trajectory, found in the root's
+  `subagent_trajectories` by `trajectory_id` or as a file next to the trajectory by
+  `trajectory_path`; an unresolved reference counts 0 tokens and is listed in the meta.
+- Steps with `is_copied_context` repeat earlier context: agent ones are dropped; user and system
+  ones are kept only when the same text was not already emitted.
+
+Tool definitions (`atif_tools`): `agent.tool_definitions` when present, else one minimal
+definition per function name used, with the argument names seen and JSON types of their first value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from qaflow.errors import QaflowError
+from qaflow.records import utcnow
+from qaflow.rollouts.record import Effort, RolloutRecord, RolloutStatus, SideCall, SideCallKind, TurnUsage
+
+TRAJECTORY_PATH = Path("agent") / "trajectory.json"
+VERIFIER_OUTPUT_LIMIT = 100_000
+"""Characters of verifier output kept (the tail)."""
+MAX_CONTINUATIONS = 100
+SEARCH_DEPTH = 4
+"""How deep below SRC trial folders are looked for (SRC / jobs / job / trial is depth 2)."""
+
+EFFORT_ALIASES: dict[str, Effort] = {
+    "none": Effort.OFF,
+    "off": Effort.OFF,
+    "minimal": Effort.OFF,
+    "low": Effort.LOW,
+    "medium": Effort.MEDIUM,
+    "high": Effort.XHIGH,
+    "xhigh": Effort.XHIGH,
+    "max": Effort.XHIGH,
+}
+"""Harbor `reasoning_effort` values to ours; others (e.g. "default") are unknown and give `off`."""
+
+EFFORT_KWARGS = ("reasoning_effort", "reasoning-effort", "effort", "model_reasoning_effort")
+NESTED_KWARGS = ("llm_kwargs", "llm_call_kwargs", "model_kwargs", "model_settings")
+REASONING_KEYS = ("reasoning_tokens", "reasoning_output_tokens", "thoughts_tokens")
+TIMEOUT_STATUS = {
+    "AgentTimeoutError": RolloutStatus.AGENT_TIMEOUT,
+    "VerifierTimeoutError": RolloutStatus.VERIFIER_TIMEOUT,
+}
+JOB_RESULT_KEYS = ("n_total_trials", "trial_results", "stats")
+TRIAL_MARKERS = ("agent", "verifier", "trial.log")
+
+
+class HarborImportError(QaflowError):
+    """A trial (or the whole source) cannot be imported. `path` names the file, `reason` says why."""
+
+    def __init__(self, path: Path | str, reason: str):
+        self.path = Path(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+class AtifError(ValueError):
+    """A trajectory is not ATIF (wrong shape, unknown schema version or step source)."""
+
+
+# --- result.json (Harbor's TrialResult), only the fields read here --------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class HarborTiming(_Model):
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    def seconds(self) -> float | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+class HarborException(_Model):
+    exception_type: str
+    exception_message: str = ""
+
+
+class HarborModelInfo(_Model):
+    name: str
+    provider: str | None = None
+
+
+class HarborAgentInfo(_Model):
+    name: str
+    version: str = ""
+    model_info: HarborModelInfo | None = None
+
+
+class HarborVerifierResult(_Model):
+    rewards: dict[str, float] | None = None
+
+
+class HarborAgentConfig(_Model):
+    name: str | None = None
+    model_name: str | None = None
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+class HarborEnvironmentConfig(_Model):
+    type: str | None = None
+
+
+class HarborTrialConfig(_Model):
+    agent: HarborAgentConfig = Field(default_factory=HarborAgentConfig)
+    environment: HarborEnvironmentConfig = Field(default_factory=HarborEnvironmentConfig)
+    job_id: str | None = None
+
+
+class HarborTrialResult(_Model):
+    """The part of a trial's `result.json` that an import needs."""
+
+    id: str | None = None
+    task_name: str
+    trial_name: str
+    task_id: dict[str, Any] | None = None
+    source: str | None = None
+    task_checksum: str | None = None
+    config: HarborTrialConfig = Field(default_factory=HarborTrialConfig)
+    agent_info: HarborAgentInfo | None = None
+    agent_result: dict[str, Any] | None = None
+    verifier_result: HarborVerifierResult | None = None
+    exception_info: HarborException | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    environment_setup: HarborTiming | None = None
+    agent_setup: HarborTiming | None = None
+    agent_execution: HarborTiming | None = None
+    verifier: HarborTiming | None = None
+    step_results: list[dict[str, Any]] | None = None
+
+
+class TrialError(BaseModel):
+    """A trial that was not imported: the file at fault and why."""
+
+    path: Path
+    reason: str
+
+
+class ImportReport(BaseModel):
+    """What `import_job` found: one record per imported trial, one error per trial it could not read."""
+
+    source: Path
+    trials: int = 0
+    records: list[RolloutRecord] = Field(default_factory=list)
+    errors: list[TrialError] = Field(default_factory=list)
+
+    @property
+    def imported(self) -> int:
+        return len(self.records)
+
+    def summary(self) -> str:
+        return f"{self.trials} trials: {self.imported} imported, {len(self.errors)} errors"
+
+
+# --- ATIF -> OpenAI messages -----------------------------------------------------------------------
+
+
+def _text(content: Any) -> str | None:
+    """ATIF content (a string, a list of content parts, or None) as one string or None."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "image":
+                source = part.get("source") or {}
+                parts.append(f"[image: {source.get('path', '') if isinstance(source, dict) else source}]")
+            elif isinstance(part, dict):
+                parts.append(str(part.get("text") or ""))
+            else:
+                parts.append(str(part))
+        return "\n".join(parts)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _turn_usage(metrics: Any) -> TurnUsage:
+    if not isinstance(metrics, dict):
+        return TurnUsage()
+    extra = metrics.get("extra") if isinstance(metrics.get("extra"), dict) else {}
+    reasoning: Any = next((extra[k] for k in REASONING_KEYS if isinstance(extra.get(k), int)), None)
+    details = extra.get("completion_tokens_details")
+    if reasoning is None and isinstance(details, dict) and isinstance(details.get("reasoning_tokens"), int):
+        reasoning = details["reasoning_tokens"]
+    return TurnUsage(
+        prompt_tokens=_int(metrics.get("prompt_tokens")),
+        completion_tokens=_int(metrics.get("completion_tokens")),
+        reasoning_tokens=_int(reasoning),
+        reasoning_source="provider" if reasoning is not None else "none",
+    )
+
+
+def _step_tokens(step: dict[str, Any]) -> int:
+    usage = _turn_usage(step.get("metrics"))
+    return usage.prompt_tokens + usage.completion_tokens
+
+
+def trajectory_tokens(trajectory: dict[str, Any]) -> int:
+    """Prompt + completion tokens of a trajectory: its step metrics, else its final metrics."""
+    steps = trajectory.get("steps") if isinstance(trajectory.get("steps"), list) else []
+    total = sum(_step_tokens(s) for s in steps if isinstance(s, dict) and not s.get("is_copied_context"))
+    final = trajectory.get("final_metrics")
+    if total == 0 and isinstance(final, dict):
+        total = _int(final.get("total_prompt_tokens")) + _int(final.get("total_completion_tokens"))
+    return total
+
+
+def _check_trajectory(trajectory: Any) -> list[Any]:
+    if not isinstance(trajectory, dict):
+        raise AtifError(f"a trajectory is a JSON object, not {type(trajectory).__name__}")
+    version = trajectory.get("schema_version")
+    if version is not None and not (isinstance(version, str) and version.startswith("ATIF-v1.")):
+        raise AtifError(f"unsupported schema_version {version!r} (expected ATIF-v1.x)")
+    steps = trajectory.get("steps")
+    if not isinstance(steps, list):
+        raise AtifError("no steps list")
+    return steps
+
+
+class _Converter:
+    def __init__(self, trajectory: dict[str, Any], base_dir: Path | None):
+        self.base_dir = base_dir
+        self.embedded = {
+            t["trajectory_id"]: t
+            for t in trajectory.get("subagent_trajectories") or []
+            if isinstance(t, dict) and isinstance(t.get("trajectory_id"), str)
+        }
+        self.messages: list[dict[str, Any]] = []
+        self.usage: list[TurnUsage] = []
+        self.side_calls: list[SideCall] = []
+        self.texts: set[str] = set()
+        self.started = False
+        self.sidechain: SideCall | None = None
+        self.reasoning_effort: Any = None
+        self.copied = 0
+        self.compactions = 0
+        self.unanswered = 0
+        self.unresolved: list[str] = []
+
+    @property
+    def turns(self) -> int:
+        return len(self.usage)
+
+    def emit(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        if message.get("content"):
+            self.texts.add(message["content"])
+
+    def step(self, index: int, step: Any) -> None:
+        if not isinstance(step, dict):
+            raise AtifError(f"steps[{index}] is not an object")
+        source = step.get("source")
+        if source not in ("system", "user", "agent"):
+            raise AtifError(f"steps[{index}]: unknown source {source!r}")
+        extra = step.get("extra") if isinstance(step.get("extra"), dict) else {}
+        if extra.get("is_sidechain") is True:
+            self.sidechain_step(step)
+            return
+        self.sidechain = None
+        if step.get("is_copied_context") is True:
+            self.copied += 1
+            if source == "agent" or _text(step.get("message")) in self.texts:
+                return
+        if source == "agent":
+            self.agent_step(step)
+        else:
+            self.context_step(step, source, extra)
+            if source == "system":
+                return
+        self.started = True
+
+    def sidechain_step(self, step: dict[str, Any]) -> None:
+        if self.sidechain is None:
+            self.sidechain = SideCall(kind=SideCallKind.SUBAGENT, turn=max(self.turns - 1, 0))
+            self.side_calls.append(self.sidechain)
+        self.sidechain.tokens += _step_tokens(step)
+
+    def context_step(self, step: dict[str, Any], source: str, extra: dict[str, Any]) -> None:
+        management = extra.get("context_management")
+        compaction = (
+            source == "system" and isinstance(management, dict) and management.get("type") == "compaction"
+        )
+        text = _text(step.get("message"))
+        if compaction:
+            self.compactions += 1
+        elif text is not None:
+            role = "system" if source == "system" and not self.started else "user"
+            self.emit({"role": role, "content": text})
+        kind = SideCallKind.SUMMARISATION if compaction else SideCallKind.SUBAGENT
+        before = len(self.side_calls)
+        contents = self.observation_side(step, kind, self.turns)
+        if compaction and len(self.side_calls) == before:
+            self.side_calls.append(SideCall(kind=kind, turn=self.turns))
+        if contents:
+            self.emit({"role": "user", "content": "\n".join(contents)})
+
+    def observation_side(self, step: dict[str, Any], kind: SideCallKind, turn: int) -> list[str]:
+        """Side calls of the step's observation; returns the contents of its results."""
+        contents = []
+        for result in self.results(step):
+            for ref in result.get("subagent_trajectory_ref") or []:
+                self.side_calls.append(SideCall(kind=kind, turn=turn, tokens=self.ref_tokens(ref)))
+            content = _text(result.get("content"))
+            if content is not None:
+                contents.append(content)
+        return contents
+
+    @staticmethod
+    def results(step: dict[str, Any]) -> list[dict[str, Any]]:
+        observation = step.get("observation")
+        results = observation.get("results") if isinstance(observation, dict) else None
+        return [r for r in results if isinstance(r, dict)] if isinstance(results, list) else []
+
+    def agent_step(self, step: dict[str, Any]) -> None:
+        turn = self.turns
+        if self.reasoning_effort is None:
+            self.reasoning_effort = step.get("reasoning_effort")
+        message: dict[str, Any] = {"role": "assistant", "content": _text(step.get("message"))}
+        if isinstance(step.get("reasoning_content"), str) and step["reasoning_content"]:
+            message["reasoning_content"] = step["reasoning_content"]
+        calls = []
+        for i, call in enumerate(c for c in step.get("tool_calls") or [] if isinstance(c, dict)):
+            arguments = call.get("arguments", {})
+            calls.append(
+                {
+                    "id": str(call.get("tool_call_id") or f"call_{step.get('step_id', turn)}_{i}"),
+                    "type": "function",
+                    "function": {
+                        "name": str(call.get("function_name", "")),
+                        "arguments": arguments
+                        if isinstance(arguments, str)
+                        else json.dumps(arguments, ensure_ascii=False),
+                    },
+                }
+            )
+        if calls:
+            message["tool_calls"] = calls
+        self.emit(message)
+        self.usage.append(_turn_usage(step.get("metrics")))
+
+        ids = [c["id"] for c in calls]
+        answered: dict[str, list[str]] = defaultdict(list)
+        loose: list[str] = []
+        for result in self.results(step):
+            for ref in result.get("subagent_trajectory_ref") or []:
+                self.side_calls.append(SideCall(kind=SideCallKind.SUBAGENT, turn=turn, tokens=self.ref_tokens(ref)))
+            content = _text(result.get("content"))
+            call_id = result.get("source_call_id")
+            if call_id in ids:
+                answered[call_id].append(content or "")
+            elif content is not None:
+                loose.append(content)
+        waiting = [i for i in ids if i not in answered]
+        for call_id, content in zip(waiting, loose, strict=False):
+            answered[call_id].append(content)
+        if waiting and len(loose) > len(waiting):
+            answered[waiting[-1]].extend(loose[len(waiting) :])
+            loose = []
+        elif waiting:
+            loose = []
+        for call_id in ids:
+            if call_id not in answered:
+                self.unanswered += 1
+            self.emit({"role": "tool", "tool_call_id": call_id, "content": "\n".join(answered.get(call_id, []))})
+        if loose:
+            self.emit({"role": "user", "content": "\n".join(loose)})
+
+    def ref_tokens(self, ref: Any) -> int:
+        if not isinstance(ref, dict):
+            return 0
+        sub = self.embedded.get(ref.get("trajectory_id")) if ref.get("trajectory_id") else None
+        path = ref.get("trajectory_path")
+        if sub is None and isinstance(path, str) and path and self.base_dir is not None and "://" not in path:
+            for candidate in (self.base_dir / path, self.base_dir / Path(path).name):
+                try:
+                    loaded = json.loads(candidate.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    continue
+                if isinstance(loaded, dict):
+                    sub = loaded
+                    break
+        if sub is None:
+            self.unresolved.append(str(ref.get("trajectory_id") or path or ref.get("session_id") or "?"))
+            return 0
+        return trajectory_tokens(sub)
+
+    def finish(self) -> None:
+        last = max(self.turns - 1, 0)
+        for call in self.side_calls:
+            call.turn = min(call.turn, last)
+
+
+def atif_to_messages(
+    trajectory: dict[str, Any], *, base_dir: Path | None = None
+) -> tuple[list[dict[str, Any]], list[TurnUsage], list[SideCall], dict[str, Any]]:
+    """OpenAI chat messages, per-turn usage, side calls and provenance of an ATIF trajectory.
+
+    `base_dir` is the folder of the trajectory file; subagent trajectories referenced by a relative
+    `trajectory_path` are read from it for their token counts. Raises AtifError when the document
+    is not ATIF. The rules are in the module docstring.
+    """
+    steps = _check_trajectory(trajectory)
+    conv = _Converter(trajectory, base_dir)
+    for index, step in enumerate(steps):
+        conv.step(index, step)
+    conv.finish()
+    agent = trajectory.get("agent") if isinstance(trajectory.get("agent"), dict) else {}
+    meta: dict[str, Any] = {
+        "schema_version": trajectory.get("schema_version"),
+        "session_id": trajectory.get("session_id"),
+        "agent_name": agent.get("name"),
+        "agent_version": agent.get("version"),
+        "model_name": agent.get("model_name"),
+        "steps": len(steps),
+        "copied_steps": conv.copied,
+        "compactions": conv.compactions,
+        "unanswered_tool_calls": conv.unanswered,
+        "unresolved_subagents": conv.unresolved,
+        "reasoning_effort": conv.reasoning_effort,
+    }
+    return conv.messages, conv.usage, conv.side_calls, meta
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+def atif_tools(trajectory: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    """OpenAI tool definitions of a trajectory, and whether they were derived from the calls made."""
+    agent = trajectory.get("agent") if isinstance(trajectory.get("agent"), dict) else {}
+    defined = agent.get("tool_definitions")
+    if isinstance(defined, list) and defined:
+        tools = []
+        for tool in defined:
+            if isinstance(tool, dict) and isinstance(tool.get("function"), dict):
+                tools.append({**tool, "type": tool.get("type") or "function"})
+            elif isinstance(tool, dict) and "name" in tool:
+                tools.append({"type": "function", "function": tool})
+        return tools, False
+    properties: dict[str, dict[str, dict[str, str]]] = {}
+    for step in trajectory.get("steps") or []:
+        for call in (step.get("tool_calls") or []) if isinstance(step, dict) else []:
+            if not isinstance(call, dict) or not call.get("function_name"):
+                continue
+            props = properties.setdefault(str(call["function_name"]), {})
+            arguments = call.get("arguments")
+            for key, value in (arguments or {}).items() if isinstance(arguments, dict) else ():
+                props.setdefault(str(key), {"type": _json_type(value)})
+    tools = [
+        {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": props}}}
+        for name, props in properties.items()
+    ]
+    return tools, True
+
+
+# --- trials and jobs -------------------------------------------------------------------------------
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HarborImportError(path, "missing") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise HarborImportError(path, f"unreadable: {e}") from None
+    if not text.strip():
+        raise HarborImportError(path, "empty file")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise HarborImportError(path, f"malformed JSON: {e}") from None
+
+
+def _validation_reason(error: ValidationError) -> str:
+    problems = [f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in error.errors()[:3]]
+    return "not a Harbor trial result (" + "; ".join(problems) + ")"
+
+
+def read_trial_result(trial_dir: Path) -> HarborTrialResult:
+    """The trial's result.json; HarborImportError names the file when it is missing or not a trial result."""
+    path = trial_dir / "result.json"
+    data = _load_json(path)
+    if isinstance(data, dict) and any(k in data for k in JOB_RESULT_KEYS) and "trial_name" not in data:
+        raise HarborImportError(path, "a job result, not a trial result")
+    try:
+        return HarborTrialResult.model_validate(data)
+    except ValidationError as e:
+        raise HarborImportError(path, _validation_reason(e)) from None
+
+
+def map_effort(value: Any) -> Effort | None:
+    """Our effort level for a Harbor `reasoning_effort` value; None when it is absent or unknown."""
+    if isinstance(value, str):
+        return EFFORT_ALIASES.get(value.strip().lower())
+    return None
+
+
+def _config_effort(kwargs: dict[str, Any]) -> Any:
+    for key in EFFORT_KWARGS:
+        if kwargs.get(key) is not None:
+            return kwargs[key]
+    for nested in NESTED_KWARGS:
+        inner = kwargs.get(nested)
+        if isinstance(inner, dict):
+            found = _config_effort(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _rewards(result: HarborTrialResult, trial_dir: Path) -> dict[str, float] | None:
+    if result.verifier_result is not None:
+        return result.verifier_result.rewards
+    verifier = trial_dir / "verifier"
+    try:
+        data = json.loads((verifier / "reward.json").read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            return {str(k): float(v) for k, v in data.items()}
+    except (OSError, ValueError, TypeError):
+        pass
+    try:
+        return {"reward": float((verifier / "reward.txt").read_text(encoding="utf-8").strip())}
+    except (OSError, ValueError):
+        return None
+
+
+def reward_of(rewards: dict[str, float] | None) -> tuple[float | None, bool]:
+    """(reward, full_reward): the "reward" key, else the mean; full when every value is at least 1."""
+    values = [v for v in (rewards or {}).values() if isinstance(v, int | float) and math.isfinite(v)]
+    if not rewards or not values:
+        return None, False
+    reward = float(rewards["reward"]) if "reward" in rewards else sum(values) / len(values)
+    return reward, all(v >= 1 for v in values)
+
+
+def _verifier_output(trial_dir: Path) -> str:
+    parts = []
+    for name in ("test-stdout.txt", "test-stderr.txt"):
+        try:
+            text = (trial_dir / "verifier" / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if text.strip():
+            parts.append(text)
+    return "\n".join(parts)[-VERIFIER_OUTPUT_LIMIT:]
+
+
+def _timings(result: HarborTrialResult) -> dict[str, float]:
+    timings: dict[str, float] = {}
+    total = HarborTiming(started_at=result.started_at, finished_at=result.finished_at).seconds()
+    if total is not None:
+        timings["total"] = total
+    setup = [t.seconds() for t in (result.environment_setup, result.agent_setup) if t is not None]
+    if any(s is not None for s in setup):
+        timings["setup"] = sum(s for s in setup if s is not None)
+    for key, timing in (("agent", result.agent_execution), ("verifier", result.verifier)):
+        seconds = timing.seconds() if timing is not None else None
+        if seconds is not None:
+            timings[key] = seconds
+    return timings
+
+
+def _model(result: HarborTrialResult, trajectory: dict[str, Any] | None) -> str:
+    if result.config.agent.model_name:
+        return result.config.agent.model_name
+    info = result.agent_info.model_info if result.agent_info else None
+    if info is not None:
+        return f"{info.provider}/{info.name}" if info.provider else info.name
+    agent = (trajectory or {}).get("agent")
+    if isinstance(agent, dict) and agent.get("model_name"):
+        return str(agent["model_name"])
+    return "unknown"
+
+
+def _task_version(result: HarborTrialResult) -> str:
+    if result.task_checksum:
+        return result.task_checksum
+    key = json.dumps(result.task_id if result.task_id is not None else result.task_name, sort_keys=True, default=str)
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _load_trajectory(trial_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The trial's trajectory with its linear-history continuations appended, or (None, why not)."""
+    path = trial_dir / TRAJECTORY_PATH
+    if not path.is_file():
+        if (trial_dir / "steps").is_dir():
+            return None, f"no {TRAJECTORY_PATH.as_posix()} (multi-step trials keep theirs under steps/, not imported)"
+        return None, f"no {TRAJECTORY_PATH.as_posix()}"
+    try:
+        trajectory = _load_json(path)
+        steps = _check_trajectory(trajectory)
+    except HarborImportError as e:
+        return None, f"{TRAJECTORY_PATH.as_posix()}: {e.reason}"
+    except AtifError as e:
+        return None, f"{TRAJECTORY_PATH.as_posix()}: {e}"
+    merged = {**trajectory, "steps": list(steps)}
+    seen = {path.name}
+    ref = trajectory.get("continued_trajectory_ref")
+    while isinstance(ref, str) and ref and len(seen) <= MAX_CONTINUATIONS:
+        name = Path(ref).name
+        if name in seen:
+            break
+        seen.add(name)
+        try:
+            part = _load_json(path.parent / name)
+            merged["steps"].extend(_check_trajectory(part))
+        except (HarborImportError, AtifError) as e:
+            return None, f"continuation {name}: {e}"
+        merged["final_metrics"] = part.get("final_metrics", merged.get("final_metrics"))
+        ref = part.get("continued_trajectory_ref")
+    merged["continuations"] = sorted(seen - {path.name})
+    return merged, None
+
+
+def import_trial(
+    trial_dir: Path,
+    *,
+    source: str | None = None,
+    effort: Effort | str | None = None,
+    attempt: int = 0,
+) -> RolloutRecord:
+    """One Harbor trial folder as a rollout record.
+
+    Raises HarborImportError (with the file at fault) when result.json is missing, malformed or not a
+    trial result. A missing or unreadable trajectory gives a record without messages whose `error`
+    says so. `effort` overrides the effort found in the trial's agent kwargs or trajectory.
+    """
+    trial_dir = Path(trial_dir)
+    result = read_trial_result(trial_dir)
+    trajectory, trajectory_error = _load_trajectory(trial_dir)
+    messages: list[dict[str, Any]] = []
+    usage: list[TurnUsage] = []
+    side_calls: list[SideCall] = []
+    tools: list[dict[str, Any]] = []
+    atif_meta: dict[str, Any] = {}
+    if trajectory is not None:
+        try:
+            messages, usage, side_calls, atif_meta = atif_to_messages(
+                trajectory, base_dir=trial_dir / TRAJECTORY_PATH.parent
+            )
+            tools, derived = atif_tools(trajectory)
+            atif_meta["tools_derived"] = derived
+            atif_meta["continuations"] = trajectory.get("continuations", [])
+        except AtifError as e:
+            trajectory_error = f"{TRAJECTORY_PATH.as_posix()}: {e}"
+
+    status = RolloutStatus.OK
+    errors = []
+    exc = result.exception_info
+    if exc is not None:
+        status = TIMEOUT_STATUS.get(exc.exception_type, RolloutStatus.ERROR)
+        errors.append(f"{exc.exception_type}: {exc.exception_message}".rstrip(": "))
+    if trajectory_error:
+        errors.append(trajectory_error)
+
+    raw_effort = _config_effort(result.config.agent.kwargs)
+    if raw_effort is None:
+        raw_effort = atif_meta.get("reasoning_effort")
+    chosen = Effort(effort) if effort is not None else map_effort(raw_effort) or Effort.OFF
+
+    rewards = _rewards(result, trial_dir)
+    reward, full = reward_of(rewards)
+    job_dir = trial_dir.resolve().parent
+    agent_name = result.agent_info.name if result.agent_info else result.config.agent.name or "harbor"
+    return RolloutRecord(
+        task=result.task_name,
+        task_version=_task_version(result),
+        source=source or f"harbor:{job_dir.name}",
+        model=_model(result, trajectory),
+        effort=chosen,
+        attempt=attempt,
+        agent=agent_name,
+        messages=messages,
+        tools=tools,
+        usage=usage,
+        thinking_tokens=sum(u.reasoning_tokens for u in usage),
+        turns=len(usage),
+        reward=reward,
+        rewards=rewards,
+        full_reward=full,
+        exit_status=status,
+        stop_reason="wall_time" if status is RolloutStatus.AGENT_TIMEOUT else "imported",
+        error="; ".join(errors) or None,
+        verifier_output=_verifier_output(trial_dir),
+        side_calls=side_calls,
+        timings=_timings(result),
+        backend=result.config.environment.type or "",
+        created_at=result.finished_at or result.started_at or utcnow(),
+        meta={
+            "harbor": {
+                "job_dir": str(job_dir),
+                "trial_dir": str(trial_dir.resolve()),
+                "trial_name": result.trial_name,
+                "trial_id": result.id,
+                "job_id": result.config.job_id,
+                "task_id": result.task_id,
+                "task_source": result.source,
+                "agent_version": result.agent_info.version if result.agent_info else None,
+                "agent_result": result.agent_result,
+                "reasoning_effort": raw_effort,
+                "exception_type": exc.exception_type if exc else None,
+            },
+            "atif": atif_meta,
+        },
+    )
+
+
+def _is_job_result(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "trial_name" not in data and any(k in data for k in JOB_RESULT_KEYS)
+
+
+def _subdirs(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
+
+
+def is_trial_dir(folder: Path) -> bool:
+    """A trial folder: it has agent/, verifier/ or trial.log, or a result.json that is not a job's."""
+    if any((folder / m).exists() for m in TRIAL_MARKERS):
+        return True
+    result = folder / "result.json"
+    if not result.is_file() or _is_job_result(result):
+        return False
+    return not any((d / "result.json").is_file() or (d / "agent").is_dir() for d in _subdirs(folder))
+
+
+def find_trials(src: Path, depth: int = SEARCH_DEPTH) -> Iterator[Path]:
+    """Trial folders at or below `src`: SRC itself, the trials of a job, or of a folder of jobs."""
+    if is_trial_dir(src):
+        yield src
+        return
+    if depth <= 0:
+        return
+    for child in _subdirs(src):
+        yield from find_trials(child, depth - 1)
+
+
+def import_job(
+    job_dir: Path,
+    *,
+    source: str | None = None,
+    effort: Effort | str | None = None,
+) -> ImportReport:
+    """Every trial under `job_dir` (a job folder, a trial folder, or a folder of job folders) as a record.
+
+    A trial that cannot be read is reported with the file and reason; the others are imported.
+    `attempt` numbers the trials of one (task version, model, effort) in (job folder, trial name)
+    order over the whole import, so that no two imported trials share a rollout id.
+    Raises HarborImportError when `job_dir` does not exist or holds no trial folder.
+    """
+    job_dir = Path(job_dir)
+    effort = Effort(effort) if effort is not None else None
+    if not job_dir.is_dir():
+        raise HarborImportError(job_dir, "no such folder")
+    trials = sorted(find_trials(job_dir), key=lambda p: (str(p.parent), p.name))
+    if not trials:
+        raise HarborImportError(job_dir, "no Harbor trial folders (with result.json) found")
+    report = ImportReport(source=job_dir, trials=len(trials))
+    for trial in trials:
+        try:
+            report.records.append(import_trial(trial, source=source, effort=effort))
+        except HarborImportError as e:
+            report.errors.append(TrialError(path=e.path, reason=e.reason))
+        except (OSError, ValueError) as e:
+            report.errors.append(TrialError(path=trial, reason=f"{type(e).__name__}: {e}"))
+    counters: dict[tuple[str, str, str], int] = defaultdict(int)
+    for record in report.records:
+        key = (record.task_version, record.model, record.effort.value)
+        record.attempt = counters[key]
+        counters[key] += 1
+    return report

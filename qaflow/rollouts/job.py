@@ -1,0 +1,192 @@
+"""Rollout jobs: every (task, effort, attempt) of a pool, run by the harness, recorded once.
+
+Work items are keyed by `rollout_id` (task version, model, effort, attempt, round): items already
+in the ledger are skipped, so an interrupted job resumes where it stopped. Trials run in worker
+threads; only the driver thread writes the ledger. Parquet shards mirror the ledger: at the end of
+every job (and on resume) each recorded rollout missing from the shard folder is written to a new
+shard, so a crash between the ledger write and the shard write loses nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field
+
+from qaflow.agents.harness import HarnessConfig
+from qaflow.errors import TaskError
+from qaflow.llm import LLMConfig
+from qaflow.llm.account import UsageAccount
+from qaflow.pool import Pool
+from qaflow.records import RunKind, VersionStatus
+from qaflow.rollouts.attempt import run_attempt
+from qaflow.rollouts.frame import write_shard
+from qaflow.rollouts.record import Effort, RolloutRecord, rollout_id
+from qaflow.runs import close_crashed_runs
+from qaflow.sandbox import resolve_backend
+from qaflow.task import Task
+
+SHARD_ROWS = 1000
+
+
+class RolloutJobConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: LLMConfig
+    efforts: list[Effort] = Field(default_factory=lambda: [Effort.LOW, Effort.MEDIUM, Effort.XHIGH])
+    attempts: int = Field(1, ge=1, description="Attempts per (task, effort).")
+    jobs: int = Field(2, ge=1, description="Attempts run at once.")
+    backend: str = "auto"
+    round: int = Field(0, ge=0, description="Collection round; a new round re-runs every item.")
+    harness: HarnessConfig = Field(default_factory=HarnessConfig)
+    statuses: list[VersionStatus] | None = Field(
+        None, description="Only tasks whose current version has one of these statuses; None = every valid task."
+    )
+    tasks: list[str] | None = Field(None, description="Only these task names (or pool paths).")
+    out_dir: Path | None = Field(None, description="Parquet shard folder; default POOL/.qaflow/rollouts.")
+
+
+@dataclass(frozen=True)
+class RolloutItem:
+    task: Task
+    effort: Effort
+    attempt: int
+    rollout_id: str
+
+
+@dataclass
+class RolloutReport:
+    run_id: str
+    planned: int = 0
+    skipped: int = 0
+    records: list[RolloutRecord] = field(default_factory=list)
+    invalid_tasks: list[tuple[str, str]] = field(default_factory=list)
+    shards: list[Path] = field(default_factory=list)
+    interrupted: bool = False
+    usage: dict = field(default_factory=dict)
+    """`UsageAccount.summary()` of the job's model calls."""
+
+    @property
+    def ran(self) -> int:
+        return len(self.records)
+
+
+def plan_items(pool: Pool, config: RolloutJobConfig) -> tuple[list[RolloutItem], list[tuple[str, str]]]:
+    """Every (task, effort, attempt) of the pool's current valid task versions, and the tasks that did not load."""
+    items: list[RolloutItem] = []
+    invalid: list[tuple[str, str]] = []
+    wanted = set(config.tasks) if config.tasks else None
+    for row in pool.list():
+        if row.status is VersionStatus.INVALID:
+            continue
+        if config.statuses is not None and row.status not in config.statuses:
+            continue
+        if wanted is not None and row.name not in wanted and row.path not in wanted:
+            continue
+        try:
+            task = Task.load(pool.root / row.path, require_solution=False)
+        except TaskError as e:
+            invalid.append((row.path, f"{e.path}: {e.reason}"))
+            continue
+        for effort in config.efforts:
+            for attempt in range(config.attempts):
+                rid = rollout_id(task.version, config.model.model, effort.value, attempt, config.round)
+                items.append(RolloutItem(task, effort, attempt, rid))
+    return items, invalid
+
+
+def shard_dir(pool: Pool, config: RolloutJobConfig) -> Path:
+    return config.out_dir if config.out_dir is not None else pool.root / ".qaflow" / "rollouts"
+
+
+def sync_shards(pool: Pool, folder: Path) -> list[Path]:
+    """Write every rollout recorded in the ledger but absent from the shards in `folder` to new shards."""
+    present: set[str] = set()
+    if folder.is_dir():
+        for path in folder.rglob("*.parquet"):
+            if not path.name.startswith("."):
+                present.update(pl.read_parquet(path, columns=["rollout_id"])["rollout_id"].to_list())
+    missing = pool.ledger.rollout_ids() - present
+    if not missing:
+        return []
+    records = pool.ledger.rollouts(ids=missing)
+    written = []
+    for i in range(0, len(records), SHARD_ROWS):
+        shard = write_shard(records[i : i + SHARD_ROWS], folder)
+        if shard is not None:
+            written.append(shard)
+    return written
+
+
+def run_rollouts(
+    pool: Pool,
+    config: RolloutJobConfig,
+    *,
+    force: bool = False,
+    on_record: Callable[[RolloutRecord], None] | None = None,
+    on_plan: Callable[[int], None] | None = None,
+) -> RolloutReport:
+    """Run every pending item of the pool, record each in the ledger as it finishes, then sync the shards.
+
+    Ctrl-C stops scheduling, lets running attempts finish being recorded where they can, and still syncs
+    the shards; the next run resumes.
+    """
+    ledger = pool.ledger
+    backend = resolve_backend(config.backend)
+    pool.scan()
+    close_crashed_runs(ledger, RunKind.ROLLOUT)
+    run = ledger.start_run(RunKind.ROLLOUT, config.model_dump(mode="json", exclude={"model": {"script"}}))
+    report = RolloutReport(run_id=run.run_id)
+    items, report.invalid_tasks = plan_items(pool, config)
+    report.planned = len(items)
+    if not force:
+        done = ledger.rollout_ids(i.rollout_id for i in items)
+        report.skipped = sum(1 for i in items if i.rollout_id in done)
+        items = [i for i in items if i.rollout_id not in done]
+    if on_plan is not None:
+        on_plan(len(items))
+    account = UsageAccount()
+    try:
+        with ThreadPoolExecutor(config.jobs, thread_name_prefix="qaflow-rollout") as workers:
+            pending: set[Future[RolloutRecord]] = set()
+            queue = list(reversed(items))
+            try:
+                while queue or pending:
+                    while queue and len(pending) < config.jobs:
+                        item = queue.pop()
+                        pending.add(
+                            workers.submit(
+                                run_attempt,
+                                item.task,
+                                config.model,
+                                effort=item.effort,
+                                attempt=item.attempt,
+                                round=config.round,
+                                backend=backend,
+                                harness=config.harness,
+                                run_id=run.run_id,
+                                account=account,
+                            )
+                        )
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        record = future.result()
+                        ledger.put_rollout(record, force=force)
+                        report.records.append(record)
+                        if on_record is not None:
+                            on_record(record)
+            except KeyboardInterrupt:
+                report.interrupted = True
+                queue.clear()
+                for future in pending:
+                    future.cancel()
+                raise
+    finally:
+        report.usage = account.summary()
+        report.shards = sync_shards(pool, shard_dir(pool, config))
+        ledger.end_run(run.run_id)
+    return report

@@ -1,0 +1,102 @@
+"""Pass rates, pass@k and difficulty bands of rollouts, as polars frames.
+
+pass@k is the unbiased estimator of Chen et al. (2021): with n attempts of which c passed,
+pass@k = 1 - C(n - c, k) / C(n, k), defined for k <= n. A pass is full reward with exit status ok.
+"""
+
+from __future__ import annotations
+
+from math import comb
+
+import polars as pl
+
+BANDS: tuple[tuple[str, float], ...] = (
+    ("impossible", 0.0),
+    ("very_hard", 0.25),
+    ("hard", 0.50),
+    ("medium", 0.75),
+    ("easy", 1.0),
+)
+"""(band, upper bound of the pass rate): impossible is exactly 0, easy is below 1, trivial is exactly 1."""
+
+
+def difficulty_band(pass_rate: float) -> str:
+    """impossible 0, very_hard <= 25%, hard <= 50%, medium <= 75%, easy < 100%, trivial 100%."""
+    if pass_rate <= 0.0:
+        return "impossible"
+    if pass_rate >= 1.0:
+        return "trivial"
+    for band, upper in BANDS[1:4]:
+        if pass_rate <= upper:
+            return band
+    return "easy"
+
+
+def band_expr(rate: pl.Expr) -> pl.Expr:
+    """`difficulty_band` as a polars expression."""
+    return (
+        pl.when(rate <= 0.0)
+        .then(pl.lit("impossible"))
+        .when(rate >= 1.0)
+        .then(pl.lit("trivial"))
+        .when(rate <= 0.25)
+        .then(pl.lit("very_hard"))
+        .when(rate <= 0.50)
+        .then(pl.lit("hard"))
+        .when(rate <= 0.75)
+        .then(pl.lit("medium"))
+        .otherwise(pl.lit("easy"))
+    )
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Probability that at least one of k attempts drawn without replacement from n (c passing) passes."""
+    if not 0 <= c <= n or k < 1 or k > n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n (n={n}, c={c}, k={k})")
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def passed_expr() -> pl.Expr:
+    return (pl.col("exit_status") == "ok") & pl.col("full_reward").cast(pl.Boolean)
+
+
+def pass_table(frame: pl.DataFrame, ks: tuple[int, ...] = (1,)) -> pl.DataFrame:
+    """One row per (task, model, effort): attempts, passes, pass_rate, band, pass@k columns (null when k > n),
+    mean turns and mean/median thinking tokens of passing attempts."""
+    grouped = (
+        frame.with_columns(passed_expr().alias("_passed"))
+        .group_by("task", "model", "effort")
+        .agg(
+            pl.len().alias("attempts"),
+            pl.col("_passed").sum().alias("passes"),
+            pl.col("turns").mean().alias("mean_turns"),
+            pl.col("thinking_tokens").filter(pl.col("_passed")).median().alias("median_thinking_passed"),
+        )
+        .with_columns((pl.col("passes") / pl.col("attempts")).alias("pass_rate"))
+        .with_columns(band_expr(pl.col("pass_rate")).alias("band"))
+    )
+    for k in ks:
+        grouped = grouped.with_columns(
+            pl.struct("attempts", "passes")
+            .map_elements(
+                lambda s, k=k: pass_at_k(s["attempts"], s["passes"], k) if k <= s["attempts"] else None,
+                return_dtype=pl.Float64,
+            )
+            .alias(f"pass@{k}")
+        )
+    order = {"off": 0, "low": 1, "medium": 2, "xhigh": 3}
+    return grouped.sort("task", "model", pl.col("effort").replace_strict(order, default=9))
+
+
+def task_bands(frame: pl.DataFrame) -> pl.DataFrame:
+    """One row per task over all its attempts (every model and effort): attempts, passes, pass_rate, band."""
+    return (
+        frame.with_columns(passed_expr().alias("_passed"))
+        .group_by("task")
+        .agg(pl.len().alias("attempts"), pl.col("_passed").sum().alias("passes"))
+        .with_columns((pl.col("passes") / pl.col("attempts")).alias("pass_rate"))
+        .with_columns(band_expr(pl.col("pass_rate")).alias("band"))
+        .sort("task")
+    )
