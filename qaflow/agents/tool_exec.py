@@ -162,7 +162,7 @@ def check_arguments(name: str, arguments: Mapping[str, Any]) -> None:
         expected = properties[key]["type"]
         is_bool = isinstance(value, bool)
         if (expected == "integer" and is_bool) or not isinstance(value, _JSON_TYPES[expected]):
-            raise ToolFailure(f"argument {key} of {name} must be a {expected}, got {type(value).__name__}")
+            raise ToolFailure(f"argument {key} of {name} must be of type {expected}, got {type(value).__name__}")
 
 
 def run_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any]) -> tuple[str, bool]:

@@ -1,4 +1,7 @@
-"""CLI: `qaflow import tb SRC DST`. A task that fails to convert is reported (exit 0); usage errors exit 2."""
+"""CLI: `qaflow import tb SRC DST` and `qaflow import harbor-jobs SRC --out DIR`.
+
+A task or trial that fails to import is reported (exit 0); usage errors exit 2.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from qaflow.cli.output import console, emit_json, short, usage_error
+from qaflow.rollouts.frame import write_shard
+from qaflow.rollouts.harbor_import import HarborImportError, import_job
+from qaflow.rollouts.record import Effort
 from qaflow.tb_import import ImportReport, ImportStatus, TbImportError, import_tb
 
 app = typer.Typer(no_args_is_help=True)
@@ -16,7 +22,7 @@ app = typer.Typer(no_args_is_help=True)
 
 @app.callback()
 def _group() -> None:
-    """Import tasks from other formats into the Harbor layout."""
+    """Import tasks from other formats into the Harbor layout, and Harbor runs as rollouts."""
 
 
 @app.command()
@@ -61,3 +67,44 @@ def _print_report(report: ImportReport) -> None:
         for warning in e.warnings:
             out.print(f"[yellow]warning[/yellow] {escape(e.source.name)}: {escape(warning)}")
     out.print(report.summary())
+
+
+@app.command("harbor-jobs")
+def harbor_jobs(
+    src: Path = typer.Argument(..., help="A Harbor job folder, a single trial folder, or a folder of job folders."),
+    out: Path = typer.Option(..., "--out", help="Folder to write the rollout shard (parquet) into."),
+    source: str | None = typer.Option(None, "--source", help="Source label of the records (default: harbor:<job folder name>)."),
+    effort: Effort | None = typer.Option(
+        None, "--effort", help="Effort of every record (default: the trial's reasoning_effort, else off)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the counts, errors and shard path as JSON."),
+) -> None:
+    """Import Harbor trials (result.json + agent/trajectory.json in ATIF) as rollout records.
+
+    Each trial becomes one record (messages in OpenAI chat format, usage, reward, exit status) and
+    all of them are written as one parquet shard in OUT, ready for filters and exporters. A trial
+    that cannot be read (missing or malformed result.json) is reported with the file and reason,
+    and the others are still imported.
+
+    Example: qaflow import harbor-jobs ./jobs/2026-01-05__10-00-00 --out ./rollouts/harbor --json
+    """
+    try:
+        report = import_job(src, source=source, effort=effort)
+    except HarborImportError as e:
+        usage_error(str(e))
+    shard = write_shard(report.records, out, prefix="harbor")
+    summary = {
+        "source": str(report.source),
+        "trials": report.trials,
+        "imported": report.imported,
+        "errors": [{"path": str(e.path), "reason": e.reason} for e in report.errors],
+        "shard": str(shard) if shard else None,
+    }
+    if as_json:
+        emit_json(summary)
+        return
+    console_out = console()
+    for e in report.errors:
+        console_out.print(f"[red]failed[/red] {escape(str(e.path))}: {escape(e.reason)}")
+    console_out.print(report.summary())
+    console_out.print(f"shard: {escape(str(shard))}" if shard else "no records: no shard written")

@@ -324,9 +324,7 @@ class _Converter:
 
     def context_step(self, step: dict[str, Any], source: str, extra: dict[str, Any]) -> None:
         management = extra.get("context_management")
-        compaction = (
-            source == "system" and isinstance(management, dict) and management.get("type") == "compaction"
-        )
+        compaction = source == "system" and isinstance(management, dict) and management.get("type") == "compaction"
         text = _text(step.get("message"))
         if compaction:
             self.compactions += 1
