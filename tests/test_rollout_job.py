@@ -1,0 +1,142 @@
+"""Rollout jobs: every (task, effort, attempt) once, resumable, shards in sync with the ledger; stats."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from qaflow.cli import app
+from qaflow.llm import LLMConfig, ScriptedReply
+from qaflow.llm.config import ScriptedToolCall as Call
+from qaflow.pool import Pool
+from qaflow.rollouts.frame import read_rollouts
+from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
+from qaflow.rollouts.record import Effort
+from qaflow.rollouts.stats import difficulty_band, pass_at_k, pass_table, task_bands
+from tests.conftest import require_backend
+from tests.taskfactory import write_task
+from tests.trajectories import make_record
+
+SOLVE = [
+    ScriptedReply(tool_calls=[Call(name="write", arguments={"path": "/app/out.txt", "content": "done"})]),
+    ScriptedReply(content="wrote it"),
+]
+
+
+def _pool(tmp_path: Path) -> Path:
+    root = tmp_path / "pool"
+    write_task(root, "a")
+    write_task(root, "b", instruction="Write `done` to /app/out.txt, then stop.\n")
+    write_task(root, "broken").joinpath("task.toml").write_text("not toml [")
+    return root
+
+
+@pytest.mark.bwrap
+def test_job_runs_every_item_once_and_resumes(tmp_path: Path) -> None:
+    require_backend("bwrap")
+    root = _pool(tmp_path)
+    config = RolloutJobConfig(
+        model=LLMConfig(model="openai/scripted", script=SOLVE),
+        efforts=[Effort.LOW, Effort.XHIGH],
+        attempts=2,
+        jobs=2,
+        backend="bwrap",
+    )
+    with Pool.open(root) as pool:
+        first = run_rollouts(pool, config)
+        assert (first.planned, first.ran, first.skipped) == (8, 8, 0)
+        assert all(r.full_reward for r in first.records)
+        again = run_rollouts(pool, config)
+        assert (again.planned, again.ran, again.skipped) == (8, 0, 8)
+        assert len(pool.ledger.rollout_ids()) == 8
+        ids = {(r.task, r.effort, r.attempt) for r in pool.ledger.rollouts()}
+        assert len(ids) == 8
+        next_round = run_rollouts(pool, config.model_copy(update={"round": 1, "efforts": [Effort.LOW], "attempts": 1}))
+        assert next_round.ran == 2 and len(pool.ledger.rollout_ids()) == 10
+    shards = read_rollouts(root / ".qaflow" / "rollouts")
+    assert shards.height == 10 and shards["rollout_id"].n_unique() == 10
+
+
+@pytest.mark.bwrap
+def test_shards_are_rewritten_from_the_ledger_after_a_lost_write(tmp_path: Path) -> None:
+    require_backend("bwrap")
+    root = _pool(tmp_path)
+    config = RolloutJobConfig(
+        model=LLMConfig(model="openai/scripted", script=SOLVE), efforts=[Effort.MEDIUM], backend="bwrap"
+    )
+    with Pool.open(root) as pool:
+        run_rollouts(pool, config)
+        shard_dir = root / ".qaflow" / "rollouts"
+        for shard in shard_dir.glob("*.parquet"):
+            shard.unlink()  # as if the driver died between the ledger write and the shard write
+        report = run_rollouts(pool, config)
+        assert report.ran == 0 and len(report.shards) == 1
+    assert read_rollouts(shard_dir).height == 2
+
+
+def test_pass_at_k_matches_the_unbiased_estimator() -> None:
+    assert pass_at_k(4, 0, 1) == 0.0
+    assert pass_at_k(4, 4, 1) == 1.0
+    assert pass_at_k(4, 1, 1) == pytest.approx(0.25)
+    assert pass_at_k(4, 1, 2) == pytest.approx(0.5)  # 1 - C(3,2)/C(4,2) = 1 - 3/6
+    assert pass_at_k(5, 2, 3) == pytest.approx(1 - 1 / 10)
+    assert pass_at_k(3, 2, 2) == 1.0
+    with pytest.raises(ValueError):
+        pass_at_k(2, 3, 1)
+
+
+@pytest.mark.parametrize(
+    ("rate", "band"),
+    [(0.0, "impossible"), (0.01, "very_hard"), (0.25, "very_hard"), (0.26, "hard"), (0.5, "hard"),
+     (0.75, "medium"), (0.76, "easy"), (0.99, "easy"), (1.0, "trivial")],
+)  # fmt: skip
+def test_difficulty_bands(rate: float, band: str) -> None:
+    assert difficulty_band(rate) == band
+
+
+def test_pass_table_counts_per_task_and_effort() -> None:
+    from qaflow.rollouts.frame import records_to_frame
+
+    records = [
+        make_record(task="t1", effort="low", attempt=0, reward=1.0, thinking_tokens=10),
+        make_record(task="t1", effort="low", attempt=1, reward=0.0),
+        make_record(task="t1", effort="low", attempt=2, reward=1.0, thinking_tokens=30),
+        make_record(task="t1", effort="low", attempt=3, reward=1.0, exit_status="agent_timeout"),
+        make_record(task="t1", effort="xhigh", attempt=0, reward=1.0, thinking_tokens=50),
+        make_record(task="t2", effort="low", attempt=0, reward=0.0),
+    ]
+    table = pass_table(records_to_frame(records), ks=(1, 2))
+    low = table.filter(pl.col("task") == "t1", pl.col("effort") == "low").row(0, named=True)
+    assert (low["attempts"], low["passes"], low["pass_rate"], low["band"]) == (4, 2, 0.5, "hard")
+    assert low["pass@2"] == pytest.approx(1 - 1 / 6)
+    assert low["median_thinking_passed"] == 20
+    xhigh = table.filter(pl.col("task") == "t1", pl.col("effort") == "xhigh").row(0, named=True)
+    assert xhigh["pass@2"] is None and xhigh["band"] == "trivial"
+    assert table["effort"].to_list() == ["low", "xhigh", "low"]
+    bands = dict(task_bands(records_to_frame(records)).select("task", "band").iter_rows())
+    assert bands == {"t1": "medium", "t2": "impossible"}
+
+
+@pytest.mark.bwrap
+def test_rollout_cli_runs_reports_and_skips_bad_tasks(tmp_path: Path) -> None:
+    require_backend("bwrap")
+    root = _pool(tmp_path)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([r.model_dump() for r in SOLVE]))
+    runner = CliRunner()
+    args = ["rollout", str(root), "--model", "openai/scripted", "--efforts", "low", "-k", "2", "-b", "bwrap"]
+    result = runner.invoke(app, [*args, "--script", str(script), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout[result.stdout.index("[") :])
+    assert {(r["task"], r["passes"], r["attempts"]) for r in rows} == {("test/a", 2, 2), ("test/b", 2, 2)}
+    stats = runner.invoke(app, ["rollout-stats", str(root / ".qaflow" / "rollouts"), "--k", "1,2", "--json"])
+    assert stats.exit_code == 0, stats.output
+    assert {t["band"] for t in json.loads(stats.stdout)["tasks"]} == {"trivial"}
+    bad = runner.invoke(app, [*args[:4], "--efforts", "low,extreme"])
+    assert bad.exit_code == 2 and "extreme" in bad.output
+    shutil.rmtree(root / ".qaflow")
