@@ -73,7 +73,9 @@ def _print_report(report: ImportReport) -> None:
 def harbor_jobs(
     src: Path = typer.Argument(..., help="A Harbor job folder, a single trial folder, or a folder of job folders."),
     out: Path = typer.Option(..., "--out", help="Folder to write the rollout shard (parquet) into."),
-    source: str | None = typer.Option(None, "--source", help="Source label of the records (default: harbor:<job folder name>)."),
+    source: str | None = typer.Option(
+        None, "--source", help="Source label of the records (default: harbor:<job folder name>)."
+    ),
     effort: Effort | None = typer.Option(
         None, "--effort", help="Effort of every record (default: the trial's reasoning_effort, else off)."
     ),

@@ -44,7 +44,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +55,8 @@ from qaflow.records import utcnow
 from qaflow.rollouts.record import Effort, RolloutRecord, RolloutStatus, SideCall, SideCallKind, TurnUsage
 
 TRAJECTORY_PATH = Path("agent") / "trajectory.json"
-VERIFIER_OUTPUT_LIMIT = 100_000
-"""Characters of verifier output kept (the tail)."""
+VERIFIER_OUTPUT_CHARS = 20_000
+"""Characters of verifier output kept (the tail), as for the harness's own rollouts."""
 MAX_CONTINUATIONS = 100
 SEARCH_DEPTH = 4
 """How deep below SRC trial folders are looked for (SRC / jobs / job / trial is depth 2)."""
@@ -398,10 +398,10 @@ class _Converter:
         waiting = [i for i in ids if i not in answered]
         for call_id, content in zip(waiting, loose, strict=False):
             answered[call_id].append(content)
-        if waiting and len(loose) > len(waiting):
-            answered[waiting[-1]].extend(loose[len(waiting) :])
-            loose = []
-        elif waiting:
+        if waiting:
+            surplus = loose[len(waiting) :]
+            if surplus:
+                answered[waiting[-1]].extend(surplus)
             loose = []
         for call_id in ids:
             if call_id not in answered:
@@ -599,7 +599,7 @@ def _verifier_output(trial_dir: Path) -> str:
             continue
         if text.strip():
             parts.append(text)
-    return "\n".join(parts)[-VERIFIER_OUTPUT_LIMIT:]
+    return "\n".join(parts)[-VERIFIER_OUTPUT_CHARS:]
 
 
 def _timings(result: HarborTrialResult) -> dict[str, float]:
@@ -615,6 +615,12 @@ def _timings(result: HarborTrialResult) -> dict[str, float]:
         if seconds is not None:
             timings[key] = seconds
     return timings
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    if moment is not None and moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment
 
 
 def _model(result: HarborTrialResult, trajectory: dict[str, Any] | None) -> str:
@@ -636,20 +642,21 @@ def _task_version(result: HarborTrialResult) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def _load_trajectory(trial_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """The trial's trajectory with its linear-history continuations appended, or (None, why not)."""
+def _load_trajectory(trial_dir: Path) -> tuple[dict[str, Any] | None, list[str], str | None]:
+    """(trajectory, continuation files, None): the trial's trajectory with its linear-history continuations
+    (`continued_trajectory_ref`) appended; (None, [], why not) when it cannot be read."""
     path = trial_dir / TRAJECTORY_PATH
     if not path.is_file():
         if (trial_dir / "steps").is_dir():
-            return None, f"no {TRAJECTORY_PATH.as_posix()} (multi-step trials keep theirs under steps/, not imported)"
-        return None, f"no {TRAJECTORY_PATH.as_posix()}"
+            return None, [], f"no {TRAJECTORY_PATH.as_posix()} (multi-step trials keep theirs in steps/: not imported)"
+        return None, [], f"no {TRAJECTORY_PATH.as_posix()}"
     try:
         trajectory = _load_json(path)
         steps = _check_trajectory(trajectory)
     except HarborImportError as e:
-        return None, f"{TRAJECTORY_PATH.as_posix()}: {e.reason}"
+        return None, [], f"{TRAJECTORY_PATH.as_posix()}: {e.reason}"
     except AtifError as e:
-        return None, f"{TRAJECTORY_PATH.as_posix()}: {e}"
+        return None, [], f"{TRAJECTORY_PATH.as_posix()}: {e}"
     merged = {**trajectory, "steps": list(steps)}
     seen = {path.name}
     ref = trajectory.get("continued_trajectory_ref")
@@ -662,11 +669,10 @@ def _load_trajectory(trial_dir: Path) -> tuple[dict[str, Any] | None, str | None
             part = _load_json(path.parent / name)
             merged["steps"].extend(_check_trajectory(part))
         except (HarborImportError, AtifError) as e:
-            return None, f"continuation {name}: {e}"
+            return None, [], f"continuation {name}: {e}"
         merged["final_metrics"] = part.get("final_metrics", merged.get("final_metrics"))
         ref = part.get("continued_trajectory_ref")
-    merged["continuations"] = sorted(seen - {path.name})
-    return merged, None
+    return merged, sorted(seen - {path.name}), None
 
 
 def import_trial(
@@ -684,7 +690,7 @@ def import_trial(
     """
     trial_dir = Path(trial_dir)
     result = read_trial_result(trial_dir)
-    trajectory, trajectory_error = _load_trajectory(trial_dir)
+    trajectory, continuations, trajectory_error = _load_trajectory(trial_dir)
     messages: list[dict[str, Any]] = []
     usage: list[TurnUsage] = []
     side_calls: list[SideCall] = []
@@ -697,7 +703,7 @@ def import_trial(
             )
             tools, derived = atif_tools(trajectory)
             atif_meta["tools_derived"] = derived
-            atif_meta["continuations"] = trajectory.get("continuations", [])
+            atif_meta["continuations"] = continuations
         except AtifError as e:
             trajectory_error = f"{TRAJECTORY_PATH.as_posix()}: {e}"
 
@@ -742,8 +748,9 @@ def import_trial(
         side_calls=side_calls,
         timings=_timings(result),
         backend=result.config.environment.type or "",
-        created_at=result.finished_at or result.started_at or utcnow(),
+        created_at=_aware(result.finished_at or result.started_at) or utcnow(),
         meta={
+            "cost_usd": (result.agent_result or {}).get("cost_usd"),
             "harbor": {
                 "job_dir": str(job_dir),
                 "trial_dir": str(trial_dir.resolve()),
