@@ -139,10 +139,10 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
     if message.get("tool_calls"):
         out["tool_calls"] = [
             {
-                "id": str(call.get("id", "")),
+                "id": str(call.get("id") or ""),
                 "type": str(call.get("type") or "function"),
                 "function": {
-                    "name": str((call.get("function") or {}).get("name", "")),
+                    "name": str((call.get("function") or {}).get("name") or ""),
                     "arguments": _arguments_text((call.get("function") or {}).get("arguments")),
                 },
             }

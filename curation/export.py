@@ -1,0 +1,280 @@
+"""`qaflow export`: rollouts and task pools as Hugging Face datasets, each with a dataset card.
+
+- `export_sft`: one row per trajectory: `messages` (OpenAI chat format), `tools`, metadata; plus a
+  ShareGPT variant. Rows that cannot be exported are left out with a reason (`RemovalReason`),
+  never raised.
+- `export_rl` (`curation.export_rl`): one row per task version: prompt, tools, grouping keys, per-effort stats.
+- `export_tasks` (`curation.export_tasks`): a pool's tasks as rows with their files; `rows_to_task_dir` rebuilds one.
+
+`tools` is a `List(Json())` column (datasets >= 4.7): each tool definition is stored as JSON text
+in Arrow/parquet and decoded back to a dict, so `tokenizer.apply_chat_template(row["messages"],
+tools=row["tools"])` works on a loaded row as is. A struct column cannot hold JSON Schemas whose
+properties differ from tool to tool without inventing null keys.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from datasets import Features, Json, List, Value
+from pydantic import BaseModel, Field, ValidationError
+
+from curation import dataset_card as cards
+from curation.export_common import (
+    DEFAULT_MAX_SHARD_BYTES,
+    MESSAGE_FEATURE,
+    PARQUET_DIR,
+    ExportError,
+    ExportKind,
+    ExportReport,
+    NothingToExport,
+    Provenance,
+    RemovalReason,
+    Removed,
+    conform_frame,
+    dataset_from_rows,
+    message_row,
+    prepare_out_dir,
+    push_export,
+    require_hub_token,
+    value_counts,
+    write_export,
+)
+from curation.export_guard import DEFAULT_MAX_MESSAGE_CHARS, Rejected, guard_rollout
+from curation.export_rl import export_rl
+from curation.export_sharegpt import SHAREGPT_DIR, SHAREGPT_MAPPING, sharegpt_features, sharegpt_row
+from curation.export_tasks import export_tasks, rows_to_task_dir
+
+__all__ = [
+    "ExportError",
+    "ExportKind",
+    "ExportReport",
+    "FunnelStep",
+    "NothingToExport",
+    "Provenance",
+    "RemovalReason",
+    "Removed",
+    "conform_frame",
+    "export_rl",
+    "export_sft",
+    "export_tasks",
+    "load_funnel",
+    "push_export",
+    "require_hub_token",
+    "rows_to_task_dir",
+]
+
+SFT_META = Features(
+    {
+        "rollout_id": Value("string"),
+        "task": Value("string"),
+        "task_version": Value("string"),
+        "source": Value("string"),
+        "model": Value("string"),
+        "effort": Value("string"),
+        "attempt": Value("int64"),
+        "round": Value("int64"),
+        "agent": Value("string"),
+        "reward": Value("float64"),
+        "full_reward": Value("bool"),
+        "exit_status": Value("string"),
+        "turns": Value("int64"),
+        "thinking_tokens": Value("int64"),
+    }
+)
+SFT_FEATURES = Features({"messages": List(MESSAGE_FEATURE), "tools": List(Json()), **SFT_META})
+
+SFT_COLUMNS = {
+    "messages": "The trajectory, OpenAI chat format; every key on every message, null where unused. "
+    "Tool-call arguments are JSON strings.",
+    "tools": "Tool definitions offered to the agent (OpenAI function format), decoded to dicts.",
+    "rollout_id": "Stable id of the attempt (task version, model, effort, attempt, round).",
+    "task_version": "sha256 of the task's files: the version the agent saw.",
+    "effort": "Reasoning effort: off, low, medium, xhigh.",
+    "reward": "Verifier reward (null when there was none).",
+    "full_reward": "The verifier gave full reward.",
+    "exit_status": "ok, agent_timeout, verifier_timeout or error.",
+    "turns": "Assistant turns.",
+    "thinking_tokens": "Reasoning tokens over all turns.",
+}
+
+
+class FunnelStep(BaseModel):
+    """One step of the curation funnel: rows kept after it, rows it removed, and why."""
+
+    name: str
+    kept: int
+    removed: int = 0
+    reasons: dict[str, int] = Field(default_factory=dict)
+
+
+_FUNNEL_KEYS = {
+    "name": ("name", "rule", "stage", "filter", "step"),
+    "kept": ("kept", "rows_out", "rows", "remaining", "out", "count"),
+    "removed": ("removed", "dropped"),
+    "reasons": ("reasons", "removed_by_reason", "dropped_by_reason"),
+}
+
+
+def load_funnel(path: Path) -> list[FunnelStep]:
+    """The funnel written by the filter stage: a JSON list of steps (`{name, kept, removed, reasons}`, common
+    synonyms accepted), an object holding one under `funnel` or `steps` (as `FilterResult.summary()`
+    writes; its `rows_in` becomes a first `input` step), or a mapping step -> rows kept.
+
+    Raises:
+        ExportError: the file is missing or holds none of these.
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ExportError(path, f"cannot read the funnel: {e}") from e
+    first: list[FunnelStep] = []
+    if isinstance(data, dict) and ("funnel" in data or "steps" in data):
+        if isinstance(data.get("rows_in"), int):
+            first = [FunnelStep(name="input", kept=data["rows_in"])]
+        data = data.get("funnel", data.get("steps"))
+    try:
+        if isinstance(data, dict) and all(isinstance(v, int) for v in data.values()):
+            return [FunnelStep(name=k, kept=v) for k, v in data.items()]
+        if isinstance(data, list) and all(isinstance(item, dict) for item in data):
+            return first + [FunnelStep.model_validate(_funnel_fields(item)) for item in data]
+    except ValidationError as e:
+        raise ExportError(path, f"not a funnel: {e.errors()[0]['msg']} in {e.errors()[0]['loc']}") from e
+    raise ExportError(path, "not a funnel: expected a list of {name, kept, removed} or a mapping step -> rows kept")
+
+
+def _funnel_fields(item: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for field, synonyms in _FUNNEL_KEYS.items():
+        found = next((item[k] for k in synonyms if k in item), None)
+        if found is not None:
+            out[field] = found
+    return out
+
+
+def sft_rows(
+    frame: pl.DataFrame, *, max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS
+) -> tuple[list[dict[str, Any]], list[Removed]]:
+    """The exportable rows of a rollout frame, and the removed ones with their reasons."""
+    rows: list[dict[str, Any]] = []
+    removed: list[Removed] = []
+    for row in frame.iter_rows(named=True):
+        try:
+            tools = guard_rollout(row, max_message_chars=max_message_chars)
+            messages = [message_row(m) for m in row["messages"]]
+        except Rejected as e:
+            removed.append(_removed(row, e.reason, e.detail))
+            continue
+        except (TypeError, ValueError, KeyError, AttributeError) as e:
+            removed.append(_removed(row, RemovalReason.UNEXPORTABLE, f"{type(e).__name__}: {e}"))
+            continue
+        rows.append({"messages": messages, "tools": tools, **{k: row[k] for k in SFT_META}})
+    return rows, removed
+
+
+def _removed(row: dict[str, Any], reason: RemovalReason, detail: str) -> Removed:
+    return Removed(id=str(row.get("rollout_id") or ""), task=str(row.get("task") or ""), reason=reason, detail=detail)
+
+
+def export_sft(
+    frame: pl.DataFrame,
+    out_dir: Path,
+    *,
+    funnel: list[FunnelStep] | None = None,
+    provenance: Provenance | None = None,
+    sharegpt: bool = True,
+    max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
+    license: str | None = None,
+    overwrite: bool = False,
+    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
+) -> ExportReport:
+    """Write the SFT dataset of a rollout frame to `out_dir` (layout in `curation.export_common`).
+
+    Raises:
+        ExportError: the frame is not a rollout frame, `out_dir` is a non-empty folder (without
+            `overwrite`), or no row is left to export (the error lists the removed rows).
+    """
+    out_dir = Path(out_dir)
+    frame = conform_frame(frame)
+    prepare_out_dir(out_dir, overwrite=overwrite)
+    rows, removed = sft_rows(frame, max_message_chars=max_message_chars)
+    if not rows:
+        reasons = ", ".join(sorted({r.reason.value for r in removed})) or "the input is empty"
+        raise NothingToExport(
+            out_dir, f"nothing to export: {len(removed)} of {frame.height} rows removed ({reasons})", removed
+        )
+    ds = dataset_from_rows(rows, SFT_FEATURES)
+    extra = {}
+    notes = []
+    if sharegpt:
+        converted = [sharegpt_row(r) for r in rows]
+        extra[SHAREGPT_DIR] = dataset_from_rows([r for r, _ in converted], sharegpt_features(SFT_META))
+        dropped = sum(d for _, d in converted)
+        if dropped:
+            notes.append(
+                f"ShareGPT: the text beside the tool calls of {dropped} assistant turns has no place and is dropped"
+            )
+    report = ExportReport(
+        kind=ExportKind.SFT,
+        out_dir=out_dir,
+        rows=len(rows),
+        removed=removed,
+        counts={key: value_counts(rows, key) for key in ("source", "effort", "model")},
+        notes=notes,
+        provenance=provenance or Provenance.for_api([]),
+    )
+    card = _sft_card(report, funnel, list(extra), license)
+    return write_export(
+        ds, out_dir, report, card=card, extra_configs=extra, overwrite=overwrite, max_shard_bytes=max_shard_bytes
+    )
+
+
+def _sft_card(report: ExportReport, funnel: list[FunnelStep] | None, extras: list[str], license: str | None) -> str:
+    configs = {"default": f"{PARQUET_DIR}/train-*.parquet", **{n: f"{n}/train-*.parquet" for n in extras}}
+    head = cards.front_matter(
+        pretty_name="qaflow SFT trajectories",
+        configs=configs,
+        features=SFT_FEATURES,
+        rows=report.rows,
+        license=license,
+        tags=["agentic-coding", "tool-use", "sft", "trajectories"],
+    )
+    sections = [
+        ("Loading", _SFT_LOADING),
+        ("Columns", cards.columns_table(SFT_FEATURES, SFT_COLUMNS)),
+        ("Files", "{files}"),
+        ("Counts", f"{report.rows} rows.\n\n" + cards.counts_tables(report.counts)),
+    ]
+    if funnel:
+        steps = [(s.name, s.kept, s.removed) for s in funnel]
+        steps.append(("export guard", report.rows, len(report.removed)))
+        sections.append(("Funnel", cards.table(("step", "kept", "removed"), steps)))
+    sections.append(("Removed by the export guard", cards.removed_table(report.removed_by_reason)))
+    if SHAREGPT_DIR in extras:
+        notes = "\n".join(f"- {n}" for n in report.notes)
+        sections.append(("ShareGPT variant (`sharegpt/`)", SHAREGPT_MAPPING + ("\n\n" + notes if notes else "")))
+    sections.append(("Provenance", cards.provenance_section(report.provenance)))
+    intro = (
+        "Agent trajectories on agentic-coding tasks, exported by qaflow: one row per attempt, in OpenAI chat "
+        "format with tool calls, ready for a chat template with tool support."
+    )
+    return cards.render_card(head, "qaflow SFT trajectories", intro, sections)
+
+
+_SFT_LOADING = """
+```python
+from datasets import load_dataset, load_from_disk
+
+ds = load_from_disk("OUT")  # the Arrow files at the root of this folder
+ds = load_dataset("parquet", data_files="OUT/parquet/*.parquet", split="train")  # the same rows
+row = ds[0]
+text = tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
+```
+
+`tools` is a `List(Json())` column (datasets >= 4.7). In the raw parquet files each tool is JSON text
+(Arrow extension type `arrow.json` over strings); with polars,
+`pl.read_parquet(f).with_columns(pl.col("tools").list.eval(pl.element().ext.storage()))` gives the JSON strings.
+"""

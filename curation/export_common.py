@@ -1,0 +1,365 @@
+"""What every export shares: the report and provenance models, the message features, the folder writer, the hub push.
+
+An export folder holds the dataset three ways: `datasets.save_to_disk` files at its root (load with
+`datasets.load_from_disk(out)`), parquet shards under `parquet/` (the hub's `default` config), and
+extra configs (e.g. `sharegpt/`) as parquet shards in their own folder. `README.md` is the dataset
+card and `export_report.json` the machine-readable report. The folder is written under a temporary
+name beside `out` and renamed into place, so a failed export never leaves half a dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import shutil
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import datasets
+import polars as pl
+from datasets import Dataset, Features, List, Value
+from pydantic import BaseModel, Field, computed_field
+
+import qaflow
+from qaflow.errors import QaflowError
+from qaflow.ledger import LedgerError
+from qaflow.pool import Pool, PoolError
+from qaflow.records import TaskRow, VersionStatus, utcnow
+from qaflow.rollouts.frame import ROLLOUT_SCHEMA
+
+DEFAULT_MAX_SHARD_BYTES = 256 * 2**20
+"""Arrow bytes per parquet shard (before compression)."""
+
+REPORT_FILE = "export_report.json"
+CARD_FILE = "README.md"
+PARQUET_DIR = "parquet"
+
+TOOL_CALL_FEATURE = {
+    "id": Value("string"),
+    "type": Value("string"),
+    "function": {"name": Value("string"), "arguments": Value("string")},
+}
+MESSAGE_FEATURE = {
+    "role": Value("string"),
+    "content": Value("string"),
+    "reasoning_content": Value("string"),
+    "tool_calls": List(TOOL_CALL_FEATURE),
+    "tool_call_id": Value("string"),
+    "name": Value("string"),
+}
+"""One chat message: every key on every message, null where unused (Arrow needs one struct type)."""
+MESSAGE_KEYS = tuple(MESSAGE_FEATURE)
+
+
+class ExportError(QaflowError):
+    """An export cannot be done at all (bad input, existing output, nothing left, no hub token)."""
+
+    def __init__(self, path: Path | str, reason: str, removed: Sequence[Removed] = ()):
+        self.path = Path(path)
+        self.reason = reason
+        self.removed = list(removed)
+        super().__init__(f"{self.path}: {reason}")
+
+
+class NothingToExport(ExportError):
+    """Every input row was removed (or there was none): `removed` says why."""
+
+
+class ExportKind(StrEnum):
+    SFT = "sft"
+    RL = "rl"
+    TASKS = "tasks"
+
+
+class RemovalReason(StrEnum):
+    """Why an input row was left out of an export (a contract: these names stay)."""
+
+    TEXT_REPAIRED = "text_repaired"
+    """Non-UTF-8 text was replaced by U+FFFD when the rollout was stored."""
+    NO_MESSAGES = "no_messages"
+    BAD_ROLE = "bad_role"
+    BAD_ORDER = "bad_order"
+    """An assistant turn before any user message."""
+    ORPHAN_TOOL_RESULT = "orphan_tool_result"
+    """A tool message that answers no open call of the assistant turn before it."""
+    UNANSWERED_TOOL_CALL = "unanswered_tool_call"
+    """A new turn starts while tool calls of the last assistant turn have no result."""
+    BAD_TOOL_CALL = "bad_tool_call"
+    """A tool call without id or name, a duplicate id, or arguments that are not a JSON object."""
+    NO_ASSISTANT_TURN = "no_assistant_turn"
+    BAD_TOOLS = "bad_tools"
+    """The tool definitions are not a JSON list of function definitions."""
+    MESSAGE_TOO_LARGE = "message_too_large"
+    NO_PROMPT = "no_prompt"
+    """No rollout of the task has a usable prompt (RL)."""
+    TASK_UNLOADABLE = "task_unloadable"
+    MISSING_FOLDER = "missing_folder"
+    CHANGED_SINCE_SCAN = "changed_since_scan"
+    """The task folder no longer holds the version the ledger recorded; scan the pool again."""
+    UNEXPORTABLE = "unexportable"
+    """The row could not be converted for another reason; the detail keeps the error type and message."""
+
+
+class Removed(BaseModel):
+    """One input row left out, and why."""
+
+    id: str = Field(description="rollout_id (sft), task_version (rl, tasks).")
+    task: str
+    reason: RemovalReason
+    detail: str
+
+
+class Provenance(BaseModel):
+    """Where an export came from: written into the dataset card and the report."""
+
+    qaflow_version: str = qaflow.__version__
+    datasets_version: str = datasets.__version__
+    created_at: datetime = Field(default_factory=utcnow)
+    command: str = Field(description="The command line (or 'python API').")
+    inputs: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def from_argv(cls, inputs: Sequence[Path | str]) -> Provenance:
+        """Provenance of a CLI run: the command line as typed (program name shortened to `qaflow`)."""
+        argv = ["qaflow", *sys.argv[1:]] if Path(sys.argv[0]).name == "qaflow" else sys.argv
+        return cls(command=shlex.join(argv), inputs=[str(Path(p).resolve()) for p in inputs])
+
+    @classmethod
+    def for_api(cls, inputs: Sequence[Path | str]) -> Provenance:
+        return cls(command="python API", inputs=[str(i) for i in inputs])
+
+
+class ExportReport(BaseModel):
+    """What an export wrote and what it left out."""
+
+    kind: ExportKind
+    out_dir: Path
+    rows: int = Field(description="Rows written.")
+    removed: list[Removed] = Field(default_factory=list)
+    configs: dict[str, str] = Field(default_factory=dict, description="Hub config name -> data files glob.")
+    files: list[str] = Field(default_factory=list, description="Files written, relative to out_dir.")
+    counts: dict[str, dict[str, int]] = Field(default_factory=dict, description="Rows by source, effort, model...")
+    notes: list[str] = Field(default_factory=list)
+    provenance: Provenance
+
+    @computed_field
+    @property
+    def removed_by_reason(self) -> dict[str, int]:
+        return dict(sorted(Counter(r.reason.value for r in self.removed).items()))
+
+    def summary(self) -> str:
+        """One line for people, e.g. `sft: 12 rows to out/ (2 removed: text_repaired 1, bad_tool_call 1)`."""
+        line = f"{self.kind.value}: {self.rows} rows written to {self.out_dir}"
+        if self.removed:
+            reasons = ", ".join(f"{k} {v}" for k, v in self.removed_by_reason.items())
+            line += f" ({len(self.removed)} removed: {reasons})"
+        return line
+
+
+def message_row(message: dict[str, Any]) -> dict[str, Any]:
+    """A message with exactly MESSAGE_KEYS (null where absent); tool calls as {id, type, function{name, arguments}}."""
+    out: dict[str, Any] = {key: message.get(key) for key in MESSAGE_KEYS}
+    calls = message.get("tool_calls")
+    out["tool_calls"] = (
+        [
+            {
+                "id": call.get("id"),
+                "type": call.get("type") or "function",
+                "function": {
+                    "name": (call.get("function") or {}).get("name"),
+                    "arguments": (call.get("function") or {}).get("arguments"),
+                },
+            }
+            for call in calls
+        ]
+        if calls
+        else None
+    )
+    return out
+
+
+def value_counts(rows: Sequence[dict[str, Any]], key: str) -> dict[str, int]:
+    return dict(Counter(str(r[key]) for r in rows).most_common())
+
+
+def dataset_from_rows(rows: Sequence[dict[str, Any]], features: Features) -> Dataset:
+    return Dataset.from_dict({name: [row[name] for row in rows] for name in features}, features=features)
+
+
+@contextmanager
+def quiet_datasets() -> Iterator[None]:
+    """datasets' progress bars off for the block (they are global state), restored after."""
+    was_disabled = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_disabled:
+            datasets.enable_progress_bars()
+
+
+def prepare_out_dir(out_dir: Path, *, overwrite: bool) -> None:
+    """Refuse to write over a non-empty folder unless `overwrite` (checked before any work is done)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ExportError(out_dir, "exists and is not a folder")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
+        raise ExportError(out_dir, "folder exists and is not empty; choose another or overwrite it (--force)")
+
+
+def write_parquet_shards(ds: Dataset, folder: Path, *, max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES) -> list[Path]:
+    """`folder/train-0000i-of-0000N.parquet`, N chosen so a shard holds at most about `max_shard_bytes`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    count = max(1, min(len(ds), math.ceil(ds.data.nbytes / max_shard_bytes)))
+    paths = []
+    for index in range(count):
+        path = folder / f"train-{index:05d}-of-{count:05d}.parquet"
+        ds.shard(num_shards=count, index=index, contiguous=True).to_parquet(str(path))
+        paths.append(path)
+    return paths
+
+
+def write_export(
+    ds: Dataset,
+    out_dir: Path,
+    report: ExportReport,
+    *,
+    card: str,
+    extra_configs: dict[str, Dataset] | None = None,
+    overwrite: bool = False,
+    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
+) -> ExportReport:
+    """Write `ds` (save_to_disk + parquet shards), extra configs, the card and the report; swap into `out_dir`.
+
+    `card` may hold `{files}`, replaced by the list of written files. The report's `files` and
+    `configs` are filled in.
+    """
+    prepare_out_dir(out_dir, overwrite=overwrite)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.parent / f".{out_dir.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        with quiet_datasets():
+            ds.save_to_disk(str(tmp))
+            shards = write_parquet_shards(ds, tmp / PARQUET_DIR, max_shard_bytes=max_shard_bytes)
+            configs = {"default": f"{PARQUET_DIR}/train-*.parquet"}
+            for name, extra in (extra_configs or {}).items():
+                shards += write_parquet_shards(extra, tmp / name, max_shard_bytes=max_shard_bytes)
+                configs[name] = f"{name}/train-*.parquet"
+        files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+        report = report.model_copy(update={"configs": configs, "files": [*files, CARD_FILE, REPORT_FILE]})
+        (tmp / CARD_FILE).write_text(card.replace("{files}", "\n".join(f"- `{f}`" for f in report.files)))
+        (tmp / REPORT_FILE).write_text(report.model_dump_json(indent=2) + "\n")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        tmp.rename(out_dir)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return report
+
+
+def conform_frame(frame: pl.DataFrame, where: Path | str = "rollouts") -> pl.DataFrame:
+    """`frame` cast to ROLLOUT_SCHEMA; an ExportError names missing columns or a column of the wrong type."""
+    missing = [c for c in ROLLOUT_SCHEMA if c not in frame.columns]
+    if missing:
+        raise ExportError(where, f"not a rollout frame: missing columns {missing}")
+    try:
+        return frame.select([pl.col(c).cast(t) for c, t in ROLLOUT_SCHEMA.items()])
+    except pl.exceptions.PolarsError as e:
+        raise ExportError(where, f"not a rollout frame: {e}") from e
+
+
+def parse_statuses(status: Sequence[str] | None) -> list[VersionStatus] | None:
+    """Task statuses to export (None: every status); an ExportError names an unknown one."""
+    if status is None:
+        return None
+    known = {s.value: s for s in VersionStatus}
+    unknown = [s for s in status if s not in known]
+    if unknown:
+        raise ExportError("--status", f"unknown status {unknown}; known: {', '.join(known)}")
+    return [known[s] for s in status]
+
+
+def open_pool(pool: Pool | Path | str) -> Pool:
+    """An open pool (its ledger must exist: run `qaflow pool scan` first); an ExportError otherwise."""
+    if isinstance(pool, Pool):
+        return pool
+    try:
+        return Pool.open(pool, create=False)
+    except (PoolError, LedgerError) as e:
+        raise ExportError(pool, str(e)) from e
+
+
+def select_tasks(pool: Pool, status: Sequence[str] | None) -> list[TaskRow]:
+    """The pool's present tasks whose current version has one of `status` (None: all), by name."""
+    wanted = parse_statuses(status)
+    return [row for row in pool.list() if wanted is None or row.status in wanted]
+
+
+def hub_token() -> str | None:
+    """The Hugging Face token: `HF_TOKEN`, else the one `hf auth login` stored; None when there is none."""
+    from huggingface_hub import get_token
+
+    return os.environ.get("HF_TOKEN") or get_token()
+
+
+def require_hub_token(repo: str) -> str:
+    """The token for pushing to `repo`, or an ExportError telling how to provide one."""
+    token = hub_token()
+    if not token:
+        raise ExportError(
+            repo,
+            "cannot push: no Hugging Face token (set HF_TOKEN or run `hf auth login`); nothing was pushed",
+        )
+    return token
+
+
+def push_export(out_dir: Path, repo: str, *, private: bool = False, token: str | None = None) -> str:
+    """Push an export folder to the hub dataset `repo`: each config with `push_to_hub`, then the card's prose.
+
+    The hub writes its own YAML (configs, features) into the card; the body of ours replaces its text.
+
+    Raises:
+        ExportError: no token, or `out_dir` is not an export folder.
+    """
+    from datasets import DatasetDict, load_from_disk
+    from huggingface_hub import DatasetCard
+
+    token = token or require_hub_token(repo)
+    report_path = out_dir / REPORT_FILE
+    if not report_path.is_file():
+        raise ExportError(out_dir, f"not an export folder (no {REPORT_FILE})")
+    report = ExportReport.model_validate_json(report_path.read_text())
+    DatasetDict({"train": load_from_disk(str(out_dir))}).push_to_hub(repo, private=private, token=token)
+    for name, pattern in report.configs.items():
+        if name == "default":
+            continue
+        files = sorted(str(p) for p in out_dir.glob(pattern))
+        extra = Dataset.from_parquet(files)
+        assert isinstance(extra, Dataset)
+        DatasetDict({"train": extra}).push_to_hub(repo, config_name=name, private=private, token=token)
+    card = DatasetCard.load(repo, token=token)
+    card.text = _card_body((out_dir / CARD_FILE).read_text())
+    card.push_to_hub(repo, token=token)
+    return f"https://huggingface.co/datasets/{repo}"
+
+
+def _card_body(text: str) -> str:
+    """The card without its YAML front matter."""
+    if text.startswith("---\n"):
+        end = text.find("\n---\n", 4)
+        if end != -1:
+            return text[end + 5 :]
+    return text
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,167 @@
+"""`qaflow sft train`: TRL's SFTTrainer on pre-tokenized, observation-masked sessions, LoRA by default.
+
+The dataset is tokenized here (`sft.masking`), so TRL receives `input_ids` + `labels` and neither
+re-renders nor truncates (max_length is handled by the explicit overlong rule). Checkpoints are
+saved every `save_steps` with a validation loss computed at the same steps.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from sft.config import SFTTrainConfig
+from sft.masking import mask_sessions
+from sft.templates import training_template
+
+
+class CheckpointInfo(BaseModel):
+    path: Path
+    step: int
+    eval_loss: float | None = None
+    train_loss: float | None = None
+
+
+class TrainReport(BaseModel):
+    output_dir: Path
+    rows: int
+    dropped: list[tuple[int, str]] = Field(default_factory=list)
+    truncated: int = 0
+    train_examples: int = 0
+    eval_examples: int = 0
+    checkpoints: list[CheckpointInfo] = Field(default_factory=list)
+    losses: list[float] = Field(default_factory=list, description="Training loss at every logging step.")
+
+
+def load_rows(path: Path) -> Any:
+    """An SFT dataset from a save_to_disk folder, a parquet file, or a folder of parquet files."""
+    import datasets
+
+    path = Path(path)
+    if (path / "dataset_info.json").is_file() or (path / "state.json").is_file():
+        return datasets.load_from_disk(str(path))
+    files = [str(path)] if path.is_file() else sorted(str(p) for p in path.rglob("*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"{path}: no saved dataset or parquet files")
+    return datasets.load_dataset("parquet", data_files=files, split="train")
+
+
+def tokenize_dataset(rows: Any, tokenizer: Any, template: str, config: SFTTrainConfig) -> tuple[Any, Any]:
+    """(datasets.Dataset of input_ids/labels, MaskingResult)."""
+    import datasets
+
+    result = mask_sessions(rows["messages"], rows["tools"], tokenizer, template, config.masking)
+    data = datasets.Dataset.from_dict(
+        {"input_ids": [e.input_ids for e in result.examples], "labels": [e.labels for e in result.examples]}
+    )
+    return data, result
+
+
+def checkpoint_infos(output_dir: Path) -> list[CheckpointInfo]:
+    """Every `checkpoint-N` folder with the validation and training loss logged at step N."""
+    checkpoints = sorted(
+        (p for p in Path(output_dir).glob("checkpoint-*") if p.is_dir()), key=lambda p: int(p.name.split("-")[1])
+    )
+    history: list[dict[str, Any]] = []
+    if checkpoints:
+        state = checkpoints[-1] / "trainer_state.json"
+        if state.is_file():
+            history = json.loads(state.read_text())["log_history"]
+    infos = []
+    for path in checkpoints:
+        step = int(path.name.split("-")[1])
+        evals = [h["eval_loss"] for h in history if h.get("step") == step and "eval_loss" in h]
+        trains = [h["loss"] for h in history if h.get("step") == step and "loss" in h]
+        infos.append(
+            CheckpointInfo(
+                path=path, step=step, eval_loss=evals[-1] if evals else None, train_loss=trains[-1] if trains else None
+            )
+        )
+    return infos
+
+
+def _bf16(setting: str | bool) -> bool:
+    if setting != "auto":
+        return bool(setting)
+    import torch
+
+    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+
+
+def train(config: SFTTrainConfig) -> TrainReport:
+    """Tokenize, split, train, checkpoint; returns what was done."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    tokenizer = AutoTokenizer.from_pretrained(config.model)
+    template = training_template(tokenizer, config.chat_template)
+    rows = load_rows(config.dataset)
+    data, masked = tokenize_dataset(rows, tokenizer, template, config)
+    report = TrainReport(
+        output_dir=config.output_dir, rows=len(rows), dropped=masked.dropped, truncated=masked.truncated
+    )
+    if len(data) == 0:
+        raise ValueError(f"{config.dataset}: no session left to train on after masking ({len(masked.dropped)} dropped)")
+    if config.eval_dataset is not None:
+        eval_data, _ = tokenize_dataset(load_rows(config.eval_dataset), tokenizer, template, config)
+        train_data = data
+    elif config.eval_fraction > 0 and len(data) >= 2:
+        split = data.train_test_split(test_size=config.eval_fraction, seed=config.seed)
+        train_data, eval_data = split["train"], split["test"]
+    else:
+        train_data, eval_data = data, None
+    report.train_examples, report.eval_examples = len(train_data), len(eval_data) if eval_data is not None else 0
+
+    peft_config = None
+    if config.lora is not None:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(
+            r=config.lora.r,
+            lora_alpha=config.lora.alpha,
+            lora_dropout=config.lora.dropout,
+            target_modules=config.lora.target_modules,
+            task_type="CAUSAL_LM",
+        )
+    args = SFTConfig(
+        output_dir=str(config.output_dir),
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps,
+        learning_rate=config.learning_rate,
+        per_device_train_batch_size=config.batch_size,
+        per_device_eval_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.grad_accum,
+        warmup_steps=config.warmup,
+        logging_steps=config.logging_steps,
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        eval_strategy="steps" if eval_data is not None else "no",
+        eval_steps=config.save_steps,
+        bf16=_bf16(config.bf16),
+        use_cpu=config.use_cpu,
+        seed=config.seed,
+        max_length=None,
+        report_to=[],
+        save_only_model=True,
+        disable_tqdm=True,
+    )
+    model = AutoModelForCausalLM.from_pretrained(config.model)
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=train_data,
+        eval_dataset=eval_data,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
+    trainer.train()
+    final = Path(config.output_dir) / "final"
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(str(final))
+    report.losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    report.checkpoints = checkpoint_infos(config.output_dir)
+    (Path(config.output_dir) / "qaflow_sft_report.json").write_text(report.model_dump_json(indent=2))
+    return report

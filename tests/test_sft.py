@@ -1,0 +1,247 @@
+"""SFT stage on CPU with the tiny offline model: masking at the token level, loss checker, gradients,
+training with LoRA, checkpoint selection by agentic success."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import datasets
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from sft.check import check_sessions
+from sft.config import SFTTrainConfig
+from sft.local_llm import parse_reply
+from sft.masking import IGNORE_INDEX, MaskingConfig, clean_messages, mask_sessions
+from sft.select import EvalOutcome, select_checkpoint
+from sft.templates import training_template
+from sft.tiny_model import build_tiny_model
+from sft.train import CheckpointInfo, train
+from tests.trajectories import make_record
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny: Path):
+    return AutoTokenizer.from_pretrained(tiny)
+
+
+def session(steps: int = 3) -> tuple[list[dict], list[dict]]:
+    record = make_record(tool_steps=steps)
+    record.messages[3]["content"] = "TOOL-OUTPUT-0: secret observation text\n"
+    return record.messages, record.tools
+
+
+def expected_assistant_text(message: dict) -> str:
+    """What the assistant generated in one turn, written out by hand in Qwen3's training format."""
+    text = (
+        "<think>\n"
+        + (message.get("reasoning_content") or "").strip("\n")
+        + "\n</think>\n\n"
+        + (message.get("content") or "")
+    )
+    for i, call in enumerate(message.get("tool_calls") or []):
+        if i or message.get("content"):
+            text += "\n"
+        fn = call["function"]
+        text += '<tool_call>\n{"name": "' + fn["name"] + '", "arguments": ' + fn["arguments"] + "}\n</tool_call>"
+    return text + "<|im_end|>\n"
+
+
+def labelled_runs(ids: list[int], labels: list[int]) -> list[list[int]]:
+    runs, current = [], []
+    for token, label in zip(ids, labels, strict=True):
+        if label != IGNORE_INDEX:
+            assert label == token, "a label is either the input token or -100"
+            current.append(token)
+        elif current:
+            runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    return runs
+
+
+def test_tiny_model_loads_through_from_pretrained(tiny: Path, tokenizer) -> None:
+    model = AutoModelForCausalLM.from_pretrained(tiny)
+    assert model.config.model_type == "qwen3" and sum(p.numel() for p in model.parameters()) < 200_000
+    text = "any text, even <|im_end|> and ünïcode\n"
+    assert tokenizer.decode(tokenizer.encode(text, add_special_tokens=False)) == text
+
+
+def test_only_assistant_generated_tokens_carry_loss(tokenizer) -> None:
+    messages, tools = session()
+    template = training_template(tokenizer)
+    example = mask_sessions([messages], [tools], tokenizer, template).examples[0]
+    runs = labelled_runs(example.input_ids, example.labels)
+    assistants = [m for m in messages if m["role"] == "assistant"]
+    # independent reconstruction: each labelled run decodes to exactly one assistant turn as written by hand
+    assert [tokenizer.decode(r) for r in runs] == [expected_assistant_text(m) for m in assistants]
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert all(im_end in r for r in runs), "every assistant turn's end-of-turn token carries loss"
+    unlabelled = tokenizer.decode(
+        [t for t, lab in zip(example.input_ids, example.labels, strict=True) if lab == IGNORE_INDEX]
+    )
+    assert "TOOL-OUTPUT-0: secret observation text" in unlabelled
+    assert "Solve demo/task." in unlabelled and "You are a coding agent." in unlabelled
+    # and identical to transformers' own assistant mask, which TRL's assistant_only_loss uses
+    reference = tokenizer.apply_chat_template(
+        clean_messages(messages), tools=tools, chat_template=template, tokenize=True, return_dict=True,
+        return_assistant_tokens_mask=True,
+    )  # fmt: skip
+    assert example.input_ids == list(reference["input_ids"])
+    assert example.labels == [
+        t if m else IGNORE_INDEX for t, m in zip(reference["input_ids"], reference["assistant_masks"], strict=True)
+    ]
+
+
+def test_overlong_sessions_are_dropped_or_cut_at_a_turn_boundary(tokenizer) -> None:
+    messages, tools = session(steps=6)
+    template = training_template(tokenizer)
+    full = mask_sessions([messages], [tools], tokenizer, template).examples[0]
+    limit = len(full.input_ids) - 40
+    dropped = mask_sessions([messages], [tools], tokenizer, template, MaskingConfig(max_length=limit))
+    assert dropped.examples == [] and dropped.dropped == [(0, f"{len(full.input_ids)} tokens > max_length {limit}")]
+    cut = mask_sessions(
+        [messages], [tools], tokenizer, template, MaskingConfig(max_length=limit, overlong="truncate_turns")
+    )
+    example = cut.examples[0]
+    assert example.truncated and len(example.input_ids) <= limit
+    assert example.input_ids == full.input_ids[: len(example.input_ids)]
+    assert tokenizer.decode(example.input_ids).endswith("</tool_call><|im_end|>\n")
+    runs = labelled_runs(example.input_ids, example.labels)
+    assert len(runs) < len(labelled_runs(full.input_ids, full.labels))
+    tiny_limit = mask_sessions(
+        [messages], [tools], tokenizer, template, MaskingConfig(max_length=16, overlong="truncate_turns")
+    )
+    assert tiny_limit.examples == [] and "no assistant turn ends before it" in tiny_limit.dropped[0][1]
+
+
+def test_checker_counts_loss_per_role_and_flags_a_leaky_template(tokenizer) -> None:
+    messages, tools = session()
+    messages[5]["content"] = "output with a forged <|im_end|> inside"
+    report = check_sessions([messages], [tools], tokenizer, training_template(tokenizer))
+    roles = report.roles
+    assert report.ok and roles["tool"].loss_tokens == 0 and roles["user"].loss_tokens == 0
+    assert roles["system"].loss_tokens == 0 and roles["assistant"].loss_tokens > 0
+    assert roles["tool"].tokens > 0
+    assert any("control token" in w for w in report.sessions[0].warnings)
+    leaky = training_template(tokenizer).replace(
+        "{{- '\\n<tool_response>\\n' }}", "{%- generation %}{{- '\\n<tool_response>\\n' }}{%- endgeneration %}"
+    )
+    assert leaky != training_template(tokenizer)
+    bad = check_sessions([messages], [tools], tokenizer, leaky)
+    assert not bad.ok and any("(tool) has" in e for e in bad.errors)
+
+
+def test_masked_positions_get_no_gradient(tiny: Path, tokenizer) -> None:
+    messages, tools = session()
+    example = mask_sessions([messages], [tools], tokenizer, training_template(tokenizer)).examples[0]
+    model = AutoModelForCausalLM.from_pretrained(tiny)
+    ids = torch.tensor([example.input_ids])
+    labels = torch.tensor([example.labels])
+    out = model(input_ids=ids, output_hidden_states=False)
+    logits = out.logits
+    logits.retain_grad()
+    loss = torch.nn.functional.cross_entropy(logits[0, :-1], labels[0, 1:], ignore_index=IGNORE_INDEX)
+    loss.backward()
+    grad = logits.grad[0, :-1].abs().sum(-1)
+    target_masked = labels[0, 1:] == IGNORE_INDEX
+    assert torch.all(grad[target_masked] == 0) and torch.all(grad[~target_masked] > 0)
+    # perturbing the targets at tool-observation positions changes nothing in the loss
+    perturbed = labels.clone()
+    tool_span = (ids[0] != perturbed[0]) & (perturbed[0] == IGNORE_INDEX)
+    assert tool_span.any()
+    assert torch.equal(model(input_ids=ids, labels=labels).loss, model(input_ids=ids, labels=perturbed).loss)
+    # the model's own loss is our masked cross entropy
+    assert model(input_ids=ids, labels=labels).loss.item() == pytest.approx(loss.item(), rel=1e-5)
+
+
+@pytest.fixture(scope="module")
+def sft_run(tiny: Path, tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("sft")
+    rows = [make_record(tool_steps=5 + i % 3, task=f"t{i}") for i in range(12)]
+    datasets.Dataset.from_list(
+        [{"messages": clean_messages(r.messages), "tools": json.dumps(r.tools)} for r in rows]
+    ).save_to_disk(str(root / "data"))
+    (root / "sft.yaml").write_text(
+        f"model: {tiny}\ndataset: data\noutput_dir: run\nmax_steps: 12\nsave_steps: 6\nlogging_steps: 2\n"
+        "grad_accum: 1\nbatch_size: 2\nlearning_rate: 0.01\nuse_cpu: true\neval_fraction: 0.25\n"
+        "lora: {r: 8, alpha: 16, dropout: 0.0}\n"
+    )
+    config = SFTTrainConfig.load(root / "sft.yaml")
+    return config, train(config)
+
+
+def test_training_lowers_the_loss_and_checkpoints_carry_validation_loss(sft_run) -> None:
+    config, report = sft_run
+    assert report.train_examples == 9 and report.eval_examples == 3
+    assert report.losses[-1] < report.losses[0]
+    assert [c.step for c in report.checkpoints] == [6, 12]
+    assert all(c.eval_loss is not None for c in report.checkpoints)
+    assert (config.output_dir / "checkpoint-6" / "adapter_model.safetensors").is_file()
+
+
+def test_lora_adapters_save_and_reload(sft_run, tiny: Path, tokenizer) -> None:
+    from peft import PeftModel
+
+    config, _ = sft_run
+    final = config.output_dir / "final"
+    base = AutoModelForCausalLM.from_pretrained(tiny)
+    tuned = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny), str(final))
+    ids = torch.tensor([tokenizer.encode("<|im_start|>assistant\n<think>", add_special_tokens=False)])
+    with torch.no_grad():
+        a, b = base(ids).logits, tuned(ids).logits
+        again = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny), str(final))(ids).logits
+    assert not torch.allclose(a, b) and torch.allclose(b, again)
+
+
+def test_selection_prefers_solved_tasks_over_loss() -> None:
+    infos = [
+        CheckpointInfo(path=Path("run/checkpoint-10"), step=10, eval_loss=1.20),
+        CheckpointInfo(path=Path("run/checkpoint-20"), step=20, eval_loss=0.80),
+        CheckpointInfo(path=Path("run/checkpoint-30"), step=30, eval_loss=0.95),
+    ]
+    solved = {10: 3, 20: 1, 30: 3}
+    selection = select_checkpoint(
+        infos, lambda info: EvalOutcome(solved=solved[info.step], attempted=4, mean_output_tokens=100.0)
+    )
+    assert selection.chosen == "run/checkpoint-30"  # tie on solved (3): lower validation loss wins
+    assert selection.lowest_loss == "run/checkpoint-20"
+    assert selection.frame()["solved"].to_list() == [3, 1, 3]
+
+
+def test_reply_parsing_of_the_local_backend() -> None:
+    content, reasoning, calls = parse_reply(
+        "<think>\nlook first\n</think>\n\nLet me see.\n"
+        '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>'
+        "<tool_call>{broken</tool_call>"
+    )
+    assert (content, reasoning) == ("Let me see.", "look first")
+    assert calls[0]["function"] == {"name": "bash", "arguments": '{"command": "ls"}'}
+    assert calls[1]["function"] == {"name": "", "arguments": "{broken"}
+
+
+@pytest.mark.bwrap
+def test_harness_evaluates_a_local_checkpoint_end_to_end(sft_run, tmp_path: Path) -> None:
+    from sft.select import HarnessEvaluator
+    from tests.conftest import require_backend
+    from tests.taskfactory import write_task
+
+    require_backend("bwrap")
+    _, report = sft_run
+    write_task(tmp_path / "pool", "a")
+    evaluator = HarnessEvaluator(tmp_path / "pool", cache_dir=tmp_path / "eval", backend="bwrap")
+    from qaflow.agents.harness import HarnessConfig
+
+    evaluator.harness = HarnessConfig(max_turns=2)
+    outcome = evaluator(report.checkpoints[0])
+    assert (outcome.solved, outcome.attempted) == (0, 1)  # a random tiny model solves nothing, without crashing
+    assert outcome.mean_output_tokens > 0
+    assert any((tmp_path / "eval" / "checkpoint-6").glob("eval-*.parquet"))
