@@ -1,0 +1,47 @@
+"""The `qaflow` typer app: one sub-command per step. Each area lives in its own module."""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+from qaflow.cli import audit as audit_cli
+from qaflow.cli import check as check_cli
+from qaflow.cli import harden as harden_cli
+from qaflow.cli import images as images_cli
+from qaflow.cli import importer as import_cli
+from qaflow.cli import pool as pool_cli
+from qaflow.cli import repair as repair_cli
+from qaflow.cli import review as review_cli
+from qaflow.cli import rollout as rollout_cli
+from qaflow.cli import run as run_cli
+from qaflow.cli import sandbox as sandbox_cli
+
+app = typer.Typer(
+    name="qaflow",
+    help="Task-pool manager for agentic-coding training data: audit, repair, harden, roll out, curate.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.add_typer(pool_cli.app, name="pool")
+app.add_typer(sandbox_cli.app, name="sandbox")
+app.add_typer(images_cli.app, name="images")
+app.add_typer(import_cli.app, name="import")
+run_cli.register(app)
+check_cli.register(app)
+audit_cli.register(app)
+repair_cli.register(app)
+review_cli.register(app)
+rollout_cli.register(app)
+harden_cli.register(app)
+
+# The later stages (curation, sft, rl) import qaflow, never the reverse; the CLI is the one place
+# that composes them, by module name, so `qaflow` stays importable without them.
+STAGE_CLIS = ("curation.cli", "sft.cli", "rl.cli")
+for _module in STAGE_CLIS:
+    importlib.import_module(_module).register(app)
+
+
+def main() -> None:
+    app()

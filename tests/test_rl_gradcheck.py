@@ -1,0 +1,123 @@
+"""Gradient check on the tiny model: identical variants ~0, a planted difference large, eager vs sdpa small."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import typer
+from transformers import AutoTokenizer
+from typer.testing import CliRunner
+
+from rl.cli import register
+from rl.gradcheck import Variant, fixed_batch, gradcheck, load_variant, param_group
+from sft.tiny_model import build_tiny_model
+
+GROUPS = ["embed", "norm", "mlp", "attn_q", "attn_k", "attn_v", "attn_o"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def test_param_groups_by_name():
+    names = {
+        "model.embed_tokens.weight": "embed",
+        "lm_head.weight": "lm_head",
+        "model.norm.weight": "norm",
+        "model.layers.0.input_layernorm.weight": "norm",
+        "model.layers.0.self_attn.q_norm.weight": "norm",
+        "model.layers.0.self_attn.q_proj.weight": "attn_q",
+        "model.layers.0.self_attn.k_proj.weight": "attn_k",
+        "model.layers.0.self_attn.v_proj.weight": "attn_v",
+        "model.layers.0.self_attn.o_proj.weight": "attn_o",
+        "model.layers.0.mlp.gate_proj.weight": "mlp",
+        "model.layers.0.mlp.dense_h_to_4h.weight": "mlp",
+        "model.rotary.inv_freq": "other",
+    }
+    assert {n: param_group(n) for n in names} == names
+
+
+def test_fixed_batch_is_deterministic(tiny: Path):
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    one = fixed_batch(tokenizer, batch_size=3, seq_len=40)
+    two = fixed_batch(tokenizer, batch_size=3, seq_len=40)
+    assert one["input_ids"].shape == (3, 40)
+    assert torch.equal(one["input_ids"], two["input_ids"])
+    assert torch.equal(one["labels"], one["input_ids"])
+    assert bool(one["attention_mask"].all())
+
+
+def test_identical_variants_give_zero(tiny: Path):
+    report = gradcheck(tiny, a=Variant(), b=Variant(), threshold=1e-3)
+    assert report.overall < 1e-6
+    assert report.loss_a == report.loss_b
+    assert [g.group for g in report.groups] == GROUPS
+    assert all(g.rel_l2 < 1e-6 and not g.flagged for g in report.groups)
+    assert report.flagged == []
+    assert report.batch_shape == (2, 64)
+    frame = report.group_frame()
+    assert frame.columns == ["group", "params", "numel", "norm_a", "norm_b", "rel_l2", "flagged"]
+    # 2 layers: per layer input/post-attention norms and q/k norms, plus the final norm
+    assert dict(zip(frame["group"], frame["params"], strict=True))["norm"] == 9
+    assert report.param_frame().height == sum(g.params for g in report.groups)
+
+
+def test_changed_norm_epsilon_gives_a_large_difference(tiny: Path):
+    report = gradcheck(
+        tiny,
+        a=Variant(config_overrides={"rms_norm_eps": 1e-6}),
+        b=Variant(config_overrides={"rms_norm_eps": 1e-1}),
+        threshold=1e-3,
+    )
+    assert report.overall > 1e-2
+    assert report.loss_a != report.loss_b
+    by_group = {g.group: g for g in report.groups}
+    assert set(by_group) == set(GROUPS)
+    assert all(g.rel_l2 > 1e-2 and g.flagged for g in by_group.values())
+    assert report.flagged == GROUPS
+
+
+def test_eager_vs_sdpa_is_small(tiny: Path):
+    report = gradcheck(tiny, a=Variant(attn_implementation="eager"), b=Variant(attn_implementation="sdpa"))
+    assert report.overall < 1e-5
+    assert report.flagged == []
+    assert abs(report.loss_a - report.loss_b) < 1e-5
+
+
+def test_bfloat16_differs_by_its_precision(tiny: Path):
+    report = gradcheck(tiny, a=Variant(), b=Variant(dtype="bfloat16"), threshold=5e-2)
+    assert 1e-4 < report.overall < 5e-2
+    assert report.flagged == []
+
+
+def test_variant_errors(tiny: Path):
+    with pytest.raises(ValueError, match="no attribute 'no_such_knob'"):
+        load_variant(tiny, Variant(config_overrides={"no_such_knob": 1}))
+    with pytest.raises(RuntimeError, match="liger"):
+        load_variant(tiny, Variant(liger=True))
+
+
+def _cli() -> typer.Typer:
+    root = typer.Typer()
+    register(root)
+    return root
+
+
+def test_cli_gradcheck(tiny: Path):
+    same = CliRunner().invoke(_cli(), ["rl", "gradcheck", str(tiny), "--b", "eager", "--json"])
+    assert same.exit_code == 0, same.output
+    data = json.loads(same.stdout)
+    assert data["overall"] < 1e-6
+    assert [g["group"] for g in data["groups"]] == GROUPS
+
+    planted = CliRunner().invoke(_cli(), ["rl", "gradcheck", str(tiny), "--b", "eager", "--eps-b", "0.1"])
+    assert planted.exit_code == 1
+    assert "FLAGGED" in planted.stdout
+    assert "rms_norm_eps=0.1" in planted.stdout
+
+    bad = CliRunner().invoke(_cli(), ["rl", "gradcheck", str(tiny), "--dtype-b", "int8"])
+    assert bad.exit_code == 2
