@@ -6,8 +6,10 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
+    from curation.cli import curate as curate_cli
     from curation.cli import export as export_cli
     from curation.cli import filter as filter_cli
 
     filter_cli.register(app)
     export_cli.register(app)
+    curate_cli.register(app)

@@ -1,0 +1,91 @@
+"""The replay policy: a scripted model that solves a task by replaying its reference solution through
+the harness's tools, for demos and pipeline tests where no model is configured.
+
+It is not a model and says so (`model = "openai/replay-oracle"` in its records, REPLAY_MODEL): each attempt looks
+around (`ls`), reads the instruction-relevant workdir, runs `solution/solve.sh`'s text through the
+bash tool, checks, and stops. Effort sets how much it "thinks" (reasoning text length grows with
+effort, with seeded noise), and `skip_rate` makes a seeded share of attempts skip the solution
+(failures), so pass rates, bands and effort reports have something to show.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from qaflow.llm import LLMConfig, ScriptedReply
+from qaflow.llm.config import ScriptedToolCall
+from qaflow.pool import Pool
+from qaflow.records import VersionStatus
+from qaflow.rollouts.record import Effort, RolloutRecord, rollout_id
+from qaflow.task import Task
+
+REPLAY_MODEL = "openai/replay-oracle"
+THINKING_WORDS = {Effort.OFF: 0, Effort.LOW: 40, Effort.MEDIUM: 120, Effort.XHIGH: 360}
+_WORDS = ["check", "the", "files", "then", "run", "solution", "verify", "output", "edge", "case", "plan", "step"]
+
+
+def replay_config(task: Task, effort: Effort, attempt: int, *, skip_rate: float = 0.25, seed: int = 0) -> LLMConfig:
+    """A scripted LLMConfig replaying `task`'s reference solution (see the module docstring)."""
+    effort = Effort(effort)
+    rng = random.Random(f"{seed}:{task.version}:{effort.value}:{attempt}")
+    base = THINKING_WORDS[effort]
+
+    def thought() -> str | None:
+        n = int(base * rng.uniform(0.6, 1.4))
+        return " ".join(rng.choices(_WORDS, k=n)) if n else None
+
+    solve = (task.solution_dir / "solve.sh").read_text(encoding="utf-8") if task.solution_dir.is_dir() else "true"
+    skip = rng.random() < skip_rate
+    script = [
+        ScriptedReply(reasoning=thought(), tool_calls=[ScriptedToolCall(name="bash", arguments={"command": "ls -la"})]),
+        ScriptedReply(reasoning=thought(), tool_calls=[ScriptedToolCall(name="bash", arguments={"command": "pwd"})]),
+        ScriptedReply(
+            reasoning=thought(),
+            tool_calls=[ScriptedToolCall(name="bash", arguments={"command": "true" if skip else solve})],
+        ),
+        ScriptedReply(reasoning=thought(), tool_calls=[ScriptedToolCall(name="bash", arguments={"command": "ls -la"})]),
+        ScriptedReply(content="I ran the steps and checked the result."),
+    ]
+    return LLMConfig(model=REPLAY_MODEL, script=script)
+
+
+def replay_pool(
+    pool: Pool,
+    *,
+    efforts: Sequence[Effort] = (Effort.LOW, Effort.MEDIUM, Effort.XHIGH),
+    attempts: int = 2,
+    backend: str = "auto",
+    skip_rate: float = 0.25,
+    statuses: Sequence[VersionStatus] = (VersionStatus.ACCEPTED,),
+    jobs: int = 2,
+) -> int:
+    """Record replay rollouts of the pool's tasks (current versions with one of `statuses`) in its ledger and
+    shards; items already recorded are skipped. Returns how many attempts ran."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from qaflow.rollouts.attempt import run_attempt
+    from qaflow.rollouts.job import sync_shards
+
+    pool.scan()
+    items = []
+    for row in pool.list():
+        if row.status not in statuses:
+            continue
+        task = Task.load(pool.root / row.path, require_solution=False)
+        for effort in efforts:
+            for attempt in range(attempts):
+                rid = rollout_id(task.version, REPLAY_MODEL, effort.value, attempt)
+                if not pool.ledger.rollout_ids([rid]):
+                    items.append((task, effort, attempt))
+
+    def one(item: tuple[Task, Effort, int]) -> RolloutRecord:
+        task, effort, attempt = item
+        config = replay_config(task, effort, attempt, skip_rate=skip_rate)
+        return run_attempt(task, config, effort=effort, attempt=attempt, backend=backend)
+
+    with ThreadPoolExecutor(jobs) as workers:
+        for record in workers.map(one, items):
+            pool.ledger.put_rollout(record)
+    sync_shards(pool, pool.root / ".qaflow" / "rollouts")
+    return len(items)
