@@ -1,0 +1,76 @@
+"""CLI: `qaflow pipeline run CONFIG.yaml`, the curation stages as one resumable batch job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.markup import escape
+from rich.table import Table
+
+from qaflow.cli.output import console, emit_json, usage_error
+
+app = typer.Typer(help="Run the curation pipeline as one resumable batch job.", no_args_is_help=True)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="pipeline")
+
+
+@app.command("run")
+def run_cmd(
+    config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="Pipeline YAML (see pipelines/)")],
+    start_from: Annotated[str | None, typer.Option("--from", help="Redo this stage and the ones after it")] = None,
+    executor: Annotated[str, typer.Option(help="local or ray")] = "local",
+    address: Annotated[str | None, typer.Option(help="Ray address (auto, ray://host:port) with --executor ray")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials at once (local executor)")] = 2,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+) -> None:
+    """Run source -> dedup -> decontam -> length -> mix -> augment -> audit -> repair -> harden -> rollout ->
+    rollout filter -> export, resuming finished stages; writes OUT/datasets/, OUT/funnel.json and OUT/funnel.png.
+
+    Example: qaflow pipeline run pipelines/tasks_repo.yaml
+    """
+    from curation.pipeline import Pipeline, PipelineConfig
+
+    try:
+        config = PipelineConfig.load(config_file)
+    except (OSError, ValueError, ValidationError) as e:
+        usage_error(f"{config_file}: {e}")
+    workers = None
+    if executor != "local" or address:
+        from qaflow.executors import ExecutorError, executor_from_options
+
+        try:
+            workers = executor_from_options(executor, address, jobs)
+        except ExecutorError as e:
+            usage_error(str(e))
+    err = console(stderr=True)
+    try:
+        with err.status("pipeline") as status:
+            report = Pipeline(config, executor=workers, progress=lambda m: status.update(escape(m))).run(
+                start_from=start_from
+            )
+    except ValueError as e:
+        usage_error(str(e))
+    finally:
+        if workers is not None:
+            workers.close()
+    if as_json:
+        emit_json(report)
+        return
+    table = Table(title=f"pipeline {escape(report.name)} · {report.output_dir}", title_justify="left")
+    for col in ("stage", "in", "out", "unit", "seconds", "note"):
+        table.add_column(col)
+    for s in report.stages:
+        note = s.skipped or ", ".join(
+            f"{k}: {v}" for k, v in s.info.items() if k in ("verdicts", "outcomes", "hardened")
+        )
+        table.add_row(s.stage, str(s.rows_in), str(s.rows_out), s.unit, f"{s.seconds:.1f}", escape(str(note)))
+    out = console()
+    out.print(table)
+    for name, path in report.datasets.items():
+        out.print(f"dataset [bold]{name}[/bold]: {path}")
+    out.print(f"funnel: {report.output_dir / 'funnel.png'}")

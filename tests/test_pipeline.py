@@ -1,0 +1,100 @@
+"""The curation pipeline as one resumable batch job, on a small pool under bwrap."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import datasets
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from curation.pipeline import STAGES, Pipeline, PipelineConfig
+from qaflow.cli import app
+from tests.conftest import TASKS_REPO, require_backend
+
+TASKS = ("csv-sum", "fix-calc", "reconcile-bank-statement", "assemble-handbook")
+
+
+def small_config(tmp_path: Path, **extra: object) -> Path:
+    src = tmp_path / "src"
+    for name in TASKS:
+        shutil.copytree(TASKS_REPO / name, src / name)
+    shutil.copytree(TASKS_REPO / "csv-sum", src / "csv-sum-copy")  # an exact duplicate instruction
+    config = {
+        "name": "small",
+        "output_dir": "out",
+        "sources": [{"kind": "harbor", "name": "small", "path": "src"}],
+        "length": {"min_words": 5},
+        "augment": ["paraphrase"],
+        "audit": {"backend": "bwrap", "repeats": 2, "max_mutants": 4, "jobs": 2},
+        **extra,
+    }
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(json.dumps(config))  # JSON is YAML
+    return path
+
+
+@pytest.mark.bwrap
+def test_pipeline_runs_end_to_end_resumes_and_counts_add_up(tmp_path: Path) -> None:
+    require_backend("bwrap")
+    config = PipelineConfig.load(small_config(tmp_path))
+    report = Pipeline(config).run()
+    stages = {s.stage: s for s in report.stages}
+    assert [s.stage for s in report.stages] == list(STAGES)
+    assert stages["source"].rows_out == 5
+    assert stages["dedup"].rows_out == 4  # the duplicate is gone
+    assert stages["augment"].skipped and "model" in stages["augment"].skipped
+    assert stages["rollout"].skipped and "model" in stages["rollout"].skipped
+    assert stages["audit"].info["verdicts"] == {"accepted": 2, "needs_repair": 2}
+    assert stages["repair"].rows_out == 3  # reconcile-bank-statement is rule-repaired; assemble-handbook is not
+    assert stages["harden"].rows_out == 6 and stages["harden"].info["hardened"] == 3
+    out = config.output_dir
+    for stage in ("dedup", "length", "audit", "repair"):
+        folder = next((out / "stages").glob(f"*-{stage}"))
+        removed = pl.read_parquet(folder / "removed.parquet")
+        assert stages[stage].rows_in - removed.height == stages[stage].rows_out, stage
+        assert removed["reason"].str.len_chars().min() or removed.is_empty()
+    unresolved = pl.read_parquet(next((out / "stages").glob("*-repair")) / "removed.parquet")
+    assert unresolved["id"].to_list() == ["small:assemble-handbook"]
+    tasks = datasets.load_from_disk(str(out / "datasets" / "tasks"))
+    assert sorted(tasks["status"]) == ["accepted"] * 3 + ["candidate"] * 3
+    assert len(datasets.load_from_disk(str(out / "datasets" / "rl"))) == 3
+    assert (out / "funnel.png").stat().st_size > 5000 and json.loads((out / "funnel.json").read_text())
+
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "stages").glob("*/info.json")}
+    again = Pipeline(config).run()
+    assert [s.rows_out for s in again.stages] == [s.rows_out for s in report.stages]
+    assert {p: p.stat().st_mtime_ns for p in (out / "stages").glob("*/info.json")} == stamps  # nothing redone
+
+    Pipeline(config).run(start_from="harden")
+    after = {p.parent.name: p.stat().st_mtime_ns for p in (out / "stages").glob("*/info.json")}
+    before = {p.parent.name: t for p, t in stamps.items()}
+    assert after["06-audit"] == before["06-audit"] and after["08-harden"] != before["08-harden"]
+
+
+@pytest.mark.bwrap
+def test_a_failed_stage_is_rerun_without_redoing_finished_ones(tmp_path: Path) -> None:
+    require_backend("bwrap")
+    path = small_config(tmp_path, decontam={"benchmarks": [{"path": "missing-bench", "name": "bench"}]})
+    config = PipelineConfig.load(path)
+    with pytest.raises(Exception, match="missing-bench"):
+        Pipeline(config).run()
+    done = sorted(p.parent.name for p in (config.output_dir / "stages").glob("*/info.json"))
+    assert done == ["00-source", "01-dedup"]
+    stamp = (config.output_dir / "stages" / "00-source" / "info.json").stat().st_mtime_ns
+    shutil.copytree(TASKS_REPO / "csv-sum", tmp_path / "missing-bench" / "csv-sum")  # the cause, fixed
+    report = Pipeline(config).run()
+    assert (config.output_dir / "stages" / "00-source" / "info.json").stat().st_mtime_ns == stamp  # reused
+    decontam = next(s for s in report.stages if s.stage == "decontam")
+    assert decontam.rows_in == 4 and decontam.rows_out == 3  # csv-sum is in the benchmark set now
+    assert next(s for s in report.stages if s.stage == "export").done
+
+
+def test_pipeline_cli_rejects_a_bad_config(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nsources: []\nbogus: 1\n")
+    result = CliRunner().invoke(app, ["pipeline", "run", str(bad)])
+    assert result.exit_code == 2 and "bogus" in result.output
