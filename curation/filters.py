@@ -1,0 +1,839 @@
+"""Rollout filters: named, configurable rules applied to a rollout frame as a funnel.
+
+A rule looks at a frame (`ROLLOUT_SCHEMA`) and returns a `Verdict`: a boolean "keep" per row and a
+reason for the rows it removes. `apply_filters` runs the rules in the order the config lists them;
+each rule sees only the rows that survived the ones before it, so the funnel counts a row once, at
+the first rule that removed it, and `rows_in - sum(removed) == rows_out` holds overall and per
+(source, effort). A null "keep" counts as a removal: broken or missing data never passes silently.
+
+Config (YAML, TOML or JSON), rules in funnel order; a rule is its name alone, a mapping with a
+`rule` key, or a one-key mapping of name to options:
+
+    rules:
+      - no_timeout
+      - rule: verifier_passed
+        full_reward: false
+        min_reward: 0.5
+      - min_turns: {n: 3}
+      - {rule: column, column: effort, op: in, value: [medium, xhigh]}
+      - {rule: user, entry_point: "mypackage.rules:short_tasks", options: {max_chars: 20000}}
+
+The structural checks explode the messages into one row per message and per tool call and work
+with joins and group-bys; nothing loops over rows in Python.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import polars as pl
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from qaflow.errors import QaflowError
+from qaflow.rollouts.frame import ROLLOUT_SCHEMA, empty_frame
+
+
+class FilterConfigError(QaflowError):
+    """A filter config file cannot be used. `path` names the file, `reason` says why."""
+
+    def __init__(self, path: Path | str, reason: str):
+        self.path = Path(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a rule says about each row of the frame it was given (Series are row-aligned)."""
+
+    keep: pl.Expr | pl.Series
+    reason: pl.Expr | pl.Series | str
+
+
+class Rule(BaseModel):
+    """Base of the rules: a pydantic config that can judge a frame."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule: str
+    name: str | None = Field(
+        None, description="Funnel step label; defaults to the rule name (set it to use a rule twice)."
+    )
+
+    @property
+    def step(self) -> str:
+        return self.name or self.rule
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        """Judge every row of `frame`. Rows where `alive` is false were removed by an earlier rule:
+        their verdict is ignored, and a rule that compares rows must leave them out."""
+        raise NotImplementedError
+
+
+def _field(name: str) -> pl.Expr:
+    return pl.element().struct.field(name)
+
+
+class VerifierPassed(Rule):
+    rule: Literal["verifier_passed"] = "verifier_passed"
+    full_reward: bool = Field(True, description="Keep only rows with full reward; false: reward >= min_reward.")
+    min_reward: float = Field(1.0, description="Lowest reward kept when full_reward is false.")
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        reward = pl.col("reward")
+        if self.full_reward:
+            keep = pl.col("full_reward")
+            failed = pl.format("reward {} is not full", reward)
+        else:
+            keep = reward >= self.min_reward
+            failed = pl.format("reward {} < {}", reward, pl.lit(self.min_reward))
+        return Verdict(keep, pl.when(reward.is_null()).then(pl.lit("no reward")).otherwise(failed))
+
+
+class NoTimeout(Rule):
+    rule: Literal["no_timeout"] = "no_timeout"
+    drop_errors: bool = Field(True, description="Also remove rows whose exit status is error.")
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        status = pl.col("exit_status")
+        dropped = ["agent_timeout", "verifier_timeout"] + (["error"] if self.drop_errors else [])
+        reason = (
+            pl.when(status.is_null())
+            .then(pl.lit("exit status missing"))
+            .when(status == "error")
+            .then(pl.format("error: {}", pl.col("error").fill_null("(no message)").str.slice(0, 200)))
+            .otherwise(status.str.replace("_", " "))
+        )
+        return Verdict(status.is_not_null() & ~status.is_in(dropped), reason)
+
+
+class NoSideCalls(Rule):
+    rule: Literal["no_side_calls"] = "no_side_calls"
+    kinds: list[str] = Field(["subagent", "summarisation"], description="Side-call kinds that remove a row.")
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        kinds = pl.col("side_calls").list.eval(_field("kind").filter(_field("kind").is_in(self.kinds)))
+        n = kinds.list.len().fill_null(0)
+        reason = pl.format("{} side calls ({})", n, kinds.list.unique(maintain_order=True).list.join(", "))
+        return Verdict(n == 0, reason)
+
+
+class CleanText(Rule):
+    rule: Literal["clean_text"] = "clean_text"
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        return Verdict(~pl.col("text_repaired").fill_null(False), "text had bytes that are not UTF-8 (replaced)")
+
+
+def assistant_turns() -> pl.Expr:
+    """Assistant messages per row (the turns `min_turns` counts)."""
+    return pl.col("messages").list.eval(_field("role") == "assistant").list.sum().fill_null(0)
+
+
+class MinTurns(Rule):
+    rule: Literal["min_turns"] = "min_turns"
+    n: int = Field(5, ge=0, description="Fewest assistant turns kept.")
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        turns = assistant_turns()
+        return Verdict(turns >= self.n, pl.format("{} turns < {}", turns, pl.lit(self.n)))
+
+
+def message_chars() -> pl.Expr:
+    """Per row, the list of each message's size: content + reasoning + tool-call arguments, in characters."""
+    arguments = _field("tool_calls").list.eval(_field("function").struct.field("arguments").str.len_chars())
+    size = (
+        _field("content").str.len_chars().fill_null(0)
+        + _field("reasoning_content").str.len_chars().fill_null(0)
+        + arguments.list.sum().fill_null(0)
+    )
+    return pl.col("messages").list.eval(size)
+
+
+class TokenBudget(Rule):
+    rule: Literal["token_budget"] = "token_budget"
+    max_thinking_tokens: int | None = Field(None, ge=0, description="Most reasoning tokens over the rollout.")
+    max_completion_tokens: int | None = Field(None, ge=0, description="Most completion tokens over all turns.")
+    max_message_chars: int | None = Field(
+        200_000, ge=0, description="Most characters in any one message (content, reasoning and arguments)."
+    )
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        checks: list[tuple[pl.Expr, pl.Expr]] = []
+        if self.max_thinking_tokens is not None:
+            thinking = pl.col("thinking_tokens").fill_null(0)
+            checks.append(
+                (
+                    thinking > self.max_thinking_tokens,
+                    pl.format("{} thinking tokens > {}", thinking, pl.lit(self.max_thinking_tokens)),
+                )
+            )
+        if self.max_completion_tokens is not None:
+            completion = pl.col("usage").list.eval(_field("completion_tokens")).list.sum().fill_null(0)
+            limit = pl.lit(self.max_completion_tokens)
+            checks.append((completion > limit, pl.format("{} completion tokens > {}", completion, limit)))
+        if self.max_message_chars is not None:
+            chars = message_chars()
+            longest = chars.list.max().fill_null(0)
+            limit = pl.lit(self.max_message_chars)
+            checks.append(
+                (longest > limit, pl.format("message {} has {} chars > {}", chars.list.arg_max(), longest, limit))
+            )
+        if not checks:
+            return Verdict(pl.lit(True), "")
+        reason = pl.when(checks[0][0]).then(checks[0][1])
+        for over, text in checks[1:]:
+            reason = reason.when(over).then(text)
+        return Verdict(~pl.any_horizontal(over for over, _ in checks), reason)
+
+
+_SCALAR_COLUMNS = sorted(c for c, t in ROLLOUT_SCHEMA.items() if not isinstance(t, pl.List))
+
+
+def _scalar_column(column: str) -> str:
+    if column not in _SCALAR_COLUMNS:
+        raise ValueError(f"unknown or non-scalar column {column!r}; one of {', '.join(_SCALAR_COLUMNS)}")
+    return column
+
+
+class Dedup(Rule):
+    rule: Literal["dedup"] = "dedup"
+    order_by: list[str] = Field(
+        ["created_at", "rollout_id"], description="Order in which the first of identical trajectories is kept."
+    )
+    descending: bool = Field(False, description="Keep the last by order_by instead of the first.")
+
+    @field_validator("order_by")
+    @classmethod
+    def _columns(cls, value: list[str]) -> list[str]:
+        return [_scalar_column(c) for c in value]
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        # A cheap key (a hash of the message texts) finds the candidates; identity is then decided on
+        # the full messages, only among rows whose key occurs more than once.
+        texts = pl.col("messages").list.eval(_field("content").hash() ^ _field("tool_call_id").hash()).hash()
+        ordered = frame.select(*dict.fromkeys(["rollout_id", *self.order_by]), texts.alias("key")).with_row_index("_i")
+        if alive is not None:
+            ordered = ordered.filter(alive)
+        shared = ordered.filter(pl.col("key").is_duplicated())
+        in_shared = pl.repeat(False, frame.height, eager=True).scatter(shared["_i"], True)
+        candidates = shared.with_columns(messages=frame["messages"].filter(in_shared))
+        if self.order_by:
+            candidates = candidates.sort(
+                self.order_by, descending=self.descending, nulls_last=True, maintain_order=True
+            )
+        candidates = candidates.with_columns(
+            first=pl.col("messages").is_first_distinct(), order=pl.int_range(pl.len()), full=pl.col("messages").hash()
+        )
+        # the copy names the first row with the same messages hash (among rows of the same text key)
+        originals = candidates.filter("first").select("key", "full", "order", pl.col("rollout_id").alias("original"))
+        copies = (
+            candidates.filter(~pl.col("first"))
+            .join(originals, on=["key", "full"], how="left", suffix="_first")
+            .sort("order_first")
+            .unique("_i", keep="first")
+        )
+        keep = pl.repeat(True, frame.height, eager=True).scatter(copies["_i"], False)
+        reason = pl.repeat(None, frame.height, dtype=pl.String, eager=True).scatter(
+            copies["_i"], copies.select(pl.format("duplicate of {}", pl.col("original").fill_null("?"))).to_series()
+        )
+        return Verdict(keep, reason)
+
+
+_OPS: dict[str, Callable[[pl.Expr, Any], pl.Expr]] = {
+    "==": lambda c, v: c == v,
+    "!=": lambda c, v: c != v,
+    "<": lambda c, v: c < v,
+    "<=": lambda c, v: c <= v,
+    ">": lambda c, v: c > v,
+    ">=": lambda c, v: c >= v,
+    "in": lambda c, v: c.is_in(v),
+    "not_in": lambda c, v: ~c.is_in(v),
+}
+
+
+def _boolean_on_schema(build: Callable[[], pl.Expr], what: str) -> pl.Expr:
+    """The expression `build` returns, checked to be a boolean over a rollout frame."""
+    try:
+        expr = build()
+        dtype = empty_frame().select(expr).to_series().dtype
+    except (pl.exceptions.PolarsError, TypeError, ValueError) as e:
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"{what} does not apply to a rollout frame: {first_line}") from e
+    if dtype != pl.Boolean:
+        raise ValueError(f"{what} must be boolean, got {dtype}")
+    return expr
+
+
+class ColumnRule(Rule):
+    """Declarative rule on one column: keep rows where `column op value` is true (null never passes)."""
+
+    rule: Literal["column"] = "column"
+    column: str
+    op: Literal["==", "!=", "<", "<=", ">", ">=", "in", "not_in"]
+    value: Any
+
+    @property
+    def step(self) -> str:
+        return self.name or f"{self.column} {self.op} {self.value}"
+
+    @model_validator(mode="after")
+    def _valid(self) -> ColumnRule:
+        _scalar_column(self.column)
+        if self.op in ("in", "not_in") and not isinstance(self.value, list):
+            raise ValueError(f"op {self.op} needs a list value, got {self.value!r}")
+        _boolean_on_schema(self.keep, f"column rule {self.step!r}")
+        return self
+
+    def keep(self) -> pl.Expr:
+        return _OPS[self.op](pl.col(self.column), self.value)
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        actual = pl.col(self.column).cast(pl.String).fill_null("null")
+        prefix = f"{self.column} {self.op} {self.value!r} is false ({self.column} = "
+        return Verdict(self.keep(), pl.concat_str(pl.lit(prefix), actual, pl.lit(")")))
+
+
+class UserRule(Rule):
+    """A rule written in Python: `entry_point` names `module:function`; `function(**options)` returns a
+    boolean polars expression over the rollout frame that is true for rows to keep."""
+
+    rule: Literal["user"] = "user"
+    entry_point: str = Field(pattern=r"^[\w.]+:\w+$")
+    options: dict[str, Any] = Field(default_factory=dict)
+    _expr: pl.Expr | None = PrivateAttr(None)
+
+    @property
+    def step(self) -> str:
+        return self.name or self.entry_point
+
+    @model_validator(mode="after")
+    def _resolve(self) -> UserRule:
+        module_name, func_name = self.entry_point.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as e:  # user code: any failure to import is a config error naming it
+            raise ValueError(f"cannot import {module_name}: {type(e).__name__}: {e}") from e
+        func = getattr(module, func_name, None)
+        if not callable(func):
+            raise ValueError(f"{self.entry_point} is not a function")
+        try:
+            expr = func(**self.options)
+        except Exception as e:  # user code, called with the options from the config file
+            raise ValueError(f"{self.entry_point}(**{self.options}) failed: {type(e).__name__}: {e}") from e
+        if not isinstance(expr, pl.Expr):
+            raise ValueError(f"{self.entry_point} returned {type(expr).__name__}, not a polars expression")
+        self._expr = _boolean_on_schema(lambda: expr, self.entry_point)
+        return self
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        assert self._expr is not None
+        reason = f"{self.entry_point} is false"
+        if alive is None or alive.all():
+            return Verdict(self._expr, reason)
+        # the expression may compare rows (a mean, a rank), so it only sees the rows still in the funnel
+        survivors = frame.filter(alive).select(self._expr.fill_null(False)).to_series()
+        return Verdict(pl.repeat(True, frame.height, eager=True).scatter(alive.arg_true(), survivors), reason)
+
+
+def _offered_tools(tools_json: pl.Series) -> tuple[pl.Series, pl.DataFrame]:
+    """A small key per row for its tools_json, and (key, tool name, required argument names) of each
+    distinct tools_json value; each distinct value is parsed once."""
+    distinct = tools_json.drop_nulls().unique(maintain_order=True)
+    keys = pl.DataFrame({"tools_json": distinct}).with_row_index("tk")
+    per_row = tools_json.to_frame("tools_json").join(keys, on="tools_json", how="left", maintain_order="left")["tk"]
+    rows: list[dict[str, Any]] = []
+    for key, text in enumerate(distinct.to_list()):
+        try:
+            tools = json.loads(text)
+        except ValueError:
+            continue
+        for tool in tools if isinstance(tools, list) else []:
+            spec = tool.get("function", tool) if isinstance(tool, dict) else None
+            if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+                continue
+            params = spec.get("parameters")
+            required = params.get("required") if isinstance(params, dict) else None
+            names = [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
+            rows.append({"tk": key, "tool": spec["name"], "required": names})
+    table = pl.DataFrame(rows, schema={"tk": pl.UInt32, "tool": pl.String, "required": pl.List(pl.String)})
+    return per_row, table
+
+
+ROLES = ("system", "user", "assistant", "tool")
+ROLE_ORDER_HELP = "optional system, then user, then assistant/tool/user"
+
+# message-level problems, by code; the code also orders problems found at the same position
+_UNKNOWN_ROLE, _LATE_SYSTEM, _CALLS_OFF_TURN, _STRAY_RESULT, _RESULT_WITHOUT_ID = 1, 2, 3, 4, 5
+
+
+def _role_name(role: pl.Expr) -> pl.Expr:
+    return pl.when(role.is_null()).then(pl.lit("(missing)")).when(role == "").then(pl.lit("''")).otherwise(role)
+
+
+def structure_reasons(frame: pl.DataFrame) -> pl.Series:
+    """Per row, the first structural problem of its messages (by position), or null when the row is sound."""
+    lengths = frame["messages"].list.len().fill_null(0)
+    roles = pl.col("messages").list.eval(_field("role"))
+    rows = frame.select(
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"),
+        lengths.alias("n"),
+        roles.list.first().alias("first"),
+        roles.list.get(1, null_on_oob=True).alias("second"),
+        roles.list.last().alias("last"),
+        pl.col("messages").list.last().struct.field("tool_calls").list.len().fill_null(0).alias("last_calls"),
+    )
+    n, last_role = pl.col("n"), _role_name(pl.col("last"))
+    start_pos = pl.when(pl.col("first") == "system").then(1).otherwise(0)
+    start_role = _role_name(pl.when(pl.col("first") == "system").then(pl.col("second")).otherwise(pl.col("first")))
+    found = [
+        _violations(rows, n == 0, -1, 0, pl.lit("no messages")),
+        _violations(
+            rows,
+            (n > 0) & (start_role.fill_null("") != "user"),
+            start_pos,
+            1,
+            pl.format("message {} is {}, not user ({})", start_pos, start_role, pl.lit(ROLE_ORDER_HELP)),
+        ),
+        _violations(
+            rows,
+            (n > 0) & (pl.col("last").fill_null("") != "assistant"),
+            n - 1,
+            0,
+            pl.format("ends with a {} message, not an assistant turn", last_role),
+        ),
+        _violations(
+            rows,
+            (pl.col("last") == "assistant") & (pl.col("last_calls") > 0),
+            n - 1,
+            0,
+            pl.lit("ends with an assistant turn whose tool calls have no results"),
+        ),
+    ]
+
+    starts = (lengths.cum_sum() - lengths).cast(pl.Int64)
+    message = pl.col("messages")
+    msgs = (
+        frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), "messages")
+        .explode("messages", keep_nulls=False)
+        .select(
+            "row",
+            pl.int_range(pl.len(), dtype=pl.Int64).alias("g"),
+            message.struct.field("role").fill_null("").alias("role"),
+            message.struct.field("content"),
+            message.struct.field("reasoning_content"),
+            message.struct.field("tool_call_id").fill_null("").alias("tool_call_id"),
+            message.struct.field("tool_calls"),
+        )
+        .with_columns(
+            pos=pl.col("g") - pl.lit(starts).gather(pl.col("row")), n_calls=pl.col("tool_calls").list.len().fill_null(0)
+        )
+    )
+    role, pos = pl.col("role"), pl.col("pos")
+    turn_start = (role != "tool") | (pos == 0)
+    msgs = msgs.with_columns(
+        # the assistant turn a tool result belongs to: the last assistant message at or before it
+        block=pl.when(role == "assistant").then(pl.col("g")).when(pos == 0).then(-1).forward_fill(),
+        # the message that starts the run of tool messages this one is in (itself when not a tool)
+        run=pl.when(turn_start).then(pl.col("g")).forward_fill(),
+        # an assistant turn whose calls are as many as the tool messages right after it
+        even=pl.col("n_calls")
+        == pl.when(role == "assistant")
+        .then(pl.when(turn_start).then(pl.col("g")).shift(-1).backward_fill().fill_null(pl.len()) - pl.col("g") - 1)
+        .otherwise(0),
+    )
+    answers = (role == "tool") & (pl.col("block") == pl.col("run"))
+    code = (
+        pl.when(~role.is_in(ROLES))
+        .then(_UNKNOWN_ROLE)
+        .when((role == "system") & (pos > 0))
+        .then(_LATE_SYSTEM)
+        .when((role != "assistant") & (pl.col("n_calls") > 0))
+        .then(_CALLS_OFF_TURN)
+        .when((role == "tool") & ~answers)
+        .then(_STRAY_RESULT)
+        .when(answers & (pl.col("tool_call_id") == ""))
+        .then(_RESULT_WITHOUT_ID)
+    )
+    flagged = msgs.select("row", "pos", "role", code.alias("code")).filter(pl.col("code").is_not_null())
+    reason = (
+        pl.when(pl.col("code") == _UNKNOWN_ROLE)
+        .then(pl.format("message {} has unknown role '{}'", pos, role))
+        .when(pl.col("code") == _LATE_SYSTEM)
+        .then(pl.format("system message at position {} (only the first message may be system)", pos))
+        .when(pl.col("code") == _CALLS_OFF_TURN)
+        .then(pl.format("message {} has tool calls but is a {} message", pos, role))
+        .when(pl.col("code") == _STRAY_RESULT)
+        .then(pl.format("tool result at message {} does not follow an assistant turn", pos))
+        .otherwise(pl.format("tool result at message {} has no tool_call_id", pos))
+    )
+    found.append(_violations(flagged, pl.lit(True), pos, pl.col("code"), reason))
+    silent = msgs.select("row", "pos", "role", "n_calls", "content", "reasoning_content").filter(
+        (role == "assistant") & (pl.col("n_calls") == 0)
+    )
+    blank = [pl.col(c).fill_null("").str.strip_chars() == "" for c in ("content", "reasoning_content")]
+    found.append(_violations(silent, blank[0] & blank[1], pos, 6, pl.format("empty assistant turn at message {}", pos)))
+
+    calls = (
+        msgs.select("row", "g", "pos", "even", "tool_calls")
+        .explode("tool_calls", keep_nulls=False)
+        .select(
+            "row",
+            "g",
+            "pos",
+            "even",
+            pl.col("tool_calls").struct.field("id").fill_null("").alias("id"),
+            pl.col("tool_calls").struct.field("function").struct.field("name").fill_null("").alias("tool"),
+            pl.col("tool_calls").struct.field("function").struct.field("arguments"),
+        )
+    )
+    call_id = pl.col("id")
+    found += [
+        _violations(calls, call_id == "", pos, 6, pl.format("tool call at message {} has no id", pos)),
+        _violations(
+            # a hash of (row, id) narrows the search; the ids are then compared themselves
+            calls.filter((call_id != "") & (pl.col("row").hash() ^ call_id.hash()).is_duplicated()),
+            ~pl.struct("row", "id").is_first_distinct(),
+            pos,
+            7,
+            pl.format("duplicate tool call id {}", call_id),
+        ),
+        _pairing_violations(
+            calls,
+            msgs.select("row", "block", "pos", pl.col("tool_call_id").alias("id"), answers.alias("answers"))
+            .filter("answers")
+            .with_columns(even=pl.lit(msgs["even"]).gather(pl.col("block"))),
+        ),
+        _argument_violations(calls, frame["tools_json"]),
+    ]
+    first = pl.concat(found).sort("row", "pos", "order", maintain_order=True).unique("row", keep="first")
+    return rows.select("row").join(first, on="row", how="left", maintain_order="left")["reason"]
+
+
+def _violations(
+    frame: pl.DataFrame, when: pl.Expr, pos: pl.Expr | int, order: pl.Expr | int, reason: pl.Expr
+) -> pl.DataFrame:
+    """The rows of `frame` where `when` holds, as (row, pos, order, reason)."""
+    return frame.filter(when).select(
+        pl.col("row").cast(pl.UInt32),
+        (pos if isinstance(pos, pl.Expr) else pl.lit(pos)).cast(pl.Int64).alias("pos"),
+        (order if isinstance(order, pl.Expr) else pl.lit(order)).cast(pl.Int32).alias("order"),
+        reason.cast(pl.String).alias("reason"),
+    )
+
+
+def _pairing_violations(calls: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
+    """Every call answered exactly once inside its assistant turn, every result answering a call of it.
+
+    Calls and results are both in message order, so in the turns with as many results as calls
+    (`even`) the i-th result should answer the i-th call; only the turns where that fails (other
+    counts, other ids, or another order) are paired up by id.
+    """
+    even_calls, even_results = calls.filter("even"), results.filter("even")
+    differ = even_calls.filter(even_calls["id"] != even_results["id"])["g"]
+    uneven = pl.concat([calls.filter(~pl.col("even"))["g"], results.filter(~pl.col("even"))["block"]])
+    suspect = pl.concat([differ, uneven]).unique().implode()
+    links = pl.concat(
+        [
+            calls.filter(pl.col("g").is_in(suspect) & (pl.col("id") != "")).select(
+                "row", pl.col("g").alias("block"), "id", "pos", pl.lit(1, pl.Int32).alias("call")
+            ),
+            results.filter(pl.col("block").is_in(suspect) & (pl.col("id") != "")).select(
+                "row", "block", "id", "pos", pl.lit(0, pl.Int32).alias("call")
+            ),
+        ]
+    )
+    pairs = links.group_by("block", "id").agg(
+        pl.col("row").first(), pl.col("pos").min(), pl.col("call").sum().alias("calls"), pl.len().alias("links")
+    )
+    answered = pl.col("links") - pl.col("calls")
+    id_, pos = pl.col("id"), pl.col("pos")
+    return pl.concat(
+        [
+            _violations(
+                pairs,
+                pl.col("calls") == 0,
+                pos,
+                8,
+                pl.format("tool result at message {} answers no call of its assistant turn ('{}')", pos, id_),
+            ),
+            _violations(
+                pairs, (pl.col("calls") > 0) & (answered == 0), pos, 9, pl.format("tool call {} has no result", id_)
+            ),
+            _violations(
+                pairs,
+                (pl.col("calls") == 1) & (answered > 1),
+                pos,
+                9,
+                pl.format("tool call {} has {} results", id_, answered),
+            ),
+        ]
+    )
+
+
+def _lacks(key: str) -> pl.Expr:
+    """True where `arguments` is not a JSON object with a non-null `key`."""
+    if "\\" not in key:
+        return pl.col("arguments").str.json_path_match("$['" + key.replace("'", "\\'") + "']").is_null()
+    # JSONPath cannot name a key that holds a backslash; such keys are checked in Python
+    return pl.col("arguments").map_elements(lambda text: not _has_key(text, key), pl.Boolean, skip_nulls=False)
+
+
+def _has_key(text: str | None, key: str) -> bool:
+    try:
+        value = json.loads(text or "")
+    except ValueError:
+        return False
+    return isinstance(value, dict) and value.get(key) is not None
+
+
+def _argument_violations(calls: pl.DataFrame, tools_json: pl.Series) -> pl.DataFrame:
+    """Calls whose arguments are not a JSON object, name a tool not offered, or lack a required argument.
+
+    `str.json_path_match` returns null for text that is not JSON (as `json.loads` would refuse it,
+    except that escaped lone surrogates also count as not JSON), so validity, object-ness (a key can
+    only match in an object) and required keys are one pass over the arguments, one partition per
+    distinct required key; `$` (the whole document) is only matched for calls that failed a key or
+    have none to check.
+    """
+    row_key, offered = _offered_tools(tools_json)
+    calls = (
+        calls.with_row_index("call")
+        .select("call", "row", "pos", "id", "tool", "arguments", pl.lit(row_key).gather(pl.col("row")).alias("tk"))
+        .join(offered, on=["tk", "tool"], how="left")
+    )
+    keyed = calls.select("call", "arguments", "required").filter(pl.col("required").list.len() > 0).explode("required")
+    missing = pl.concat(
+        [
+            part.filter(_lacks(key)).select("call", "required")
+            for (key,), part in keyed.partition_by("required", as_dict=True).items()
+        ]
+        or [keyed.select("call", "required")]
+    )
+    unchecked = calls.filter(pl.col("required").list.len().fill_null(0) == 0).select("call")
+    suspect = calls.join(pl.concat([missing.select("call"), unchecked]).unique(), on="call", how="semi").with_columns(
+        json=pl.col("arguments").str.json_path_match("$").is_not_null(),
+        obj=pl.col("arguments").str.strip_chars_start().str.starts_with("{"),
+    )
+    label = (
+        pl.when(pl.col("id") != "")
+        .then(pl.format("call {}", pl.col("id")))
+        .otherwise(pl.format("the call at message {}", "pos"))
+    )
+    sound = pl.col("json") & pl.col("obj")
+    pos = pl.col("pos")
+    return pl.concat(
+        [
+            _violations(suspect, ~pl.col("json"), pos, 10, pl.format("arguments of {} are not valid JSON", label)),
+            _violations(
+                suspect,
+                pl.col("json") & ~pl.col("obj"),
+                pos,
+                10,
+                pl.format("arguments of {} are not a JSON object", label),
+            ),
+            _violations(
+                suspect,
+                sound & pl.col("required").is_null(),
+                pos,
+                11,
+                pl.format("{} uses tool '{}' that is not offered", label, "tool"),
+            ),
+            _violations(
+                suspect.filter(sound).drop("required").join(missing, on="call"),
+                pl.lit(True),
+                pos,
+                12,
+                pl.format("missing required argument '{}' for {} ({})", "required", "tool", label),
+            ),
+        ]
+    )
+
+
+class StructureValid(Rule):
+    rule: Literal["structure_valid"] = "structure_valid"
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        reasons = structure_reasons(frame)
+        return Verdict(reasons.is_null(), reasons)
+
+
+AnyRule = Annotated[
+    VerifierPassed
+    | NoTimeout
+    | NoSideCalls
+    | CleanText
+    | MinTurns
+    | TokenBudget
+    | StructureValid
+    | Dedup
+    | ColumnRule
+    | UserRule,
+    Field(discriminator="rule"),
+]
+BUILTIN_RULES: tuple[type[Rule], ...] = (
+    NoTimeout,
+    VerifierPassed,
+    NoSideCalls,
+    CleanText,
+    MinTurns,
+    TokenBudget,
+    StructureValid,
+    Dedup,
+)
+RULE_NAMES = tuple(r.model_fields["rule"].default for r in (*BUILTIN_RULES, ColumnRule, UserRule))
+
+
+def _rule_entry(entry: Any) -> Any:
+    if isinstance(entry, str):
+        return {"rule": entry}
+    if isinstance(entry, dict) and "rule" not in entry and len(entry) == 1:
+        ((key, options),) = entry.items()
+        if key in RULE_NAMES and isinstance(options, dict | None):
+            return {"rule": key, **(options or {})}
+    return entry
+
+
+class FilterConfig(BaseModel):
+    """The rules of a filter run, in funnel order (the order they are listed in)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rules: list[AnyRule] = Field(default_factory=lambda: [r() for r in BUILTIN_RULES])
+
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _normalise(cls, value: Any) -> Any:
+        return [_rule_entry(e) for e in value] if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _unique_steps(self) -> FilterConfig:
+        steps = [r.step for r in self.rules]
+        twice = sorted({s for s in steps if steps.count(s) > 1})
+        if twice:
+            raise ValueError(f"step names used twice: {', '.join(twice)} (give each a distinct `name`)")
+        return self
+
+    @classmethod
+    def load(cls, path: Path | str) -> FilterConfig:
+        """A config from a YAML, TOML or JSON file (by suffix): a `rules` list, or the list itself."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+            if path.suffix == ".toml":
+                data: Any = tomllib.loads(text)
+            elif path.suffix == ".json":
+                data = json.loads(text)
+            else:
+                data = yaml.safe_load(text)
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, json.JSONDecodeError, yaml.YAMLError) as e:
+            raise FilterConfigError(path, f"cannot read: {e}") from e
+        if isinstance(data, list):
+            data = {"rules": data}
+        if not isinstance(data, dict):
+            raise FilterConfigError(path, "expected a mapping with a `rules` list")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
+            raise FilterConfigError(path, problems) from e
+
+
+GROUP_KEYS = ("source", "effort")
+REMOVED_SCHEMA = {
+    "rollout_id": pl.String,
+    "rule": pl.String,
+    "reason": pl.String,
+    "source": pl.String,
+    "effort": pl.String,
+}
+
+
+@dataclass
+class FilterResult:
+    """Kept rows (ROLLOUT_SCHEMA), removed rows with their rule and reason, and the funnel overall and by group."""
+
+    kept: pl.DataFrame
+    removed: pl.DataFrame
+    funnel: pl.DataFrame
+    funnel_by_group: pl.DataFrame
+
+    def summary(self) -> dict[str, Any]:
+        rows_in = int(self.funnel["rows_in"][0]) if self.funnel.height else self.kept.height
+        return {
+            "rows_in": rows_in,
+            "rows_out": self.kept.height,
+            "steps": self.funnel.to_dicts(),
+            "by_group": self.funnel_by_group.to_dicts(),
+        }
+
+
+def _group_cols() -> list[pl.Expr]:
+    return [pl.col(k).fill_null("") for k in GROUP_KEYS]
+
+
+def apply_filters(frame: pl.DataFrame, config: FilterConfig | None = None) -> FilterResult:
+    """Run the config's rules over `frame` in order and account for every row removed."""
+    config = config or FilterConfig()
+    frame = frame.select([pl.col(c).cast(t) for c, t in ROLLOUT_SCHEMA.items()])
+    # Every rule judges the whole frame; `alive` marks the rows still in the funnel, and only their
+    # verdicts count (rules that compare rows, dedup and user rules, look at those rows alone).
+    alive = pl.repeat(True, frame.height, eager=True)
+    removed: list[pl.DataFrame] = []
+    for rule in config.rules:
+        verdict = rule.check(frame, alive)
+        keep = frame.with_columns(verdict.keep.alias("_keep"))["_keep"].fill_null(False)
+        gone = alive & ~keep
+        reason = verdict.reason
+        tagged = frame.lazy().with_columns(_gone=gone)
+        if isinstance(reason, pl.Series):
+            tagged, reason = tagged.with_columns(_reason=reason), pl.col("_reason")
+        elif isinstance(reason, str):
+            reason = pl.lit(reason)
+        removed.append(
+            tagged.filter("_gone")
+            .select(
+                "rollout_id",
+                pl.lit(rule.step).alias("rule"),
+                reason.cast(pl.String).fill_null(f"removed by {rule.step}").alias("reason"),
+                *_group_cols(),
+            )
+            .collect()
+        )
+        alive = alive & keep
+    removed_frame = pl.concat(removed) if removed else pl.DataFrame(schema=REMOVED_SCHEMA)
+    funnel, by_group = funnel_tables(frame, removed_frame, [r.step for r in config.rules])
+    return FilterResult(frame.filter(alive), removed_frame, funnel, by_group)
+
+
+def funnel_tables(frame: pl.DataFrame, removed: pl.DataFrame, steps: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The funnel (step, rule, rows_in, removed, rows_out) overall and by (source, effort)."""
+    step_frame = pl.DataFrame(
+        {"step": list(range(1, len(steps) + 1)), "rule": steps}, schema={"step": pl.Int64, "rule": pl.String}
+    )
+    counts = removed.group_by("rule", *GROUP_KEYS).len("removed")
+    groups = frame.select(_group_cols()).group_by(*GROUP_KEYS).len("rows")
+
+    def walk(grid: pl.DataFrame, start: pl.Expr, by: list[str]) -> pl.DataFrame:
+        over = {"partition_by": by} if by else {}
+        gone = pl.col("removed").cum_sum()
+        gone = gone.over(**over, order_by="step") if by else gone
+        grid = grid.sort(*by, "step").with_columns(pl.col("removed").fill_null(0).cast(pl.Int64))
+        return grid.with_columns(rows_out=(start - gone).cast(pl.Int64)).select(
+            *by, "step", "rule", (pl.col("rows_out") + pl.col("removed")).alias("rows_in"), "removed", "rows_out"
+        )
+
+    overall = step_frame.join(
+        counts.group_by("rule").agg(pl.col("removed").sum()), on="rule", how="left", maintain_order="left"
+    )
+    funnel = walk(overall, pl.lit(frame.height), [])
+    grid = step_frame.join(groups, how="cross").join(counts, on=["rule", *GROUP_KEYS], how="left")
+    by_group = walk(grid, pl.col("rows"), list(GROUP_KEYS))
+    return funnel, by_group
