@@ -50,7 +50,7 @@ if not audited(POOL):  # audit once, out of the box
     args = [str(qaflow), "audit", str(POOL), "--backend", BACKEND, "--repeats", "2", "--max-mutants", "4"]
     done = subprocess.run(args, capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError(f"audit failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"audit failed ({done.returncode}):\\n{done.stderr[-3000:]}")
 pool = Pool.open(POOL, create=False)
 tasks, versions = pool.frame("tasks"), pool.frame("task_versions")
 results, findings = pool.frame("results"), pool.frame("findings")

@@ -1,0 +1,70 @@
+"""The README's batch job end to end on tasks_repo (bundled config), then both notebooks against its pool."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import datasets
+import nbformat
+import pytest
+import yaml
+from nbclient import NotebookClient
+from typer.testing import CliRunner
+
+from qaflow.cli import app
+from tests.conftest import REPO, require_backend
+
+pytestmark = [pytest.mark.bwrap, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def batch_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_backend("bwrap")
+    root = tmp_path_factory.mktemp("batch")
+    config = yaml.safe_load((REPO / "pipelines" / "tasks_repo.yaml").read_text())
+    config["output_dir"] = str(root / "out")
+    config["sources"][0]["path"] = str(REPO / "tasks_repo")
+    config["audit"]["backend"] = "bwrap"
+    path = root / "tasks_repo.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = CliRunner().invoke(app, ["pipeline", "run", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    (root / "report.json").write_text(result.stdout[result.stdout.index("{") :])
+    return root / "out"
+
+
+def test_batch_job_writes_datasets_that_load_back(batch_out: Path) -> None:
+    report = json.loads((batch_out / "report.json").read_text())
+    stages = {s["stage"]: s for s in report["stages"]}
+    labels = json.loads((REPO / "tasks_repo" / "labels.json").read_text())
+    clean = sorted(name for name, label in labels.items() if not label["codes"])
+    invalid = [name for name, label in labels.items() if "invalid_task" in label["codes"]]
+    assert stages["source"]["rows_in"] == len(labels)
+    assert stages["source"]["rows_out"] == len(labels) - len(invalid)  # unloadable tasks leave with a reason
+    assert stages["audit"]["info"]["verdicts"]["accepted"] >= len(clean)
+    assert stages["repair"]["info"]["outcomes"]["accepted"] >= 3  # the rule-repairable tasks
+    assert stages["harden"]["info"]["hardened"] >= len(clean)
+    tasks = datasets.load_from_disk(str(batch_out / "datasets" / "tasks"))
+    names = {n.split("/")[-1] for n, s in zip(tasks["name"], tasks["status"], strict=True) if s == "accepted"}
+    assert set(clean) <= names
+    assert "candidate" in tasks["status"]
+    rl = datasets.load_from_disk(str(batch_out / "datasets" / "rl"))
+    assert len(rl) == sum(1 for s in tasks["status"] if s == "accepted")
+    assert (batch_out / "funnel.png").is_file()
+
+
+@pytest.mark.parametrize("notebook", ["inspect_pool.ipynb", "rollouts.ipynb"])
+def test_notebooks_execute_top_to_bottom_with_real_figures(
+    batch_out: Path, notebook: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("QAFLOW_POOL", str(batch_out / "pool"))
+    monkeypatch.setenv("QAFLOW_BACKEND", "bwrap")
+    nb = nbformat.read(REPO / "notebooks" / notebook, as_version=4)
+    NotebookClient(
+        nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(REPO / "notebooks")}}
+    ).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) >= 3
