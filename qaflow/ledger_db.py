@@ -9,6 +9,8 @@ committed transaction across a killed process (not across a power cut).
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -34,6 +36,19 @@ class LedgerError(QaflowError):
         self.path = Path(path)
         self.reason = reason
         super().__init__(f"{self.path}: {reason}")
+
+
+def storage_hint(path: Path) -> str:
+    """Why SQLite may have failed, when the storage says so: a read-only or full file system."""
+    folder = Path(path).parent
+    try:
+        if folder.is_dir() and not os.access(folder, os.W_OK):
+            return " (its folder is read-only)"
+        if folder.is_dir() and shutil.disk_usage(folder).free < 1024 * 1024:
+            return " (the disk is full)"
+    except OSError:
+        return ""
+    return ""
 
 
 def ts(value: datetime) -> str:
@@ -76,7 +91,7 @@ class LedgerDB:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as e:
-            raise LedgerError(self.path, f"cannot open as a SQLite ledger: {e}") from e
+            raise LedgerError(self.path, f"cannot open as a SQLite ledger: {e}{storage_hint(self.path)}") from e
         with self._conns_lock:
             self._conns.append(conn)
         return conn

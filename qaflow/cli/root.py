@@ -44,4 +44,16 @@ for _module in STAGE_CLIS:
 
 
 def main() -> None:
-    app()
+    """Run the CLI. Storage failures that reach here (a full or read-only disk under the ledger, a
+    vanished file) end with one `error:` line naming the file and exit status 2, not a traceback;
+    the ledger's transactions leave it consistent for the rerun."""
+    import sqlite3
+
+    from qaflow.cli.output import USAGE_ERROR, console
+    from qaflow.errors import QaflowError
+
+    try:
+        app()
+    except (QaflowError, sqlite3.OperationalError, sqlite3.DatabaseError, OSError) as e:
+        console(stderr=True).print(f"[red]error:[/red] {type(e).__name__}: {e}", markup=True, highlight=False)
+        raise SystemExit(USAGE_ERROR) from None
