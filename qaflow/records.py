@@ -35,6 +35,9 @@ class VersionStatus(StrEnum):
     """Taken out of use on purpose."""
     UNRESOLVED = "unresolved"
     """Repair was tried and did not succeed; the `unresolved` result and the status log say why."""
+    CANDIDATE = "candidate"
+    """A hardened or repaired version that the acceptance gate (`qaflow accept`) has not accepted: some
+    independent evidence (a clean audit, the oracle passing, other solvers' attempts in the band) is missing."""
 
 
 class RunKind(StrEnum):
@@ -84,6 +87,9 @@ class FindingCode(StrEnum):
     """The audit itself failed on this task (a qaflow bug); the evidence holds the traceback."""
     LINT = "lint"
     """Static advice (e.g. no timeout set); a warning, it does not change the verdict."""
+    UNVERIFIED_REQUIREMENT = "unverified_requirement"
+    """A requirement declared in `[metadata.qaflow]` that no verifier check reaches (declared scope left
+    unchecked); an error: the verifier has a gap."""
 
 
 class _Row(BaseModel):

@@ -5,7 +5,8 @@
 - leaks (`leak`): files the image gets from environment/ (COPY/ADD, step workdirs) that equal or nearly
   equal a file of tests/ or solution/; a Dockerfile copying the task's tests or solution; an instruction
   naming /tests or /solution paths; configured canary strings where the agent can see them; and, as a
-  warning, expected values of the tests quoted in the instruction.
+  warning, expected values of the tests quoted in the instruction;
+- requirements declared in `[metadata.qaflow]` that no check reaches (`unverified_requirement`, see coverage.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from qaflow.audit.coverage import coverage_findings
 from qaflow.audit.model import AuditFinding
 from qaflow.audit.similarity import (
     copy_words,
@@ -99,6 +101,7 @@ def lint_task(task: Task, config: LintConfig | None = None) -> list[AuditFinding
     findings += _instruction_paths(task)
     findings += _instruction_answers(task, env, hidden, config)
     findings += _canaries(task, env, config)
+    findings += coverage_findings(task)
     return findings
 
 
