@@ -168,7 +168,7 @@ def sft_rows(
         except Rejected as e:
             removed.append(_removed(row, e.reason, e.detail))
             continue
-        except (TypeError, ValueError, KeyError, AttributeError) as e:
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as e:
             removed.append(_removed(row, RemovalReason.UNEXPORTABLE, f"{type(e).__name__}: {e}"))
             continue
         rows.append({"messages": messages, "tools": tools, **{k: row[k] for k in SFT_META}})

@@ -46,7 +46,7 @@ def parse_tools(tools_json: str | None) -> list[dict[str, Any]]:
     """The tool definitions of a row: a list of OpenAI function definitions, each with a name."""
     try:
         tools = json.loads(tools_json or "[]")
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, RecursionError) as e:
         raise Rejected(RemovalReason.BAD_TOOLS, f"tool definitions are not JSON: {e}") from e
     if not isinstance(tools, list):
         raise Rejected(RemovalReason.BAD_TOOLS, f"tool definitions are a {type(tools).__name__}, not a list")
@@ -68,7 +68,7 @@ def _check_call(call: dict[str, Any], where: str, pending: set[str]) -> str:
         raise Rejected(RemovalReason.BAD_TOOL_CALL, f"{where} ({name}) repeats the id {call_id!r}")
     try:
         arguments = json.loads(function.get("arguments") or "")
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, RecursionError) as e:
         raise Rejected(RemovalReason.BAD_TOOL_CALL, f"{where} ({name}) arguments are not JSON: {e}") from e
     if not isinstance(arguments, dict):
         raise Rejected(RemovalReason.BAD_TOOL_CALL, f"{where} ({name}) arguments are not a JSON object")

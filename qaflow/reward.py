@@ -32,31 +32,70 @@ class Reward(BaseModel):
 
 def _number(raw: object, where: str) -> float:
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
-        raise RewardError(f"{where}: {raw!r} is not a number")
+        raise RewardError(f"{where}: {_short(raw)} is not a number")
     try:
         value = float(raw)
+    except OverflowError as e:  # an int beyond the float range
+        raise RewardError(f"{where}: {_short(raw)} is not a finite number") from e
     except ValueError as e:
-        raise RewardError(f"{where}: {raw!r} is not a number") from e
+        raise RewardError(f"{where}: {_short(raw)} is not a number") from e
     if not math.isfinite(value):
-        raise RewardError(f"{where}: {raw!r} is not a finite number")
+        raise RewardError(f"{where}: {_short(raw)} is not a finite number")
     return value
+
+
+def _short(raw: object, limit: int = 80) -> str:
+    """repr of a value for an error message, cut short (a reward file may hold megabytes or deep nesting)."""
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw.bit_length() > 64:
+        return f"an integer of about {int(raw.bit_length() * math.log10(2)) + 1} digits"
+    if isinstance(raw, list | dict):
+        return f"a JSON {'array' if isinstance(raw, list) else 'object'}"
+    text = repr(raw)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """object_pairs_hook: a key given twice is an error, not a silent last-one-wins."""
+    out: dict[str, object] = {}
+    for key, value in pairs:
+        if key in out:
+            raise RewardError(f"reward.json gives the key {_short(key)} twice")
+        out[key] = value
+    return out
 
 
 def parse_reward_json(text: str) -> Reward:
     if not text.strip():
         raise RewardError("reward.json is empty")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError as e:
+        raise RewardError("reward.json is not usable JSON: nested too deeply") from e
+    except ValueError as e:  # JSONDecodeError, or an integer literal over Python's digit limit
         raise RewardError(f"reward.json is not valid JSON: {e}") from e
     if isinstance(data, int | float) and not isinstance(data, bool):
         values = {"reward": _number(data, "reward.json")}
     elif isinstance(data, dict) and data:
-        values = {str(k): _number(v, f"reward.json[{k!r}]") for k, v in data.items()}
+        values = {_name(k): _number(v, f"reward.json[{_short(k)}]") for k, v in data.items()}
     else:
         raise RewardError("reward.json must map names to numbers")
-    value = values["reward"] if "reward" in values else sum(values.values()) / len(values)
+    if "reward" in values:
+        value = values["reward"]
+    else:
+        value = sum(values.values()) / len(values)
+        if not math.isfinite(value):  # the sum overflowed; every value is finite, so their mean is
+            value = math.fsum(v / len(values) for v in values.values())
+        if not math.isfinite(value):
+            raise RewardError("reward.json: the mean of its values is not a finite number")
     return Reward(value=value, values=values, source="reward.json")
+
+
+def _name(key: str) -> str:
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate from a \udcxx escape: not text, cannot be stored
+        raise RewardError(f"reward.json: the key {_short(key)} is not valid Unicode text") from e
+    return key
 
 
 def parse_reward_txt(text: str) -> Reward:

@@ -9,6 +9,7 @@ oversized files each give a `TaskError` naming the file and the reason.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import stat
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from qaflow.errors import TaskError
 
@@ -59,9 +60,21 @@ class PackageInfo(_Open):
     authors: list[Author] = Field(default_factory=list)
     keywords: list[str] = Field(default_factory=list)
 
+    @field_validator("name")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the task name is empty")
+        return value
+
+
+def _timeout(default: float | None) -> Any:
+    """A timeout field: a finite number of seconds above 0 (0, negative, inf and nan are errors, not defaults)."""
+    return Field(default, gt=0, allow_inf_nan=False)
+
 
 class PhaseConfig(_Open):
-    timeout_sec: float | None = None
+    timeout_sec: float | None = _timeout(None)
     user: str | int | None = None
     network_mode: NetworkMode | None = None
     allowed_hosts: list[str] | None = None
@@ -72,7 +85,7 @@ class AgentConfig(PhaseConfig):
 
 
 class VerifierConfig(PhaseConfig):
-    timeout_sec: float | None = 600.0
+    timeout_sec: float | None = _timeout(600.0)
     env: dict[str, str] = Field(default_factory=dict)
     environment_mode: VerifierEnvironmentMode | None = None
 
@@ -82,17 +95,21 @@ class SolutionConfig(_Open):
 
 
 def _size_to_mb(value: Any) -> int:
-    if isinstance(value, int | float):
-        return int(value)
-    text = str(value).strip().upper().removesuffix("B")
-    units = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}
-    if text and text[-1] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    raise ValueError(f"invalid size {value!r}: expected a number of MB or a string like '2G', '512M'")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        mb = float(value)
+    else:
+        text = str(value).strip().upper().removesuffix("B")
+        units = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}
+        if not (text and text[-1] in units):
+            raise ValueError(f"invalid size {value!r}: expected a number of MB or a string like '2G', '512M'")
+        mb = float(text[:-1]) * units[text[-1]]
+    if not math.isfinite(mb) or mb < 0:
+        raise ValueError(f"invalid size {value!r}: expected a finite size of at least 0")
+    return int(mb)
 
 
 class EnvironmentConfig(_Open):
-    build_timeout_sec: float = 600.0
+    build_timeout_sec: float = _timeout(600.0)
     docker_image: str | None = None
     os: str | None = None
     cpus: float | None = None
@@ -127,6 +144,14 @@ class StepConfig(_Open):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     verifier: VerifierConfig = Field(default_factory=VerifierConfig)
     min_reward: float | dict[str, float] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _folder_name(cls, value: str) -> str:
+        """The step's folder is steps/<name>: a plain name, never a path out of steps/."""
+        if value in ("", ".", "..") or any(c in value for c in "/\\\0"):
+            raise ValueError(f"step name {value!r} is not a plain folder name")
+        return value
 
 
 class TaskConfig(_Open):
@@ -207,19 +232,22 @@ def copy_sources(instruction_args: str) -> list[str]:
     args = instruction_args.strip()
     if args.startswith("["):
         try:
-            words = json.loads(args)
-        except json.JSONDecodeError:
+            words = [str(w) for w in json.loads(args)]
+        except (json.JSONDecodeError, RecursionError):
             words = shlex.split(args)
     else:
         words = shlex.split(args)
     words = [w for w in words if not w.startswith("--")]
-    return [str(w) for w in words[:-1]]
+    return words[:-1]
 
 
 def _check_inside(root: Path, target: Path, where: Path, what: str, scope: str) -> None:
     """Raise a TaskError at `where` unless `target` resolves inside `root` (`scope` names root for people)."""
-    resolved_root = root.resolve()
-    resolved = target.resolve()
+    try:
+        resolved_root = root.resolve()
+        resolved = target.resolve()
+    except (OSError, RuntimeError, ValueError) as e:  # a symlink loop, a NUL byte in the path
+        raise TaskError(where, f"{what} cannot be resolved: {e}") from e
     if resolved != resolved_root and resolved_root not in resolved.parents:
         raise TaskError(where, f"{what} points outside {scope} ({resolved})")
 
@@ -253,12 +281,12 @@ def tree_hash(root: Path) -> str:
         rel = path.relative_to(root).as_posix()
         st = path.lstat()
         if stat.S_ISLNK(st.st_mode):
-            kind, body = b"L", hashlib.sha256(os.readlink(path).encode()).digest()
+            kind, body = b"L", hashlib.sha256(os.fsencode(os.readlink(path))).digest()
         elif stat.S_ISREG(st.st_mode):
             kind, body = b"F", _file_digest(path)
         else:
             kind, body = b"S", hashlib.sha256(stat.filemode(st.st_mode).encode()).digest()
-        digest.update(rel.encode() + b"\0" + kind + body)
+        digest.update(os.fsencode(rel) + b"\0" + kind + body)
     return digest.hexdigest()
 
 
@@ -360,14 +388,20 @@ class Task(BaseModel):
             elif not stat.S_ISREG(st.st_mode):
                 raise TaskError(file, f"not a regular file but a {_special_kind(st.st_mode)}")
             elif st.st_size > max_file_bytes:
-                size_mb = st.st_size / 2**20
-                raise TaskError(file, f"file is {size_mb:.0f} MiB, over the {max_file_bytes / 2**20:.0f} MiB limit")
+                size, limit = _size_text(st.st_size), _size_text(max_file_bytes)
+                if size == limit:  # rounded alike: "100 MiB, over the 100 MiB limit" would read as no excess
+                    size, limit = f"{size} ({st.st_size} bytes)", f"{limit} ({max_file_bytes} bytes)"
+                raise TaskError(file, f"file is {size}, over the {limit} limit")
 
         toml_path = root / "task.toml"
         if not toml_path.is_file():
             raise TaskError(toml_path, "missing task.toml")
         try:
             config = TaskConfig.from_toml(toml_path.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise TaskError(toml_path, f"unreadable: {e}") from e
+        except RecursionError as e:
+            raise TaskError(toml_path, "malformed TOML: nested too deeply") from e
         except UnicodeDecodeError as e:
             raise TaskError(toml_path, f"not UTF-8 ({e.reason} at byte {e.start})") from e
         except tomllib.TOMLDecodeError as e:
@@ -389,11 +423,18 @@ class Task(BaseModel):
         )
 
 
+def _size_text(size: int) -> str:
+    """A byte count for people: MiB from 1 MiB up, else bytes (a small limit must not read "0 MiB")."""
+    return f"{size / 2**20:.1f}".removesuffix(".0") + " MiB" if size >= 2**20 else f"{size} bytes"
+
+
 def _read_utf8(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise TaskError(path, f"not UTF-8 ({e.reason} at byte {e.start})") from e
+    except OSError as e:
+        raise TaskError(path, f"unreadable: {e}") from e
 
 
 def _load_instruction(root: Path, config: TaskConfig) -> str:

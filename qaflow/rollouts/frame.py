@@ -129,7 +129,7 @@ def record_row(record: RolloutRecord) -> dict[str, Any]:
     row = {
         "rollout_id": record.rollout_id,
         "task": clean.text(record.task),
-        "task_version": record.task_version,
+        "task_version": clean.text(record.task_version),
         "source": clean.text(record.source),
         "model": clean.text(record.model),
         "effort": record.effort.value,

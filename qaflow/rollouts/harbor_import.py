@@ -435,6 +435,37 @@ class _Converter:
             call.turn = min(call.turn, last)
 
 
+_MALFORMED = (
+    TypeError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    ValueError,
+    RecursionError,
+    ValidationError,
+)
+"""What a malformed document can raise deep inside the conversion; at this boundary it becomes AtifError."""
+
+
+def _guarded(convert: Any) -> Any:
+    """Wrap an ATIF reader so a malformed document (a field of the wrong type, non-finite numbers, nesting
+    deeper than Python recurses) is reported as AtifError, never another exception."""
+    import functools
+
+    @functools.wraps(convert)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return convert(*args, **kwargs)
+        except AtifError:
+            raise
+        except _MALFORMED as e:
+            raise AtifError(f"malformed trajectory: {type(e).__name__}: {str(e)[:300]}") from e
+
+    return wrapper
+
+
+@_guarded
 def atif_to_messages(
     trajectory: dict[str, Any], *, base_dir: Path | None = None
 ) -> tuple[list[dict[str, Any]], list[TurnUsage], list[SideCall], dict[str, Any]]:
@@ -482,6 +513,7 @@ def _json_type(value: Any) -> str:
     return "null"
 
 
+@_guarded
 def atif_tools(trajectory: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
     """OpenAI tool definitions of a trajectory, and whether they were derived from the calls made."""
     agent = trajectory.get("agent") if isinstance(trajectory.get("agent"), dict) else {}

@@ -9,13 +9,20 @@ joined by `normalize_message`).
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from qaflow.records import utcnow
+
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+"""An int the rollout frame (Int64 columns) can hold; a larger one is a validation error, not a crash later."""
+
+MAX_NESTING = 200
+"""Deepest nesting of lists and mappings in a record's messages, tools or meta: deeper JSON cannot be
+written or read back reliably (Python's json recursion limit), so such a record is refused."""
 
 
 class Effort(StrEnum):
@@ -50,9 +57,9 @@ class TurnUsage(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
+    prompt_tokens: Int64 = 0
+    completion_tokens: Int64 = 0
+    reasoning_tokens: Int64 = 0
     reasoning_source: str = Field(
         "none", description="Where reasoning_tokens came from: provider (usage), tokenizer (counted), none."
     )
@@ -62,8 +69,8 @@ class SideCall(BaseModel):
     """A model call that is not a turn of the main conversation: a subagent or a context summarisation."""
 
     kind: SideCallKind
-    turn: int = Field(description="Index of the assistant turn it happened in (0-based).")
-    tokens: int = 0
+    turn: Int64 = Field(description="Index of the assistant turn it happened in (0-based).")
+    tokens: Int64 = 0
 
 
 class RolloutRecord(BaseModel):
@@ -76,14 +83,14 @@ class RolloutRecord(BaseModel):
     source: str = "local"
     model: str
     effort: Effort = Effort.OFF
-    attempt: int = 0
-    round: int = Field(0, description="Collection round (RL): references compare attempts of the same round.")
+    attempt: Int64 = 0
+    round: Int64 = Field(0, description="Collection round (RL): references compare attempts of the same round.")
     agent: str = Field("qaflow", description="The harness or agent that produced it (qaflow, or an imported name).")
     messages: list[dict[str, Any]] = Field(default_factory=list)
     tools: list[dict[str, Any]] = Field(default_factory=list, description="OpenAI-style tool definitions offered.")
     usage: list[TurnUsage] = Field(default_factory=list, description="One entry per assistant turn.")
-    thinking_tokens: int = Field(0, description="Reasoning tokens over all turns.")
-    turns: int = Field(0, description="Number of assistant turns.")
+    thinking_tokens: Int64 = Field(0, description="Reasoning tokens over all turns.")
+    turns: Int64 = Field(0, description="Number of assistant turns.")
     reward: float | None = None
     rewards: dict[str, float] | None = None
     full_reward: bool = False
@@ -100,6 +107,23 @@ class RolloutRecord(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
     meta: dict[str, Any] = Field(default_factory=dict, description="Free-form provenance (import paths, config).")
 
+    @field_validator("created_at")
+    @classmethod
+    def _utc_representable(cls, value: datetime) -> datetime:
+        """The frame stores created_at in UTC: a moment that UTC cannot express (year 1 at +05:00) is refused."""
+        if value.tzinfo is not None:
+            try:
+                value.astimezone(UTC)
+            except OverflowError as e:
+                raise ValueError(f"created_at {value.isoformat()} is out of range in UTC") from e
+        return value
+
+    @model_validator(mode="after")
+    def _json_shaped(self) -> RolloutRecord:
+        for name in ("messages", "tools", "meta"):
+            _check_json_shape(getattr(self, name), name)
+        return self
+
     @property
     def rollout_id(self) -> str:
         return rollout_id(self.task_version, self.model, self.effort, self.attempt, self.round)
@@ -109,10 +133,29 @@ class RolloutRecord(BaseModel):
         return self.exit_status is RolloutStatus.OK and self.full_reward
 
 
+def _check_json_shape(value: Any, where: str) -> None:
+    """Raise ValueError when `value` nests deeper than MAX_NESTING or has a mapping key JSON cannot hold
+    (iterative: a deep value must not overflow the stack here either)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            if depth >= MAX_NESTING:
+                raise ValueError(f"{where} nests deeper than {MAX_NESTING} levels")
+            for key, inner in item.items():
+                if not isinstance(key, str | int | float | bool | None):
+                    raise ValueError(f"{where} has a mapping key of type {type(key).__name__}, not JSON")
+                stack.append((inner, depth + 1))
+        elif isinstance(item, list | tuple):
+            if depth >= MAX_NESTING:
+                raise ValueError(f"{where} nests deeper than {MAX_NESTING} levels")
+            stack.extend((inner, depth + 1) for inner in item)
+
+
 def rollout_id(task_version: str, model: str, effort: str, attempt: int, round: int = 0) -> str:
     """Stable id of a work item: the same (version, model, effort, attempt, round) is the same rollout."""
     key = f"{task_version}\x00{model}\x00{effort}\x00{attempt}\x00{round}"
-    return hashlib.sha256(key.encode()).hexdigest()[:20]
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
 def message_text(content: Any) -> str | None:
@@ -136,19 +179,26 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
     for key in ("reasoning_content", "tool_call_id", "name"):
         if message.get(key) is not None:
             out[key] = str(message[key])
-    if message.get("tool_calls"):
-        out["tool_calls"] = [
-            {
-                "id": str(call.get("id") or ""),
-                "type": str(call.get("type") or "function"),
-                "function": {
-                    "name": str((call.get("function") or {}).get("name") or ""),
-                    "arguments": _arguments_text((call.get("function") or {}).get("arguments")),
-                },
-            }
-            for call in message["tool_calls"]
-        ]
+    calls = message.get("tool_calls")
+    if calls:
+        out["tool_calls"] = [_tool_call(call) for call in (calls if isinstance(calls, list | tuple) else [calls])]
     return out
+
+
+def _tool_call(call: Any) -> dict[str, Any]:
+    """A tool call as {id, type, function: {name, arguments}}. A call (or function) that is not a mapping
+    keeps its value as the arguments text, without id or name, so that the filters and the export guard
+    reject it with a reason instead of it crashing them or vanishing."""
+    if not isinstance(call, dict):
+        return {"id": "", "type": "function", "function": {"name": "", "arguments": _arguments_text(call)}}
+    function = call.get("function")
+    if not isinstance(function, dict):
+        function = {"arguments": function}
+    return {
+        "id": str(call.get("id") or ""),
+        "type": str(call.get("type") or "function"),
+        "function": {"name": str(function.get("name") or ""), "arguments": _arguments_text(function.get("arguments"))},
+    }
 
 
 def _arguments_text(raw: Any) -> str:
@@ -158,4 +208,4 @@ def _arguments_text(raw: Any) -> str:
         return ""
     import json
 
-    return json.dumps(raw)
+    return json.dumps(raw, default=str)
