@@ -115,3 +115,35 @@ def test_ratio_clipping_stops_the_gradient_beyond_the_trust_region(tiny: Path) -
     loss, info = policy_loss(logits, labels, 1.0, old_logp=old, clip=0.2)
     loss.backward()
     assert info["clipped"] == info["tokens"] and torch.all(logits.grad == 0)
+
+
+@pytest.mark.bwrap
+def test_round_collects_with_the_local_policy_through_the_harness(tiny: Path, tmp_path: Path) -> None:
+    from tests.conftest import require_backend
+    from tests.taskfactory import write_task
+
+    require_backend("bwrap")
+    write_task(tmp_path / "pool", "a")
+    config = RoundConfig.model_validate(
+        {
+            "policy": str(tiny),
+            "output_dir": str(tmp_path / "out"),
+            "pool": str(tmp_path / "pool"),
+            "efforts": ["low", "xhigh"],
+            "attempts": 1,
+            "backend": "bwrap",
+            "max_new_tokens": 16,
+            "harness": {"max_turns": 2},
+            "round": 3,
+        }
+    )
+    report = run_round(config)
+    assert report.rollouts == 2 and {r["effort"] for r in report.by_effort} == {"low", "xhigh"}
+    # a random tiny policy solves nothing: equal rewards, zero advantages, no update step
+    assert report.update.skipped_zero_advantage == 2 and report.update.steps == 0
+    from qaflow.ledger import Ledger
+
+    with Ledger(tmp_path / "pool" / ".qaflow" / "ledger.sqlite") as ledger:
+        records = ledger.rollouts()
+    assert {r.round for r in records} == {3} and all(r.model.startswith("qaflow-local/") for r in records)
+    assert (report.checkpoint / "adapter_config.json").is_file()
