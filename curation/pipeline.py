@@ -153,8 +153,16 @@ Progress = Callable[[str], None]
 
 
 class Pipeline:
-    def __init__(self, config: PipelineConfig, *, executor: Any = None, progress: Progress | None = None):
+    def __init__(
+        self,
+        config: PipelineConfig,
+        *,
+        executor: Any = None,
+        progress: Progress | None = None,
+        on_stage: Callable[[StageInfo], None] | None = None,
+    ):
         self.config = config
+        self.on_stage = on_stage or (lambda _info: None)
         self.out = Path(config.output_dir).resolve()
         self.pool_dir = self.out / "pool"
         self.executor = executor
@@ -205,6 +213,7 @@ class Pipeline:
             if done is not None:
                 self.say(f"{stage}: done before, reused")
                 report.stages.append(done)
+                self.on_stage(done)
                 tasks = self.kept(stage) if stage not in ("rollout", "rollout_filter", "export") else tasks
                 continue
             self.say(f"{stage}: running")
@@ -215,6 +224,7 @@ class Pipeline:
             info.seconds = round(time.perf_counter() - t0, 2)
             self.save(stage, result, info, unit_frame=unit_frame)
             report.stages.append(info)
+            self.on_stage(info)
             if stage not in ("rollout", "rollout_filter", "export"):
                 tasks = result.kept
         report.datasets = self._datasets()

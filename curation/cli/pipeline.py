@@ -47,12 +47,23 @@ def run_cmd(
             workers = executor_from_options(executor, address, jobs)
         except ExecutorError as e:
             usage_error(str(e))
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from curation.pipeline import STAGES
+
     err = console(stderr=True)
     try:
-        with err.status("pipeline") as status:
-            report = Pipeline(config, executor=workers, progress=lambda m: status.update(escape(m))).run(
-                start_from=start_from
+        columns = (TextColumn("[bold]pipeline[/bold]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.description}"))  # fmt: skip
+        with Progress(*columns, console=err, transient=True) as progress:
+            bar = progress.add_task("", total=len(STAGES))
+            pipeline = Pipeline(
+                config,
+                executor=workers,
+                progress=lambda m: progress.update(bar, description=escape(m)),
+                on_stage=lambda _info: progress.advance(bar),
             )
+            report = pipeline.run(start_from=start_from)
     except ValueError as e:
         usage_error(str(e))
     finally:
