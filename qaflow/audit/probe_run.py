@@ -1,11 +1,17 @@
-"""`ProbeRun`: the compact record of one probe trial, stored as a ledger result's payload."""
+"""`ProbeRun`: the compact record of one probe trial, stored as a ledger result's payload; and
+`ProbeAgent`, what a probe trial runs, as data that travels to any worker."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from qaflow.agents import NopAgent, OracleAgent
+from qaflow.agents.base import Agent
+from qaflow.audit.effects import RecordingAgent
+from qaflow.audit.mutants import Mutant, MutantAgent
+from qaflow.audit.tamper import TamperAgent
 from qaflow.records import ResultStatus
 from qaflow.sandbox.base import ExecResult
 from qaflow.trial import TrialResult
@@ -85,3 +91,45 @@ class ProbeRun(BaseModel):
             "verifier_exit": self.verifier_exit,
             "verifier_output_tail": tail(self.verifier_output, 600),
         }
+
+
+class ProbeAgent(BaseModel):
+    """The agent of one probe trial as a small picklable description, rebuilt by `agent()` where the
+    trial runs: nop, oracle, tamper (the reward files to plant) or a mutant (its writes); `record`
+    wraps it in a `RecordingAgent`, whose effect the trial's `ProbeRun.extra["effect"]` carries."""
+
+    kind: Literal["nop", "oracle", "tamper", "mutant"]
+    record: bool = False
+    files: list[str] = Field(default_factory=list, description="tamper: reward files to plant in /logs/verifier")
+    extra_paths: list[str] = Field(default_factory=list, description="tamper: files the verifier copies in")
+    mutant: Mutant | None = None
+
+    @classmethod
+    def nop(cls) -> ProbeAgent:
+        return cls(kind="nop")
+
+    @classmethod
+    def oracle(cls, *, record: bool = False) -> ProbeAgent:
+        return cls(kind="oracle", record=record)
+
+    @classmethod
+    def tamper(cls, files: list[str], extra_paths: list[str]) -> ProbeAgent:
+        return cls(kind="tamper", files=files, extra_paths=extra_paths)
+
+    @classmethod
+    def of_mutant(cls, mutant: Mutant) -> ProbeAgent:
+        return cls(kind="mutant", mutant=mutant)
+
+    def agent(self) -> Agent:
+        inner: Agent
+        if self.kind == "nop":
+            inner = NopAgent()
+        elif self.kind == "oracle":
+            inner = OracleAgent()
+        elif self.kind == "tamper":
+            inner = TamperAgent(self.files, self.extra_paths)
+        else:
+            if self.mutant is None:
+                raise ValueError("a mutant probe needs its mutant")
+            inner = MutantAgent(self.mutant)
+        return RecordingAgent(inner) if self.record else inner

@@ -4,28 +4,37 @@ Per task: load (invalid_task) -> lint -> build (one image for all probes) -> nop
 repeated N times plus the tamper probe, concurrently -> mutants from the oracle's recorded effect
 -> judge. Every trial is a ledger result keyed (task version, probe, attempt); a rerun after a
 crash reuses what was recorded, `force` redoes it. One broken task never stops the others.
+
+The expensive part runs as work items on an executor (`qaflow.executors`): `build_item` and
+`trial_item` are pure top-level functions of picklable arguments (the task, or its packed folder;
+the probe's agent as a `ProbeAgent` description) that return results; they never touch the ledger.
+The driver (the thread that calls `audit` or `audit_one`) steps every task in flight as a
+generator that yields the work items it needs and receives their results, and it alone writes the
+ledger, each result as soon as it comes back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from qaflow.agents import NopAgent, OracleAgent
-from qaflow.agents.base import Agent
-from qaflow.audit.effects import Effect, RecordingAgent
+from qaflow.audit.effects import Effect
 from qaflow.audit.judge import judge
 from qaflow.audit.lint import LintConfig, lint_task
 from qaflow.audit.model import AuditFinding, TaskAudit, Verdict, verdict_for
-from qaflow.audit.mutants import MutantAgent, make_mutants
-from qaflow.audit.probe_run import ProbeRun, tail
-from qaflow.audit.tamper import TamperAgent, trusted_paths
+from qaflow.audit.mutants import make_mutants
+from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
+from qaflow.audit.tamper import trusted_paths
 from qaflow.errors import BuildError, QaflowError, TaskError, UnsupportedError
+from qaflow.executors import POLL_S, Executor, Handle, LocalExecutor, Resources, TaskRef, resolve_task
 from qaflow.ledger import Ledger
 from qaflow.records import Finding, FindingCode, Result, ResultKey, ResultStatus, Severity, VersionStatus
 from qaflow.sandbox import backend_class, resolve_backend
@@ -58,25 +67,157 @@ class AuditConfig(BaseModel):
 ProgressFn = Callable[[str], None]
 
 
-class Auditor:
-    """Audits task folders, recording into `ledger` under `run_id`."""
+class BuildOutcome(BaseModel):
+    """What `build_item` returns: the ledger payload of the build probe and how long it took."""
 
-    def __init__(self, ledger: Ledger, run_id: str, config: AuditConfig, progress: ProgressFn | None = None):
+    payload: dict[str, str]
+    duration_s: float = 0.0
+
+
+def build_item(task: Task | TaskRef, backend: str, run_id: str) -> BuildOutcome:
+    """Work item: build (or find cached) the task's environment on the backend where it runs."""
+    t0 = time.perf_counter()
+    payload: dict[str, str] = {"status": "ok"}
+    loaded = resolve_task(task)
+    try:
+        backend_class(backend)().build(spec_for_task(loaded, run_id=run_id))
+    except BuildError as e:
+        payload = {"status": "failed", "error": str(e).splitlines()[0], "log_tail": tail(e.log_tail, 3000)}
+    except UnsupportedError as e:
+        payload = {"status": "failed", "unsupported": "1", "error": str(e)}
+    return BuildOutcome(payload=payload, duration_s=time.perf_counter() - t0)
+
+
+def trial_item(
+    task: Task | TaskRef, probe: str, attempt: int, agent: ProbeAgent, backend: str, run_id: str, clear: bool
+) -> ProbeRun:
+    """Work item: one probe trial (the agent rebuilt from its description), as a `ProbeRun`."""
+    built = agent.agent()
+    result = run_trial(resolve_task(task), built, backend=backend, run_id=run_id, clear_verifier_logs=clear)
+    run = ProbeRun.of(probe, attempt, result)
+    effect = getattr(built, "effect", None)
+    if isinstance(effect, Effect):
+        run.extra["effect"] = effect.model_dump(mode="json")
+    return run
+
+
+@dataclass
+class _Work:
+    """One work item a task's steps ask for; `record` runs in the driver when its result comes back."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    resources: Resources | None = None
+    record: Callable[[Any], None] | None = None
+
+
+Steps = Generator[list[_Work], list[Any], TaskAudit]
+"""A task's audit: yields the work items it needs next, receives their results (an exception for an
+item that failed) in the same order, returns the TaskAudit."""
+
+
+@dataclass
+class _InFlight:
+    steps: Steps
+    outcomes: list[Any] = field(default_factory=list)
+    left: int = 0
+
+
+class Auditor:
+    """Audits task folders, recording into `ledger` under `run_id`.
+
+    Work items run on `executor` (default: a local pool of `config.jobs` threads, closed with the
+    auditor); a given executor is shared and left open. `audit` and `audit_one` may be called from
+    several threads at once (repair does); each drives its own tasks.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        run_id: str,
+        config: AuditConfig,
+        progress: ProgressFn | None = None,
+        executor: Executor | None = None,
+    ):
         self.ledger = ledger
         self.run_id = run_id
         self.config = config
         self.backend = resolve_backend(config.backend)
         self.progress = progress or (lambda _msg: None)
-        self._trials = ThreadPoolExecutor(config.jobs, thread_name_prefix="qaflow-trial")
+        self._owns_executor = executor is None
+        self.executor: Executor = executor if executor is not None else LocalExecutor(config.jobs)
 
     def close(self) -> None:
-        self._trials.shutdown(wait=True, cancel_futures=True)
+        if self._owns_executor:
+            self.executor.close()
 
     def audit(self, folders: list[Path]) -> list[TaskAudit]:
-        with ThreadPoolExecutor(self.config.jobs, thread_name_prefix="qaflow-task") as tasks:
-            return list(tasks.map(self.audit_one, folders))
+        return self._drive(self._audit_steps(folder) for folder in folders)
 
     def audit_one(self, folder: Path) -> TaskAudit:
+        return self._drive([self._audit_steps(folder)])[0]
+
+    # -- the driver -------------------------------------------------------------------------
+
+    def _drive(self, steps: Iterable[Steps]) -> list[TaskAudit]:
+        """Step the tasks (about as many in flight as the executor has slots), submitting the work
+        items they ask for and recording each result in the ledger as it comes back. Ctrl-C (or any
+        error of the driver) cancels the items in flight and reaps the run's sandboxes."""
+        todo = deque(enumerate(steps))
+        results: dict[int, TaskAudit] = {}
+        active: dict[int, _InFlight] = {}
+        waiting: dict[Handle, tuple[int, int, _Work]] = {}
+        limit = max(1, self.executor.slots)
+
+        def advance(i: int, flight: _InFlight, sent: list[Any] | None) -> None:
+            while True:
+                try:
+                    works = flight.steps.send(sent)  # type: ignore[arg-type]  # None starts it
+                except StopIteration as stop:
+                    results[i] = stop.value
+                    active.pop(i, None)
+                    return
+                if works:
+                    break
+                sent = []
+            flight.outcomes, flight.left = [None] * len(works), len(works)
+            for pos, work in enumerate(works):
+                handle = self.executor.submit(work.fn, *work.args, resources=work.resources)
+                waiting[handle] = (i, pos, work)
+
+        try:
+            while todo or active:
+                while todo and len(active) < limit:
+                    i, task_steps = todo.popleft()
+                    active[i] = _InFlight(task_steps)
+                    advance(i, active[i], None)
+                if not waiting:
+                    continue
+                for handle in self.executor.wait(list(waiting), timeout=POLL_S):
+                    i, pos, work = waiting.pop(handle)
+                    try:
+                        outcome = handle.result()
+                        if work.record is not None:
+                            work.record(outcome)
+                    except Exception as e:
+                        outcome = e
+                    flight = active[i]
+                    flight.outcomes[pos] = outcome
+                    flight.left -= 1
+                    if flight.left == 0:
+                        advance(i, flight, flight.outcomes)
+        except BaseException:
+            self.executor.cancel(list(waiting))
+            with contextlib.suppress(Exception):
+                self.executor.reap([self.run_id])
+            for flight in active.values():
+                flight.steps.close()
+            raise
+        return [results[i] for i in range(len(results))]
+
+    # -- one task ---------------------------------------------------------------------------
+
+    def _audit_steps(self, folder: Path) -> Steps:
         started = time.perf_counter()
         try:
             task = Task.load(folder)
@@ -96,7 +237,7 @@ class Auditor:
                 timings={"total": time.perf_counter() - started},
             )
         try:
-            audit = self._audit_task(task, folder)
+            audit = yield from self._audit_task(task, folder)
         except Exception as e:
             # A sandbox that cannot run at all is infra_error; anything else is a bug of the audit
             # itself, kept with its traceback so it can be fixed, and never passed off as a verdict.
@@ -119,14 +260,14 @@ class Auditor:
         self.progress(f"{task.name}: {audit.verdict.value}")
         return audit
 
-    # -- probes ---------------------------------------------------------------------------
-
-    def _audit_task(self, task: Task, folder: Path) -> TaskAudit:
+    def _audit_task(self, task: Task, folder: Path) -> Generator[list[_Work], list[Any], TaskAudit]:
         findings = lint_task(task, self.config.lint)
         probes: dict[str, object] = {}
         audit = TaskAudit(task=task.name, path=str(folder), version=task.version, verdict=Verdict.ACCEPTED)
+        shared = self.executor.share_task(task)
+        resources = self._resources(task)
         t0 = time.perf_counter()
-        build = self._build(task)
+        build = yield from self._build(task, shared, resources)
         audit.timings["build"] = time.perf_counter() - t0
         probes["build"] = build
         if build.get("status") != "ok":
@@ -143,11 +284,11 @@ class Auditor:
             return audit
 
         n = self.config.repeats
-        recorder = RecordingAgent(OracleAgent())
-        items: list[tuple[str, int, Agent, bool]] = [("nop", i, NopAgent(), True) for i in range(n)]
-        items += [("oracle", 0, recorder, True)] + [("oracle", i, OracleAgent(), True) for i in range(1, n)]
+        items = [("nop", i, ProbeAgent.nop(), True) for i in range(n)]
+        items += [("oracle", 0, ProbeAgent.oracle(record=True), True)]
+        items += [("oracle", i, ProbeAgent.oracle(), True) for i in range(1, n)]
         t0 = time.perf_counter()
-        runs = list(self._trials.map(lambda it: self._trial(task, *it), items))
+        runs = yield from self._trials(task, shared, resources, items)
         by_probe: dict[str, list[ProbeRun]] = {}
         for run in runs:
             by_probe.setdefault(run.probe, []).append(run)
@@ -155,14 +296,14 @@ class Auditor:
 
         # phase 2 needs the oracle: the reward file it writes (tamper) and its recorded effect (mutants)
         sources = sorted({r.reward_source for r in oracle if r.reward_source}) or ["reward.txt"]
-        phase2: list[tuple[str, int, Agent, bool]] = [("tamper", 0, TamperAgent(sources, trusted_paths(task)), False)]
+        phase2 = [("tamper", 0, ProbeAgent.tamper(sources, trusted_paths(task)), False)]
         mutants = []
         effect = _effect_of(oracle[0]) if oracle else None
         if effect is not None and all(r.full for r in oracle) and self.config.max_mutants:
             mutants = make_mutants(effect, limit=self.config.max_mutants, focus=_focus_text(task))
-            phase2 += [(f"mutant:{m.name}", 0, MutantAgent(m), True) for m in mutants]
+            phase2 += [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
             probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
-        tamper, *mutant_runs = self._trials.map(lambda it: self._trial(task, *it), phase2)
+        tamper, *mutant_runs = yield from self._trials(task, shared, resources, phase2)
         for m, run in zip(mutants, mutant_runs, strict=True):
             run.extra["description"] = m.description
         audit.timings["trials"] = time.perf_counter() - t0
@@ -175,17 +316,19 @@ class Auditor:
         audit.verdict = verdict_for(findings)
         return audit
 
-    def _build(self, task: Task) -> dict[str, str]:
+    def _resources(self, task: Task) -> Resources:
+        """What each of the task's items declares: the task's CPUs and memory, else the executor's default."""
+        env, default = task.config.environment, self.executor.resources
+        return Resources(cpus=env.cpus or default.cpus, memory_mb=env.memory_mb or default.memory_mb)
+
+    def _build(self, task: Task, shared: Any, resources: Resources) -> Generator[list[_Work], list[Any], dict]:
         """Build once for all probes (always asked of the backend: a cached image makes it a no-op,
-        and an image pruned since the last run is rebuilt)."""
-        t0 = time.perf_counter()
-        payload: dict[str, str] = {"status": "ok"}
-        try:
-            backend_class(self.backend)().build(spec_for_task(task, run_id=self.run_id))
-        except BuildError as e:
-            payload = {"status": "failed", "error": str(e).splitlines()[0], "log_tail": tail(e.log_tail, 3000)}
-        except UnsupportedError as e:
-            payload = {"status": "failed", "unsupported": "1", "error": str(e)}
+        and an image pruned since the last run is rebuilt). On a cluster every worker builds (or
+        finds cached) the image on its own daemon; this item says whether it builds at all."""
+        (outcome,) = yield [_Work(build_item, (shared, self.backend, self.run_id), resources)]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        payload = outcome.payload
         status = ResultStatus.OK if payload["status"] == "ok" else ResultStatus.ERROR
         key = ResultKey(task_version=task.version, probe="build", attempt=0)
         known = self.ledger.get_result(key)
@@ -199,27 +342,43 @@ class Auditor:
                     backend=self.backend,
                     status=status,
                     payload=payload,
-                    duration_s=time.perf_counter() - t0,
+                    duration_s=outcome.duration_s,
                 )
             )
         return payload
 
-    def _trial(self, task: Task, probe: str, attempt: int, agent: Agent, clear: bool) -> ProbeRun:
-        key = ResultKey(task_version=task.version, probe=probe, attempt=attempt)
-        if not self.config.force:
-            cached = self.ledger.get_result(key)
-            if cached is not None and cached.backend == self.backend:
-                return ProbeRun.model_validate(cached.payload)
-        result = run_trial(task, agent, backend=self.backend, run_id=self.run_id, clear_verifier_logs=clear)
-        run = ProbeRun.of(probe, attempt, result)
-        effect = getattr(agent, "effect", None)
-        if isinstance(effect, Effect):
-            run.extra["effect"] = effect.model_dump(mode="json")
+    def _trials(
+        self, task: Task, shared: Any, resources: Resources, items: list[tuple[str, int, ProbeAgent, bool]]
+    ) -> Generator[list[_Work], list[Any], list[ProbeRun]]:
+        """The ProbeRuns of `items` (probe, attempt, agent, clear), in order: recorded ones from the
+        ledger, the others run as work items (each recorded as it comes back). The first failed item
+        is raised once all have come back, so that every finished trial is kept."""
+        runs: list[ProbeRun | None] = [None] * len(items)
+        works: list[_Work] = []
+        where: list[int] = []
+        for i, (probe, attempt, agent, clear) in enumerate(items):
+            if not self.config.force:
+                cached = self.ledger.get_result(ResultKey(task_version=task.version, probe=probe, attempt=attempt))
+                if cached is not None and cached.backend == self.backend:
+                    runs[i] = ProbeRun.model_validate(cached.payload)
+                    continue
+            args = (shared, probe, attempt, agent, self.backend, self.run_id, clear)
+            works.append(_Work(trial_item, args, resources, record=lambda run: self._put_run(task, run)))
+            where.append(i)
+        outcomes = (yield works) if works else []
+        failed = [o for o in outcomes if isinstance(o, BaseException)]
+        if failed:
+            raise failed[0]
+        for i, run in zip(where, outcomes, strict=True):
+            runs[i] = run
+        return [r for r in runs if r is not None]
+
+    def _put_run(self, task: Task, run: ProbeRun) -> None:
         self._put(
             Result(
                 task_version=task.version,
-                probe=probe,
-                attempt=attempt,
+                probe=run.probe,
+                attempt=run.attempt,
                 run_id=self.run_id,
                 backend=self.backend,
                 status=run.status,
@@ -228,7 +387,6 @@ class Auditor:
                 duration_s=run.duration_s,
             )
         )
-        return run
 
     def _put(self, result: Result) -> None:
         self.ledger.put_result(result, force=True)

@@ -18,6 +18,7 @@ from qaflow.cli.llm_options import llm_from_cli
 from qaflow.cli.output import console, usage_error
 from qaflow.cli.runs import close_crashed_runs
 from qaflow.errors import SandboxUnavailableError
+from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.ledger import LedgerError
 from qaflow.pool import Pool, PoolError
 from qaflow.records import FindingCode, RunKind
@@ -87,7 +88,15 @@ def repair(
     ] = None,
     backend: Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")] = "auto",
     repeats: Annotated[int, typer.Option(min=1, help="Runs each of nop and oracle in every audit")] = DEFAULT_REPEATS,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Tasks and trials run concurrently")] = 2,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=1, help="Tasks repaired at once, and trials at once (local executor)")
+    ] = 2,
+    executor: Annotated[
+        str, typer.Option("--executor", help="Where audit trials run: local (threads here) or ray (a cluster)")
+    ] = "local",
+    address: Annotated[
+        str | None, typer.Option("--address", help="Ray cluster: auto or ray://host:port (with --executor ray)")
+    ] = None,
     max_mutants: Annotated[int, typer.Option(min=0, help="Wrong solutions derived from the oracle, per audit")] = 12,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write the per-task repair records here")] = None,
     model: Annotated[
@@ -107,6 +116,8 @@ def repair(
     it cannot fix is recorded as unresolved (`qaflow pool list --status unresolved`). Original
     folders are never modified; every round is a new task version with its parent, diff and
     findings in the ledger, and a rerun goes on where the last one stopped. Exit code 0 unless misused.
+    With --executor ray the audits' trials run as Ray tasks on the cluster at --address; the repair
+    agents and the ledger stay in this process.
 
     Example: qaflow repair tasks_repo --max-rounds 2 --json repairs.json
     """
@@ -115,9 +126,13 @@ def repair(
     if not pool_dir.is_dir():
         usage_error(f"{pool_dir}: no such folder")
     config = AuditConfig(backend=backend, repeats=repeats, jobs=jobs, max_mutants=max_mutants)
+    try:
+        workers = executor_from_options(executor, address, jobs)
+    except ExecutorError as e:
+        usage_error(str(e))
     started = time.perf_counter()
     try:
-        with Pool.open(pool_dir) as pool:
+        with workers, Pool.open(pool_dir) as pool:
             out = (out_dir or pool.root / ".qaflow" / "repaired").resolve()
             repairer, reviewer = _agents(model, audit_model, backend, pool.root / ".qaflow" / "llm-cache")
             close_crashed_runs(pool.ledger, RunKind.REPAIR, err)
@@ -135,6 +150,7 @@ def repair(
                     max_rounds=max_rounds,
                     codes=wanted,
                     progress=lambda msg: progress.update(bar, description=escape(msg)),
+                    executor=workers,
                 )
     except (PoolError, LedgerError, RepairError, SandboxUnavailableError) as e:
         usage_error(str(e))

@@ -18,6 +18,7 @@ from rich.table import Table
 from qaflow.cli.llm_options import MODEL_ENV, load_script
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import SandboxUnavailableError
+from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.ledger import LedgerError
 from qaflow.pool import Pool, PoolError
 from qaflow.records import VersionStatus
@@ -57,8 +58,14 @@ def rollout(
     model: Annotated[str | None, typer.Option(help="litellm model string (else env QAFLOW_MODEL)")] = None,
     efforts: Annotated[str, typer.Option(help="Comma-separated: off, low, medium, xhigh")] = "low,medium,xhigh",
     attempts: Annotated[int, typer.Option("--attempts", "-k", min=1, help="Attempts per task and effort")] = 1,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Attempts run at once")] = 2,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Attempts run at once (local executor)")] = 2,
     backend: Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")] = "auto",
+    executor: Annotated[
+        str, typer.Option("--executor", help="local (threads here) or ray (Ray tasks on a cluster)")
+    ] = "local",
+    address: Annotated[
+        str | None, typer.Option("--address", help="Ray cluster: auto or ray://host:port (with --executor ray)")
+    ] = None,
     round_: Annotated[int, typer.Option("--round", min=0, help="Collection round (a new round reruns all)")] = 0,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Model turns per attempt (default 50)")] = None,
     max_wall: Annotated[float | None, typer.Option(help="Seconds per attempt (default: the task's timeout)")] = None,
@@ -81,6 +88,9 @@ def rollout(
     verifier. Records (full trajectory, per-turn usage, reasoning tokens, reward, exit status) go to
     the pool's ledger and to parquet shards; a rerun skips what is recorded. Prints pass rate,
     pass@k and difficulty band per task and effort.
+
+    With --executor ray every attempt is a Ray task (the task's CPUs and memory) on the cluster at
+    --address; records come back to this process, which alone writes the ledger.
 
     Example: qaflow rollout tasks_repo --model openai/gpt-4o-mini --efforts low,medium,xhigh -k 4 -j 4
     """
@@ -115,7 +125,11 @@ def rollout(
         usage_error(f"{pool_dir}: no such folder")
     err = console(stderr=True)
     try:
-        with Pool.open(pool_dir) as pool, _progress(err) as progress:
+        workers = executor_from_options(executor, address, jobs)
+    except ExecutorError as e:
+        usage_error(str(e))
+    try:
+        with workers, Pool.open(pool_dir) as pool, _progress(err) as progress:
             bar = progress.add_task("rollout", total=None)
 
             def on_record(record: RolloutRecord) -> None:
@@ -123,13 +137,20 @@ def rollout(
                 progress.update(bar, advance=1, description=escape(f"{record.task} {record.effort.value} {mark}"))
 
             report = run_rollouts(
-                pool, config, force=force, on_record=on_record, on_plan=lambda n: progress.update(bar, total=n)
+                pool,
+                config,
+                force=force,
+                on_record=on_record,
+                on_plan=lambda n: progress.update(bar, total=n),
+                executor=workers,
             )
             frame = records_to_frame(pool.ledger.rollouts())
     except (PoolError, LedgerError, SandboxUnavailableError) as e:
         usage_error(str(e))
     for path, reason in report.invalid_tasks:
         err.print(f"[yellow]skipped {escape(path)}: {escape(reason)}[/yellow]")
+    for rid, reason in report.failed:
+        err.print(f"[red]not run {escape(rid[:12])} ({escape(reason)}); a rerun tries it again[/red]")
     frame = frame.filter(pl.col("model") == config.model.model, pl.col("round") == config.round)
     table = pass_table(frame, ks=tuple(sorted({1, config.attempts})))
     if as_json:

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from qaflow.audit.runner import AuditConfig, Auditor
+from qaflow.executors import Executor
 from qaflow.pool import Pool
 from qaflow.records import FindingCode, Result, ResultStatus, RunKind, TaskRow, VersionStatus
 from qaflow.repair.base import Repairer, RepairError, Reviewer
@@ -76,8 +77,12 @@ def repair_pool(
     max_rounds: int = 3,
     codes: Collection[FindingCode] | None = None,
     progress: ProgressFn | None = None,
+    executor: Executor | None = None,
 ) -> list[RepairRecord]:
     """Repair every task of `pool` that needs it; one record per task, also written to `out_dir/repairs.json`.
+
+    The audits' trials run on `executor` (default: local threads, `audit_config.jobs` at once); the
+    repairers and reviewers run here, and only this process writes the ledger.
 
     Raises:
         RepairError: a bad `out_dir` or `max_rounds`.
@@ -97,7 +102,7 @@ def repair_pool(
     }
     run = pool.ledger.start_run(RunKind.REPAIR, config)
     try:
-        auditor = Auditor(pool.ledger, run.run_id, audit_config)
+        auditor = Auditor(pool.ledger, run.run_id, audit_config, executor=executor)
         try:
             session = _Session(pool, auditor, repairer, reviewer, out, max_rounds, codes, progress)
             heads = list({row.version: row for row in reversed(pool.list()) if row.status in CANDIDATES}.values())

@@ -1,26 +1,29 @@
 """Rollout jobs: every (task, effort, attempt) of a pool, run by the harness, recorded once.
 
 Work items are keyed by `rollout_id` (task version, model, effort, attempt, round): items already
-in the ledger are skipped, so an interrupted job resumes where it stopped. Trials run in worker
-threads; only the driver thread writes the ledger. Parquet shards mirror the ledger: at the end of
+in the ledger are skipped, so an interrupted job resumes where it stopped. Attempts run as
+`attempt_item` work items on an executor (local threads, or Ray tasks on a cluster); their records
+stream back and only the driver thread writes the ledger. Parquet shards mirror the ledger: at the end of
 every job (and on resume) each recorded rollout missing from the shard folder is written to a new
 shard, so a crash between the ledger write and the shard write loses nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.agents.harness import HarnessConfig
-from qaflow.errors import TaskError
+from qaflow.errors import QaflowError, TaskError
+from qaflow.executors import POLL_S, Executor, Handle, LocalExecutor, Resources, TaskRef, resolve_task
 from qaflow.llm import LLMConfig
-from qaflow.llm.account import UsageAccount
+from qaflow.llm.account import ModelTotals, UsageAccount
 from qaflow.pool import Pool
 from qaflow.records import RunKind, VersionStatus
 from qaflow.rollouts.attempt import run_attempt
@@ -69,6 +72,9 @@ class RolloutReport:
     interrupted: bool = False
     usage: dict = field(default_factory=dict)
     """`UsageAccount.summary()` of the job's model calls."""
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    """(rollout id, reason) of items that did not run (a worker lost twice, a task not loadable there);
+    nothing is recorded for them, so the next run tries them again."""
 
     @property
     def ran(self) -> int:
@@ -122,6 +128,58 @@ def sync_shards(pool: Pool, folder: Path) -> list[Path]:
     return written
 
 
+class AttemptOutcome(BaseModel):
+    """What `attempt_item` returns: the record and the usage of the attempt's model calls."""
+
+    record: RolloutRecord
+    usage: dict[str, ModelTotals] = Field(default_factory=dict)
+
+
+def attempt_item(
+    task: Task | TaskRef,
+    llm_config: LLMConfig,
+    effort: Effort,
+    attempt: int,
+    round: int,
+    backend: str,
+    harness: HarnessConfig,
+    run_id: str,
+) -> AttemptOutcome:
+    """Work item: one rollout attempt (see `run_attempt`), with its own usage account."""
+    account = UsageAccount()
+    record = run_attempt(
+        resolve_task(task, require_solution=False),
+        llm_config,
+        effort=effort,
+        attempt=attempt,
+        round=round,
+        backend=backend,
+        harness=harness,
+        run_id=run_id,
+        account=account,
+    )
+    return AttemptOutcome(record=record, usage={m: account.totals(m) for m in account.summary()["models"]})
+
+
+def _add_usage(totals: dict[str, ModelTotals], usage: dict[str, ModelTotals]) -> None:
+    for model, more in usage.items():
+        into = totals.setdefault(model, ModelTotals())
+        for name in ModelTotals.model_fields:
+            have, add = getattr(into, name), getattr(more, name)
+            setattr(into, name, (have or add) if isinstance(have, bool) else have + add)
+
+
+def usage_summary(totals: dict[str, ModelTotals]) -> dict[str, Any]:
+    """`UsageAccount.summary()`'s shape for totals merged from many accounts."""
+    total: dict[str, ModelTotals] = {}
+    for t in totals.values():
+        _add_usage(total, {"": t})
+    return {
+        "models": {m: t.model_dump() for m, t in sorted(totals.items())},
+        "total": total.get("", ModelTotals()).model_dump(),
+    }
+
+
 def run_rollouts(
     pool: Pool,
     config: RolloutJobConfig,
@@ -129,10 +187,13 @@ def run_rollouts(
     force: bool = False,
     on_record: Callable[[RolloutRecord], None] | None = None,
     on_plan: Callable[[int], None] | None = None,
+    executor: Executor | None = None,
 ) -> RolloutReport:
     """Run every pending item of the pool, record each in the ledger as it finishes, then sync the shards.
 
-    Ctrl-C stops scheduling, lets running attempts finish being recorded where they can, and still syncs
+    Items run on `executor` (default: a local pool of `config.jobs` threads). An item whose worker
+    was lost on every try, or whose task cannot be loaded where it ran, is listed in `report.failed`
+    and the job goes on. Ctrl-C cancels the items in flight, reaps their sandboxes, and still syncs
     the shards; the next run resumes.
     """
     ledger = pool.ledger
@@ -149,44 +210,49 @@ def run_rollouts(
         items = [i for i in items if i.rollout_id not in done]
     if on_plan is not None:
         on_plan(len(items))
-    account = UsageAccount()
+    owned = executor is None
+    workers: Executor = executor if executor is not None else LocalExecutor(config.jobs)
+    # a cluster gets a second item per slot queued, so that a freed CPU never waits for the driver
+    limit = workers.slots * (2 if workers.kind == "ray" else 1)
+    usage: dict[str, ModelTotals] = {}
+    pending: dict[Handle, RolloutItem] = {}
     try:
-        with ThreadPoolExecutor(config.jobs, thread_name_prefix="qaflow-rollout") as workers:
-            pending: set[Future[RolloutRecord]] = set()
-            queue = list(reversed(items))
-            try:
-                while queue or pending:
-                    while queue and len(pending) < config.jobs:
-                        item = queue.pop()
-                        pending.add(
-                            workers.submit(
-                                run_attempt,
-                                item.task,
-                                config.model,
-                                effort=item.effort,
-                                attempt=item.attempt,
-                                round=config.round,
-                                backend=backend,
-                                harness=config.harness,
-                                run_id=run.run_id,
-                                account=account,
-                            )
-                        )
-                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        record = future.result()
-                        ledger.put_rollout(record, force=force)
-                        report.records.append(record)
-                        if on_record is not None:
-                            on_record(record)
-            except KeyboardInterrupt:
-                report.interrupted = True
-                queue.clear()
-                for future in pending:
-                    future.cancel()
-                raise
+        queue = list(reversed(items))
+        try:
+            while queue or pending:
+                while queue and len(pending) < limit:
+                    item = queue.pop()
+                    env = item.task.config.environment
+                    resources = Resources(
+                        cpus=env.cpus or workers.resources.cpus, memory_mb=env.memory_mb or workers.resources.memory_mb
+                    )
+                    args = (item.effort, item.attempt, config.round, backend, config.harness, run.run_id)
+                    handle = workers.submit(
+                        attempt_item, workers.share_task(item.task), config.model, *args, resources=resources
+                    )
+                    pending[handle] = item
+                for handle in workers.wait(list(pending), timeout=POLL_S):
+                    item = pending.pop(handle)
+                    try:
+                        outcome: AttemptOutcome = handle.result()
+                    except QaflowError as e:
+                        report.failed.append((item.rollout_id, f"{item.task.name}: {type(e).__name__}: {e}"))
+                        continue
+                    _add_usage(usage, outcome.usage)
+                    ledger.put_rollout(outcome.record, force=force)
+                    report.records.append(outcome.record)
+                    if on_record is not None:
+                        on_record(outcome.record)
+        except BaseException:
+            report.interrupted = True
+            workers.cancel(list(pending))
+            with contextlib.suppress(Exception):
+                workers.reap([run.run_id])
+            raise
     finally:
-        report.usage = account.summary()
+        if owned:
+            workers.close()
+        report.usage = usage_summary(usage)
         report.shards = sync_shards(pool, shard_dir(pool, config))
         ledger.end_run(run.run_id)
     return report
