@@ -406,6 +406,10 @@ class Auditor:
                 )
             )
         status = VersionStatus.ACCEPTED if audit.verdict is Verdict.ACCEPTED else VersionStatus.NEEDS_REPAIR
+        recorded = self.ledger.get_version(task.version)
+        if status is VersionStatus.ACCEPTED and recorded is not None and recorded.source.startswith("harden:"):
+            # a clean audit is one of the gate's three pieces of evidence, not acceptance (`qaflow accept`)
+            status = VersionStatus.CANDIDATE
         codes = sorted({f.code.value for f in audit.findings if f.severity is Severity.ERROR})
         self.ledger.set_status(
             task.version, status, reason="audit: " + (", ".join(codes) or "clean"), run_id=self.run_id
