@@ -445,7 +445,7 @@ class Pipeline:
             statuses=[VersionStatus.ACCEPTED],
         )
         with Pool.open(self.pool_dir) as pool:
-            run_rollouts(pool, job)
+            run_rollouts(pool, job, executor=self.executor)
             frame = records_to_frame(pool.ledger.rollouts())
         frame = frame.filter(pl.col("model") == self.config.model)
         info.unit = "rollouts"
