@@ -4,8 +4,12 @@ docker: `run_trial(oracle)` on a bundled task vs `docker run --rm IMAGE sh -c '<
 with the plain CLI and the same files bind-mounted. bwrap: the same trial vs the bare `bwrap`
 command line running the same script. Prints medians and the ratios; targets are docker <= 1.3x,
 bwrap <= 1.5x and under 50 ms. Also checks that a second trial of the same task builds nothing.
+gVisor: the same trial under `docker --runtime runsc` against the default runtime, measured
+alternately in the same run (reported, no target: gVisor trades speed for a user-space kernel);
+skipped, with the reason, where runsc does not start containers.
 
-Usage: python bench/sandbox_overhead.py [--task tasks_repo/csv-sum] [--repeats 15] [--backend docker|bwrap|both]
+Usage: python bench/sandbox_overhead.py [--task tasks_repo/csv-sum] [--repeats 15]
+       [--backend docker|bwrap|gvisor|both]   (both: every backend that works here)
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from functools import partial
 from pathlib import Path
 
 from qaflow.agents import OracleAgent
-from qaflow.sandbox import check_backend
+from qaflow.sandbox import check_backend, check_runtime
 from qaflow.sandbox.spec import spec_for_task
 from qaflow.task import Task
 from qaflow.trial import run_trial
@@ -76,6 +80,20 @@ def bench_docker(task: Task, repeats: int) -> tuple[float, float]:
     return bare, trial
 
 
+def bench_gvisor(task: Task, repeats: int) -> tuple[float, float]:
+    """Median trial seconds on the default runtime and under runsc, sampled alternately (same noise)."""
+    oracle_trial(task, "docker")
+    oracle_trial(task, "docker:runsc")
+    plain: list[float] = []
+    gvisor: list[float] = []
+    for _ in range(repeats):
+        for backend, samples in (("docker", plain), ("docker:runsc", gvisor)):
+            t0 = time.perf_counter()
+            oracle_trial(task, backend)
+            samples.append(time.perf_counter() - t0)
+    return statistics.median(plain), statistics.median(gvisor)
+
+
 def bwrap_command(task: Task, script: str) -> list[str]:
     """The bare bwrap command line running `script` over a fresh copy of the task's environment."""
     work = Path(tempfile.mkdtemp(prefix="qaflow-bench-"))
@@ -122,7 +140,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default=str(Path(__file__).resolve().parent.parent / "tasks_repo" / "csv-sum"))
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--backend", choices=["docker", "bwrap", "both"], default="both")
+    parser.add_argument("--backend", choices=["docker", "bwrap", "gvisor", "both"], default="both")
     args = parser.parse_args()
     task = Task.load(args.task)
     targets = {"docker": 1.3, "bwrap": 1.5}
@@ -149,6 +167,16 @@ def main() -> None:
             verdict = "ok" if seconds < 0.05 else "OVER TARGET"
             failed |= seconds >= 0.05
             print(f"bwrap: a whole trial of a shell-only task takes {seconds * 1000:.1f} ms (target < 50 ms) {verdict}")
+    if args.backend in ("gvisor", "both"):
+        ok, reason = check_runtime("runsc")
+        if not ok:
+            print(f"gvisor: unavailable ({reason})")
+        else:
+            plain, gvisor = bench_gvisor(task, args.repeats)
+            print(
+                f"gvisor: docker trial {plain * 1000:.1f} ms, docker --runtime runsc trial {gvisor * 1000:.1f} ms, "
+                f"ratio {gvisor / plain:.2f}x (reported, no target)"
+            )
     sys.exit(1 if failed else 0)
 
 

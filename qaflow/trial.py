@@ -1,9 +1,11 @@
 """The trial: how any agent, oracle or probe runs a task (DESIGN.md, "The trial").
 
-1. a fresh sandbox from the task image; 2. the agent phase; 3. clear /logs/verifier, upload
-tests/, run test.sh under the verifier timeout; 4. read the reward (reward.json first, else
-reward.txt). A trial always returns a `TrialResult`: failures become data with their type,
-message and traceback, never a silent reward.
+1. a fresh sandbox from the task image; 2. the agent phase; 3. kill every process the agent
+left running, remove whatever the agent put at /tests and in /logs/verifier, upload tests/, run
+test.sh under the verifier timeout; 4. kill every process still running (nothing may write
+after test.sh ends), then read the reward (reward.json first, else reward.txt). A trial always
+returns a `TrialResult`: failures become data with their type, message and traceback, never a
+silent reward.
 """
 
 from __future__ import annotations
@@ -86,6 +88,8 @@ class TrialResult(BaseModel):
     verifier_exec: ExecResult | None = None
     timings: dict[str, float] = Field(default_factory=dict)
     """Seconds per phase: setup (build + start), agent, verifier, total."""
+    strays_killed: dict[str, int] = Field(default_factory=dict)
+    """Processes still running after a phase (agent, verifier), killed before the next step."""
 
 
 def run_trial(
@@ -107,16 +111,21 @@ def run_trial(
     run_id = run_id or uuid.uuid4().hex[:12]
     result = TrialResult(task=task.name, version=task.version, agent=agent.name, backend=backend, run_id=run_id)
     try:
-        result.backend = resolve_backend(backend)
         if task.config.steps:
             raise UnsupportedError(f"{task.path}: multi-step tasks ([[steps]]) are not supported by the trial yet")
         spec = spec_for_task(task, run_id=run_id, defaults=limits)
+        result.backend = resolve_backend(backend, spec.runtime)
         with open_sandbox(spec, result.backend) as box:
             result.timings["setup"] = time.perf_counter() - started
             _agent_phase(task, agent, box, result)
             if task.verifier_mode is VerifierEnvironmentMode.SEPARATE:
+                result.strays_killed["agent"] = box.kill_strays()
                 _verify_separately(task, box, spec, result)
             else:
+                # One step: nothing the agent started survives, and what it left at /tests
+                # (a planted conftest.py) or in /logs/verifier is gone before the tests arrive.
+                clear = [TESTS_DIR, VERIFIER_LOGS] if clear_verifier_logs else [TESTS_DIR]
+                result.strays_killed["agent"] = box.kill_strays(clear=clear)
                 _verify(task, box, result, clear=clear_verifier_logs)
     except QaflowError as exc:
         result.error = ErrorInfo.of(exc)
@@ -137,6 +146,12 @@ def _agent_phase(task: Task, agent: Agent, box: Sandbox, result: TrialResult) ->
 
 
 def _verify(task: Task, box: Sandbox, result: TrialResult, *, clear: bool = True) -> None:
+    """Upload tests/, run test.sh in `box` and read its reward.
+
+    The caller has killed the agent's processes and emptied /tests (and /logs/verifier unless
+    `clear` is False). Whatever test.sh leaves running is killed the moment it ends, before the
+    reward is read: nothing writes /logs/verifier after the verifier.
+    """
     t0 = time.perf_counter()
     box.put(TESTS_DIR, task.tests_dir)
     prepare = f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS}" if clear else f"mkdir -p {VERIFIER_LOGS}"
@@ -146,7 +161,9 @@ def _verify(task: Task, box: Sandbox, result: TrialResult, *, clear: bool = True
         timeout=task.verifier_timeout_sec,
         env=task.config.verifier.env,
         user=task.config.verifier.user,
+        kill_strays_after=True,
     )
+    result.strays_killed["verifier"] = result.verifier_exec.strays_killed
     try:
         if result.verifier_exec.timed_out:
             if result.exit_status is ExitStatus.OK:
@@ -173,7 +190,7 @@ def _verify_separately(task: Task, box: Sandbox, agent_spec: SandboxSpec, result
         }
     )
     with tempfile.TemporaryDirectory(prefix="qaflow-workdir-") as tmp:
-        workdir_copy = Path(tmp) / "work"
+        workdir_copy = Path(tmp) / "work"  # the agent's strays are dead: nothing changes it mid-copy
         box.get_dir(box.workdir, workdir_copy)
         with open_sandbox(verifier_spec, result.backend) as verifier_box:
             verifier_box.put(box.workdir, workdir_copy)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 from qaflow.errors import BuildError, SandboxError, UnsupportedError
 from qaflow.sandbox import Limits, SandboxSpec, cgroups
 from qaflow.sandbox.bwrap import BwrapBackend, BwrapSandbox
+from qaflow.sandbox.rootfs import host_root
 from qaflow.task import tree_hash
 from tests.conftest import require_backend
 
@@ -278,6 +281,36 @@ def test_close_removes_the_temp_folders_and_cgroups(open_box):
     assert not [g for g in groups.values() if g.exists()]
     with pytest.raises(SandboxError, match="closed"):
         box.exec("true")
+
+
+def test_kill_strays_kills_a_running_command_and_empties_the_groups(open_box):
+    box = open_box()
+    assert box.kill_strays() == 0
+    results: list[object] = []
+    runner = threading.Thread(target=lambda: results.append(box.exec("sleep 30 & sleep 30", timeout=60)))
+    runner.start()
+    deadline = time.monotonic() + 10
+    while not box.cgroup_dirs.get("pids") or not cgroups.CgroupSet("x", dirs=box.cgroup_dirs).pids():
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.02)
+    assert box.kill_strays() >= 1
+    runner.join(timeout=10)
+    assert not runner.is_alive() and results and not results[0].ok
+    assert cgroups.CgroupSet("x", dirs=box.cgroup_dirs).pids() == []
+
+
+def test_host_secrets_are_masked_and_global_proc_files_read_only(open_box):
+    box = open_box()
+    masks = dict(host_root().masks)
+    if Path("/etc/shadow").is_file():
+        assert masks["/etc/shadow"] == "/dev/null"
+    res = box.exec(
+        "cat /etc/shadow 2>/dev/null | wc -c; find /etc/docker /etc/ssh -mindepth 1 2>/dev/null | wc -l; "
+        "awk '$5 == \"/proc/sys\" {print $6}' /proc/self/mountinfo"
+    )
+    size, listed, sys_mount = res.stdout.split()
+    assert (size, listed) == ("0", "0")
+    assert sys_mount.startswith("ro,"), "the host's sysctls must not be writable"
 
 
 def test_file_size_limit(open_box):

@@ -9,11 +9,18 @@ from pathlib import Path
 
 import pytest
 from conftest import require_backend
+from typer.testing import CliRunner
 
-from qaflow.errors import BuildError, SandboxError
-from qaflow.sandbox import Limits, SandboxSpec
+from qaflow.cli import app
+from qaflow.errors import BuildError, SandboxError, TaskError, UnsupportedError
+from qaflow.sandbox import Limits, SandboxSpec, split_backend, with_runtime
+from qaflow.sandbox.base import DEFAULT_STORAGE_MB
+from qaflow.sandbox.docker import CONTAINER_CAPS, RUNSC_PIDS_BASE, RUNSC_PIDS_PER_TASK, host_config_args
+from qaflow.sandbox.gvisor import GvisorError, merge_daemon_json, runtime_entry
 from qaflow.sandbox.images import BASE_IMAGE, DEFAULT_ALIASES, AliasTable, load_aliases, rewrite_from
-from qaflow.task import tree_hash
+from qaflow.sandbox.spec import spec_for_task
+from qaflow.task import Task, tree_hash
+from tests.taskfactory import write_task
 
 SpecFactory = Callable[..., SandboxSpec]
 
@@ -247,9 +254,106 @@ def test_limits_and_labels_are_on_the_container(docker_backend, make_spec: SpecF
         assert host["PidsLimit"] == 77
         assert host["SecurityOpt"] == ["no-new-privileges"]
         assert host["Init"] is True
+        assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == sorted(CONTAINER_CAPS)
+        assert {u["Name"]: u["Hard"] for u in host["Ulimits"]} == {"fsize": 1024 * 1024 * 1024}
+        assert not host.get("Binds") and not attrs.get("Mounts"), "no host path may be mounted"
+        assert host["NetworkMode"] == "none" and not host.get("Privileged")
+        assert not host.get("Runtime") or host["Runtime"] == "runc"
         labels = attrs["Config"]["Labels"]
         assert (labels["qaflow.run"], labels["qaflow.task"]) == ("pytest-limits", "docker-backend")
+        caps = box.exec("grep CapEff /proc/self/status").stdout.split()[1]
+        assert int(caps, 16) == 0x4FB, "CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID NET_BIND_SERVICE"
     box.close()
+
+
+@pytest.mark.docker
+def test_defaults_apply_when_task_toml_is_silent_and_storage_falls_back_to_the_watchdog(
+    docker_backend, make_spec: SpecFactory
+):
+    spec = make_spec()
+    assert spec.limits.storage_mb == DEFAULT_STORAGE_MB
+    with docker_backend.open(spec) as box:
+        host = _inspect(box)["HostConfig"]
+        assert (host["NanoCpus"], host["Memory"], host["PidsLimit"]) == (1_000_000_000, 2048 * 2**20, 256)
+        if host.get("StorageOpt"):  # a storage driver that enforces sizes (overlay2 on xfs with pquota)
+            assert host["StorageOpt"] == {"size": f"{DEFAULT_STORAGE_MB}m"}
+        else:
+            assert type(docker_backend)._storage_opt is False and not box._storage_enforced
+
+
+@pytest.mark.docker
+def test_a_finished_command_does_not_wait_for_what_it_left_running(docker_backend, make_spec: SpecFactory):
+    with docker_backend.open(make_spec()) as box:
+        res = box.exec("(sleep 3; echo late) & echo early >&2; exit 5")
+        assert (res.exit_code, res.stdout, res.stderr) == (5, "", "early\n")
+        assert res.duration_s < 1.5, "docker holds a stream open up to 2 s for leftover processes"
+        assert box.kill_strays() >= 1
+        # A command whose output looks like the wrapper's end marker is not cut short.
+        res = box.exec("printf '\\nqaflow-exit-x:0\\n' >&2; echo after; exit 3")
+        assert (res.exit_code, res.stdout, res.stderr) == (3, "after\n", "\nqaflow-exit-x:0\n")
+
+
+def test_runtime_names_and_host_config_for_gvisor(tmp_path: Path):
+    assert split_backend("docker:runsc") == ("docker", "runsc")
+    assert split_backend("bwrap") == ("bwrap", None)
+    assert with_runtime("auto", "runsc") == with_runtime("docker", "gvisor") == "docker:runsc"
+    assert with_runtime("bwrap", None) == "bwrap" and with_runtime("docker:runsc", "runc") == "docker:runsc"
+    with pytest.raises(UnsupportedError, match="docker backend only"):
+        with_runtime("bwrap", "runsc")
+    with pytest.raises(SandboxError, match="unknown runtime"):
+        with_runtime("docker", "kata")
+    spec = SandboxSpec(name="x", context_dir=tmp_path, env_hash="h", runtime="runsc", limits=Limits(pids=100))
+    args = host_config_args(spec, 1.0, storage=False)
+    assert args["runtime"] == "runsc" and args["pids_limit"] == RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * 100
+    assert {u["Name"]: u["Hard"] for u in args["ulimits"]}["nproc"] == 100
+    plain = host_config_args(spec.model_copy(update={"runtime": None}), 1.0, storage=True)
+    assert "runtime" not in plain and plain["pids_limit"] == 100
+    assert plain["storage_opt"] == {"size": "10240m"}
+    assert "nproc" not in {u["Name"] for u in plain["ulimits"]}, "RLIMIT_NPROC is per host uid under runc"
+
+
+def test_task_toml_asks_for_a_runtime(tmp_path: Path):
+    task = Task.load(write_task(tmp_path, toml_extra='\n[environment]\nruntime = "runsc"\nstorage_mb = 300\n'))
+    spec = spec_for_task(task)
+    assert (spec.runtime, spec.limits.storage_mb) == ("runsc", 300)
+    assert spec_for_task(Task.load(write_task(tmp_path, name="plain"))).runtime is None
+    bad = Task.load(write_task(tmp_path, name="bad", toml_extra='\n[environment]\nruntime = "kata"\n'))
+    with pytest.raises(TaskError, match="unknown runtime"):
+        spec_for_task(bad)
+
+
+def test_install_gvisor_merges_daemon_json(tmp_path: Path):
+    config = tmp_path / "daemon.json"
+    config.write_text(json.dumps({"log-driver": "json-file", "runtimes": {"kata": {"path": "/k"}}}))
+    changed, backup = merge_daemon_json(config, "/usr/bin/runsc")
+    merged = json.loads(config.read_text())
+    assert changed and backup is not None and json.loads(backup.read_text())["log-driver"] == "json-file"
+    assert merged["log-driver"] == "json-file" and merged["runtimes"]["kata"] == {"path": "/k"}
+    assert merged["runtimes"]["runsc"] == {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}
+    assert merge_daemon_json(config, "/usr/bin/runsc") == (False, None)
+    fresh = tmp_path / "new" / "daemon.json"
+    assert merge_daemon_json(fresh, "/usr/bin/runsc") == (True, None)
+    assert json.loads(fresh.read_text()) == {"runtimes": {"runsc": runtime_entry("/usr/bin/runsc")}}
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(GvisorError, match="not valid JSON"):
+        merge_daemon_json(broken, "/usr/bin/runsc")
+    assert broken.read_text() == "{not json"
+
+
+@pytest.mark.docker
+def test_install_gvisor_and_doctor_report_runsc(docker_backend):
+    from qaflow.sandbox import check_runtime
+
+    ok, reason = check_runtime("runsc")
+    doctor = CliRunner().invoke(app, ["sandbox", "doctor", "--json"])
+    assert doctor.exit_code == 0, doctor.output
+    assert json.loads(doctor.output)["runtimes"]["runsc"] == {"works": ok, "reason": reason}
+    if ok:  # registered already: install-gvisor finds nothing to change and reports it working
+        out = CliRunner().invoke(app, ["sandbox", "install-gvisor", "--json"])
+        assert out.exit_code == 0, out.output
+        report = json.loads(out.output)
+        assert report["works"] and report["reloaded"]
 
 
 @pytest.mark.docker

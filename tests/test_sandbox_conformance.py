@@ -157,3 +157,46 @@ def test_nothing_outside_the_sandbox_changes_on_the_host(make_sandbox, tmp_path:
     for target in targets[1:]:
         assert not Path(target).exists(), target
     assert Path("/etc/hostname").exists()
+
+
+def test_kill_strays_leaves_nothing_running_but_the_sandbox(make_sandbox):
+    box = make_sandbox()
+    res = box.exec(
+        "setsid sh -c 'while true; do date +%s%N >> /app/ticks; sleep 0.05; done' >/dev/null 2>&1 & "
+        "( setsid sleep 100 & ) ; nohup sleep 100 >/dev/null 2>&1 & (sleep 3; echo late) & echo started"
+    )
+    assert res.stdout == "started\n" and res.exit_code == 0
+    assert res.duration_s < 1.5, "a finished command must not wait for the processes it left"
+    box.kill_strays()
+    before = box.exec("wc -l < /app/ticks 2>/dev/null || echo 0").stdout
+    time.sleep(0.3)
+    assert box.exec("wc -l < /app/ticks 2>/dev/null || echo 0").stdout == before, "a stray still runs"
+    assert box.kill_strays() == 0
+    cmdlines = box.exec("for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f 2>/dev/null; echo; done").stdout
+    assert "sleep 100" not in cmdlines and "sleep 3" not in cmdlines, cmdlines
+    assert box.exec("echo alive").stdout == "alive\n"
+
+
+def test_storage_limit_stops_a_filler(make_sandbox):
+    box = make_sandbox(limits=Limits(storage_mb=64))
+    res = box.exec(
+        "for i in $(seq 100); do head -c 8000000 /dev/zero > /app/f$i || exit 9; done; echo finished", timeout=60
+    )
+    assert res.storage_exceeded and not res.ok and "finished" not in res.stdout
+    assert "storage limit" in res.stderr
+    # A later command that writes little is not blamed for the full disk.
+    small = box.exec("echo ok > /app/small && cat /app/small")
+    assert (small.stdout, small.storage_exceeded) == ("ok\n", False)
+
+
+def test_kill_strays_clears_paths_without_following_links(make_sandbox):
+    box = make_sandbox()
+    box.exec(
+        "mkdir -p /tests/sub /logs /app/keep && touch /tests/a /tests/.hidden /tests/sub/b /app/keep/k"
+        " && ln -s /app/keep /tests/link && ln -s /app/keep /logs/verifier"
+    )
+    box.kill_strays(clear=["/tests", "/logs/verifier"])
+    res = box.exec(
+        "ls -A /tests 2>/dev/null | wc -l; [ -e /logs/verifier ] || [ -L /logs/verifier ] || echo gone; ls /app/keep"
+    )
+    assert res.stdout.split() == ["0", "gone", "k"], res.stdout + res.stderr

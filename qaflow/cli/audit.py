@@ -14,9 +14,11 @@ from qaflow.audit.model import TaskAudit
 from qaflow.audit.report import print_summary, to_json, write_html
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig, Auditor
 from qaflow.cli.runs import close_crashed_runs
-from qaflow.errors import SandboxUnavailableError
+from qaflow.errors import SandboxError, SandboxUnavailableError
+from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.pool import Pool, ScanOutcome
 from qaflow.records import RunKind, VersionStatus
+from qaflow.sandbox import with_runtime
 from qaflow.task import find_task_dirs
 
 
@@ -38,8 +40,12 @@ def _pools(paths: list[Path]) -> dict[Path, list[Path]]:
 
 
 def audit(
+    ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(help="Task folders or pools (folders of task folders)")],
     backend: Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")] = "auto",
+    runtime: Annotated[
+        str | None, typer.Option("--runtime", help="runsc: run the docker containers under gVisor")
+    ] = None,
     repeats: Annotated[int, typer.Option(min=1, help="Runs each of nop and oracle, to catch flaky verifiers")] = (
         DEFAULT_REPEATS
     ),
@@ -49,6 +55,12 @@ def audit(
     html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here")] = None,
     only_new: Annotated[bool, typer.Option("--only-new", help="Skip task versions audited before")] = False,
     force: Annotated[bool, typer.Option("--force", help="Redo probes already recorded in the ledger")] = False,
+    executor: Annotated[
+        str, typer.Option("--executor", help="Where trials run: local (--jobs threads here) or ray (a cluster)")
+    ] = "local",
+    address: Annotated[
+        str | None, typer.Option("--address", help="Ray cluster: auto or ray://host:port (with --executor ray)")
+    ] = None,
 ) -> None:
     """Audit tasks by running them: lint, build, nop, oracle, repeats, mutants, tamper.
 
@@ -56,11 +68,25 @@ def audit(
     sandbox backend works. Work is recorded in each pool's ledger (POOL/.qaflow/ledger.sqlite),
     so a rerun skips finished probes.
 
+    With --executor ray every build and trial is a Ray task (the task's CPUs and memory) on the
+    cluster at --address, using each worker's own Docker daemon; results come back to this process,
+    which alone writes the ledger.
+
     Example: qaflow audit tasks_repo --json audit.json --html audit.html
     """
     console = Console(stderr=True)
+    try:
+        backend = with_runtime(backend, runtime)
+    except SandboxError as e:
+        raise typer.BadParameter(str(e), param_hint="--runtime") from e
     config = AuditConfig(backend=backend, repeats=repeats, jobs=jobs, max_mutants=max_mutants, force=force)
     groups = _pools(paths)
+    try:
+        workers = executor_from_options(executor, address, jobs)
+    except ExecutorError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    ctx.call_on_close(workers.close)
     audits: list[TaskAudit] = []
     started = time.perf_counter()
     run_ids: list[str] = []
@@ -90,7 +116,7 @@ def audit(
                         progress.update(bar, advance=1, description=message)
 
                     try:
-                        auditor = Auditor(pool.ledger, run.run_id, config, progress=advance)
+                        auditor = Auditor(pool.ledger, run.run_id, config, progress=advance, executor=workers)
                     except SandboxUnavailableError as e:
                         console.print(f"[red]error:[/red] {e}")
                         raise typer.Exit(2) from e

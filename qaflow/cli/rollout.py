@@ -17,7 +17,7 @@ from rich.table import Table
 
 from qaflow.cli.llm_options import MODEL_ENV, load_script
 from qaflow.cli.output import console, emit_json, usage_error
-from qaflow.errors import SandboxUnavailableError
+from qaflow.errors import SandboxError, SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.ledger import LedgerError
 from qaflow.pool import Pool, PoolError
@@ -26,6 +26,7 @@ from qaflow.rollouts.frame import read_rollouts, records_to_frame
 from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
 from qaflow.rollouts.record import Effort, RolloutRecord
 from qaflow.rollouts.stats import pass_table, task_bands
+from qaflow.sandbox import with_runtime
 
 
 def register(app: typer.Typer) -> None:
@@ -60,6 +61,9 @@ def rollout(
     attempts: Annotated[int, typer.Option("--attempts", "-k", min=1, help="Attempts per task and effort")] = 1,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Attempts run at once (local executor)")] = 2,
     backend: Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")] = "auto",
+    runtime: Annotated[
+        str | None, typer.Option("--runtime", help="runsc: run the docker containers under gVisor")
+    ] = None,
     executor: Annotated[
         str, typer.Option("--executor", help="local (threads here) or ray (Ray tasks on a cluster)")
     ] = "local",
@@ -105,6 +109,10 @@ def rollout(
     if script is not None:
         model_data["script"] = [r.model_dump() for r in load_script(script)]
     data["model"] = model_data
+    try:
+        backend = with_runtime(backend, runtime)
+    except SandboxError as e:
+        usage_error(f"--runtime: {e}")
     data.update(efforts=_efforts(efforts), attempts=attempts, jobs=jobs, backend=backend, round=round_, out_dir=out_dir)
     harness = dict(data.get("harness") or {})
     if max_turns is not None:

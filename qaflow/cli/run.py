@@ -10,12 +10,17 @@ from rich.console import Console
 from rich.table import Table
 
 from qaflow.agents import agent_by_name
-from qaflow.errors import TaskError
+from qaflow.errors import SandboxError, TaskError
+from qaflow.sandbox import with_runtime
 from qaflow.task import Task
 from qaflow.trial import TrialResult, run_trial
 
 AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="oracle (reference solution) or nop (do nothing)")]
 BackendOpt = Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")]
+RuntimeOpt = Annotated[
+    str | None,
+    typer.Option("--runtime", help="runsc: run the docker containers under gVisor (see `qaflow sandbox doctor`)"),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -26,17 +31,20 @@ def run(
     task_dir: Annotated[Path, typer.Argument(help="A task folder (Harbor layout)")],
     agent: AgentOpt = "oracle",
     backend: BackendOpt = "auto",
+    runtime: RuntimeOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the trial result as JSON")] = False,
 ) -> None:
     """Run one trial of a task and print its reward and timings.
 
     Example: qaflow run tasks_repo/csv-sum --agent oracle --backend bwrap
+    Example: qaflow run tasks_repo/csv-sum --runtime runsc
     """
     console = Console()
     try:
         task = Task.load(task_dir, require_solution=agent == "oracle")
         chosen = agent_by_name(agent)
-    except (TaskError, ValueError) as e:
+        backend = with_runtime(backend, runtime)
+    except (TaskError, SandboxError, ValueError) as e:
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
     result = run_trial(task, chosen, backend=backend)

@@ -1,8 +1,9 @@
-"""CLI: `qaflow sandbox doctor` and `qaflow sandbox reap`."""
+"""CLI: `qaflow sandbox doctor`, `qaflow sandbox reap` and `qaflow sandbox install-gvisor`."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -10,14 +11,15 @@ from rich.console import Console
 from rich.table import Table
 
 from qaflow.errors import SandboxUnavailableError
-from qaflow.sandbox import backend_class, check_backend, resolve_backend
+from qaflow.sandbox import backend_class, check_backend, check_runtime, resolve_backend
+from qaflow.sandbox.gvisor import DAEMON_JSON, GvisorError, install
 
 app = typer.Typer(no_args_is_help=True, help="Inspect and clean up sandbox backends.")
 
 
 @app.command()
 def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
-    """Say which backends work on this machine, and why not.
+    """Say which backends work on this machine, and why not; and whether gVisor (--runtime runsc) works.
 
     Example: qaflow sandbox doctor
     """
@@ -25,18 +27,24 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] =
     for name in ("docker", "bwrap"):
         ok, reason = check_backend(name)
         report[name] = {"works": ok, "reason": reason}
+    if report["docker"]["works"]:
+        ok, reason = check_runtime("runsc")
+    else:
+        ok, reason = False, "needs the docker backend"
+    runtimes = {"runsc": {"works": ok, "reason": reason}}
     try:
         auto: str | None = resolve_backend("auto")
     except SandboxUnavailableError:
         auto = None
     if as_json:
-        print(json.dumps({"backends": report, "auto": auto}, indent=2))
+        print(json.dumps({"backends": report, "runtimes": runtimes, "auto": auto}, indent=2))
     else:
         table = Table(title="sandbox backends")
         table.add_column("backend")
         table.add_column("works")
         table.add_column("details")
-        for name, row in report.items():
+        rows = {**report, "docker:runsc (gVisor)": runtimes["runsc"]}
+        for name, row in rows.items():
             table.add_row(name, "[green]yes[/green]" if row["works"] else "[red]no[/red]", str(row["reason"]))
         console = Console()
         console.print(table)
@@ -65,3 +73,39 @@ def reap(
     console = Console()
     for name, count in removed.items():
         console.print(f"{name}: " + ("unavailable, skipped" if count is None else f"removed {count}"))
+
+
+@app.command("install-gvisor")
+def install_gvisor(
+    daemon_json: Annotated[Path, typer.Option("--daemon-json", help="dockerd's config file")] = DAEMON_JSON,
+    reload: Annotated[bool, typer.Option("--reload/--no-reload", help="SIGHUP dockerd to load it")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Register gVisor's runsc (apt-get install -y runsc) with dockerd, so that `--runtime runsc` works.
+
+    Merges the runtime into daemon.json (other settings kept, a backup beside it), makes dockerd
+    reload it (SIGHUP: running containers are not touched), and starts a test container under it.
+    Exit code 1 when it does not work yet (the message says what to do), 2 when it cannot be set up.
+
+    Example: qaflow sandbox install-gvisor
+    """
+    console = Console()
+    try:
+        report = install(daemon_json, reload=reload)
+    except GvisorError as e:
+        if as_json:
+            print(json.dumps({"works": False, "reason": str(e)}))
+        else:
+            console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    if as_json:
+        print(report.model_dump_json(indent=2))
+    else:
+        state = "runsc added" if report.changed else "runsc already registered"
+        console.print(f"{report.daemon_json}: {state}" + (f" (backup: {report.backup})" if report.backup else ""))
+        colour = "green" if report.works else "red"
+        console.print(f"runsc at {report.runsc}: [{colour}]{'works' if report.works else 'not working'}[/{colour}]")
+        if report.reason:
+            console.print(report.reason)
+    if not report.works:
+        raise typer.Exit(1)

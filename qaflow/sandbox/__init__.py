@@ -1,12 +1,18 @@
-"""Sandbox backends, registered by name and imported lazily (this module never imports the docker SDK)."""
+"""Sandbox backends, registered by name and imported lazily (this module never imports the docker SDK).
+
+A backend name may carry a runtime: `docker:runsc` is the docker backend with every container
+under gVisor. That spelling is how a run-wide runtime travels through every layer that passes a
+backend name along (trials, audits, rollouts) and is recorded with each result; a task can also
+ask for it itself (`[environment] runtime = "runsc"`, see `spec.spec_for_task`).
+"""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any, Literal
 
-from qaflow.errors import SandboxUnavailableError
-from qaflow.sandbox.base import ExecResult, Limits, Sandbox, SandboxSpec
+from qaflow.errors import SandboxUnavailableError, UnsupportedError
+from qaflow.sandbox.base import ExecResult, Limits, Runtime, Sandbox, SandboxSpec, parse_runtime
 
 BackendName = Literal["auto", "docker", "bwrap"]
 
@@ -14,26 +20,84 @@ _BACKENDS: dict[str, str] = {
     "docker": "qaflow.sandbox.docker:DockerBackend",
     "bwrap": "qaflow.sandbox.bwrap:BwrapBackend",
 }
+RUNTIME_BACKEND = "docker"
+"""The only backend that takes a runtime."""
+
+
+def split_backend(name: str) -> tuple[str, Runtime | None]:
+    """`docker:runsc` -> ("docker", "runsc"); `bwrap` -> ("bwrap", None).
+
+    Raises:
+        SandboxUnavailableError: for an unknown runtime.
+    """
+    base, _, runtime = name.partition(":")
+    try:
+        return base, parse_runtime(runtime or None)
+    except ValueError as exc:
+        raise SandboxUnavailableError(f"backend {name!r}: {exc}") from exc
+
+
+def with_runtime(backend: str, runtime: str | None) -> str:
+    """The backend name that runs `backend` under `runtime` (`auto` + runsc is `docker:runsc`).
+
+    Raises:
+        UnsupportedError: a runtime for the bwrap backend.
+        SandboxUnavailableError: an unknown runtime or backend.
+    """
+    base, current = split_backend(backend)
+    try:
+        wanted = parse_runtime(runtime) or current
+    except ValueError as exc:
+        raise SandboxUnavailableError(str(exc)) from exc
+    if wanted is None:
+        return base
+    if base not in ("auto", RUNTIME_BACKEND):
+        raise UnsupportedError(f"runtime {wanted} (gVisor) runs under the docker backend only, not {base}")
+    return f"{RUNTIME_BACKEND}:{wanted}"
 
 
 def backend_class(name: str) -> Any:
-    """The backend class registered under `name`."""
-    if name not in _BACKENDS:
+    """The backend class registered under `name` (a `:runtime` suffix is ignored)."""
+    base = name.partition(":")[0]
+    if base not in _BACKENDS:
         raise SandboxUnavailableError(f"unknown sandbox backend {name!r}; choose one of {sorted(_BACKENDS)}")
-    module_name, _, attr = _BACKENDS[name].partition(":")
+    module_name, _, attr = _BACKENDS[base].partition(":")
     return getattr(importlib.import_module(module_name), attr)
 
 
 def check_backend(name: str) -> tuple[bool, str]:
-    """(works, reason) for one backend on this machine."""
-    return backend_class(name).check()
+    """(works, reason) for one backend on this machine; `docker:runsc` also starts a container under runsc."""
+    base, runtime = split_backend(name)
+    if runtime is None:
+        return backend_class(base).check()
+    return check_runtime(runtime)
 
 
-def resolve_backend(name: str = "auto") -> str:
-    """`auto` is docker when a daemon answers, else bwrap; raises when neither works."""
-    if name != "auto":
-        backend_class(name)
+def check_runtime(runtime: str) -> tuple[bool, str]:
+    """(works, reason): does the docker backend work and start containers under `runtime`?"""
+    return backend_class(RUNTIME_BACKEND).check_runtime(runtime)
+
+
+def resolve_backend(name: str = "auto", runtime: str | None = None) -> str:
+    """`auto` is docker when a daemon answers, else bwrap; raises when neither works.
+
+    With a runtime (in `name`, as `docker:runsc`, or given) the answer is `docker:<runtime>`,
+    after checking that containers start under it.
+
+    Raises:
+        SandboxUnavailableError: no backend works, or the runtime does not.
+        UnsupportedError: a runtime asked of the bwrap backend.
+    """
+    name = with_runtime(name, runtime)
+    base, wanted = split_backend(name)
+    if wanted is not None:
+        ok, reason = check_runtime(wanted)
+        if not ok:
+            raise SandboxUnavailableError(f"runtime {wanted} does not work here: {reason}")
         return name
+    if base != "auto":
+        backend_class(base)
+        return base
     reasons = []
     for candidate in ("docker", "bwrap"):
         ok, reason = check_backend(candidate)
@@ -49,19 +113,32 @@ def reap_run(run_id: str | None = None) -> int:
 
 
 def open_sandbox(spec: SandboxSpec, backend: str = "auto") -> Sandbox:
-    """Build (cached) and start a sandbox for `spec` on the chosen backend."""
-    return backend_class(resolve_backend(backend))().open(spec)
+    """Build (cached) and start a sandbox for `spec` on the chosen backend.
+
+    The runtime is the spec's (the task asked) or else the backend name's (the run asked).
+
+    Raises:
+        UnsupportedError: a runtime on the bwrap backend.
+    """
+    base, runtime = split_backend(resolve_backend(backend, spec.runtime))
+    if runtime != spec.runtime:
+        spec = spec.model_copy(update={"runtime": runtime})
+    return backend_class(base)().open(spec)
 
 
 __all__ = [
     "BackendName",
     "ExecResult",
     "Limits",
+    "Runtime",
     "Sandbox",
     "SandboxSpec",
     "backend_class",
     "check_backend",
+    "check_runtime",
     "open_sandbox",
     "reap_run",
     "resolve_backend",
+    "split_backend",
+    "with_runtime",
 ]

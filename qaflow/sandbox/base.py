@@ -7,14 +7,40 @@ kills the command's whole process tree and is reported with `timed_out=True`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Literal, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+log = logging.getLogger(__name__)
+
 DEFAULT_OUTPUT_BYTES = 1024 * 1024
+DEFAULT_STORAGE_MB = 10240
+"""Disk the writable part of a sandbox may use when task.toml says nothing (Harbor's default)."""
+Runtime = Literal["runsc"]
+"""An OCI runtime other than docker's default: `runsc` is gVisor (docker backend only)."""
+
+
+RUNTIMES: dict[str, Runtime | None] = {"runc": None, "default": None, "runsc": "runsc", "gvisor": "runsc"}
+"""Spellings accepted for a runtime (task.toml and the CLI), to the spec's value."""
+
+
+def parse_runtime(value: object, where: str = "runtime") -> Runtime | None:
+    """The spec's runtime for a user-given value (None, "runc", "runsc", "gvisor").
+
+    Raises:
+        ValueError: for any other value.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.lower() in RUNTIMES:
+        return RUNTIMES[value.lower()]
+    raise ValueError(f"{where}: unknown runtime {value!r}; choose one of runc, runsc (gVisor)")
 
 
 class ExecResult(BaseModel):
@@ -27,6 +53,13 @@ class ExecResult(BaseModel):
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     oom_killed: bool = False
+    storage_exceeded: bool = False
+    """The command pushed the sandbox's writable files past `limits.storage_mb` and was killed."""
+    sandbox_died: bool = False
+    """The whole sandbox died under the command (e.g. gVisor's sandbox OOM-killed as one process)."""
+    strays_killed: int = 0
+    """With `kill_strays_after`: processes still running when the command ended, killed then (bwrap's
+    per-exec pid namespace takes them down by itself: 0 there)."""
 
     @property
     def ok(self) -> bool:
@@ -39,7 +72,11 @@ class Limits(BaseModel):
     cpus: float = Field(1.0, description="CPUs: docker --cpus; bwrap a CFS quota, else RLIMIT_CPU from the timeout")
     memory_mb: int = Field(2048, description="Memory limit in MiB: docker and bwrap memory cgroup, else RLIMIT_AS")
     pids: int = Field(256, description="Maximum processes/threads: docker pids-limit; bwrap pids cgroup")
-    storage_mb: int | None = Field(None, description="Disk limit for the writable layer, where the backend can")
+    storage_mb: int | None = Field(
+        DEFAULT_STORAGE_MB,
+        description="Disk limit for the sandbox's writable files: docker --storage-opt size where the storage "
+        "driver supports it, else (and on bwrap) a watchdog that kills an exec pushing past it; None: no limit",
+    )
     file_size_mb: int = Field(1024, description="Largest file a process may write (bwrap RLIMIT_FSIZE)")
     output_bytes: int = Field(DEFAULT_OUTPUT_BYTES, description="Bytes kept per output stream of one exec")
 
@@ -55,6 +92,9 @@ class SandboxSpec(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="Environment for every exec")
     limits: Limits = Field(default_factory=Limits)
     run_id: str = Field("adhoc", description="Label value qaflow.run=<run_id>, used to reap orphans")
+    runtime: Runtime | None = Field(
+        None, description="OCI runtime for the docker backend: None is docker's default (runc), runsc is gVisor"
+    )
     build_timeout_sec: float = 600.0
 
     @property
@@ -77,8 +117,13 @@ class Sandbox(Protocol):
         env: Mapping[str, str] | None = None,
         user: str | int | None = None,
         cwd: str | None = None,
+        kill_strays_after: bool = False,
     ) -> ExecResult:
-        """Run `cmd` (a string goes through `sh -c`). Raises SandboxError if it could not run."""
+        """Run `cmd` (a string goes through `sh -c`). Raises SandboxError if it could not run.
+
+        `kill_strays_after`: the moment the command ends, kill every process left running that its
+        user may signal (the verifier's leftovers must not write after it), before the result returns.
+        """
         ...
 
     def put(self, path: str, data: bytes | Path) -> None:
@@ -91,6 +136,17 @@ class Sandbox(Protocol):
 
     def get_dir(self, path: str, dest: Path) -> None:
         """Copy the folder `path` out of the sandbox into the host folder `dest`."""
+        ...
+
+    def kill_strays(self, clear: Sequence[str] = ()) -> int:
+        """Kill every process still running in the sandbox (none of its own keepers); return how many.
+        Then remove the paths `clear` (a mount point is emptied; links are removed, never followed).
+
+        The trial calls it between the agent phase and the verifier, so that nothing an agent or a
+        solution left running (`setsid`, `nohup`, `&`) can act later, and nothing it left at /tests
+        or /logs/verifier reaches the verifier. Raises SandboxError when the sandbox is dead or a
+        path cannot be removed.
+        """
         ...
 
     def close(self) -> None: ...
@@ -125,3 +181,89 @@ class CappedBuffer:
 
     def text(self) -> str:
         return b"".join(self._chunks).decode("utf-8", errors="replace")
+
+
+class StorageWatch:
+    """Polls the size of a sandbox's writable files during one exec and calls `on_exceed` once
+    when it passes `limit_bytes` (None: never; `measure` may then only check the sandbox's
+    health, returning None) and grew since the first poll (so an exec that merely runs in a
+    sandbox an earlier exec filled is not blamed). Polls at 0.2 s, then backs off to every
+    `max_interval`; an exec shorter than 0.2 s is never measured (RLIMIT_FSIZE still caps each file).
+
+    Bounded, not exact: a writer can get `rate x interval` past the limit before it is killed.
+    """
+
+    def __init__(
+        self,
+        measure: Callable[[], int | None],
+        limit_bytes: int | None,
+        on_exceed: Callable[[], None],
+        *,
+        baseline: int | None = None,
+        max_interval: float = 1.0,
+    ):
+        self._measure = measure
+        self._limit = limit_bytes
+        self._on_exceed = on_exceed
+        self._baseline = baseline
+        self._max_interval = max_interval
+        self._stop = threading.Event()
+        self.exceeded = False
+        self.peak = 0
+        self._thread = threading.Thread(target=self._loop, name="qaflow-storage-watch", daemon=True)
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        interval = 0.2
+        while not self._stop.wait(interval):
+            interval = min(self._max_interval, interval * 2)
+            try:
+                used = self._measure()
+            except Exception as exc:  # a watchdog must never take the exec down with it
+                log.warning("storage watch: cannot measure the sandbox: %s", exc)
+                return
+            if used is None:
+                continue
+            if self._baseline is None:
+                self._baseline = used
+            self.peak = max(self.peak, used)
+            if self._limit is not None and used > self._limit and used > self._baseline:
+                self.exceeded = True
+                try:
+                    self._on_exceed()
+                except Exception as exc:
+                    log.warning("storage watch: could not stop the writer: %s", exc)
+                return
+
+
+def tree_usage(root: Path) -> int:
+    """Bytes of disk (allocated blocks) used by the files under `root`, not following links.
+
+    Files that vanish meanwhile are skipped.
+    """
+    total = 0
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = os.scandir(folder)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                total += st.st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+    return total

@@ -22,6 +22,13 @@ groups, so `pids` counts exactly the command's processes and threads. Cost: the 
 move after an idle spell waits for an RCU grace period (about 8 ms here; later ones take
 microseconds), which `cgroups.prime_async` at open overlaps with the image copy and bwrap start.
 
+Disk: writable folders live on the host's disk. RLIMIT_FSIZE caps each file; while an exec runs
+longer than 0.2 s a watchdog (`StorageWatch`) measures the sandbox's folder and kills the exec
+(its whole pid namespace) once it pushes the total past `limits.storage_mb` (`storage_exceeded`).
+
+Strays: an exec's pid namespace dies with its command, so nothing (`setsid`, `nohup`, `&`) survives
+its exec; `kill_strays` still kills whatever is left in the sandbox's groups and bwraps, defensively.
+
 Files: put/get/get_dir never start a process; they are file IO on the sandbox's folders with
 symlinks resolved in container space (`rootfs.ContainerFS`), so nothing the sandbox plants can
 redirect them onto the host.
@@ -30,6 +37,7 @@ redirect them onto the host.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -46,14 +54,14 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from qaflow.errors import SandboxError
 from qaflow.sandbox import cgroups
-from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec
+from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, tree_usage
 from qaflow.sandbox.rootfs import ContainerFS, HostRoot, host_root, under
 
 log = logging.getLogger(__name__)
@@ -61,6 +69,8 @@ log = logging.getLogger(__name__)
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 TEMP_PREFIX = "qaflow-bwrap-"
 KILL_GRACE_S = 5.0
+SLOW_S = 0.2
+"""A command still running after this long gets its storage watchdog (shorter ones cost no thread)."""
 READ_CHUNK = 1 << 16
 _ENV_NAME = re.compile(r"[^=\0]+")
 HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
@@ -72,8 +82,21 @@ def bwrap_flags(bwrap: str, hostname: str, network: bool) -> list[str]:
     return flags + (["--share-net"] if network else [])
 
 
+PROC_COVERS = ("sys", "sysrq-trigger", "acpi", "fs", "pressure")
+"""Host-global /proc entries mounted read-only over the sandbox's /proc. The sandbox's uid 0 is the
+host's (without capabilities), so root-owned files with an owner write bit, such as most of
+/proc/sys (kernel.core_pattern names a program the kernel runs as host root), would otherwise be
+writable: bwrap itself covers only irq, bus and those it finds writable from the outside, which
+skips /proc/sys. Entries whose writes need a capability (mtrr, scsi, ...) are left alone."""
+
+
+@functools.cache
 def tail_args() -> list[str]:
-    return ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/", "--clearenv"]
+    covers: list[str] = []
+    for name in PROC_COVERS:
+        if os.path.lexists(f"/proc/{name}"):
+            covers += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
+    return ["--proc", "/proc", *covers, "--dev", "/dev", "--remount-ro", "/", "--clearenv"]
 
 
 def base_env() -> dict[str, str]:
@@ -113,6 +136,7 @@ class BwrapSandbox:
 
     def __init__(self, spec: SandboxSpec, meta: dict[str, Any], fs: Path, owned: Path | None):
         host: HostRoot = host_root()
+        host.ensure()
         self.spec = spec
         self.meta = meta
         self.workdir: str = meta["workdir"]
@@ -208,8 +232,12 @@ class BwrapSandbox:
         env: Mapping[str, str] | None = None,
         user: str | int | None = None,
         cwd: str | None = None,
+        kill_strays_after: bool = False,
     ) -> ExecResult:
         """Run `cmd` (a string goes through `sh -c`) in a fresh bwrap over this sandbox's folders.
+
+        `kill_strays_after` changes nothing here: the command is pid 1 of its own pid namespace,
+        so whatever it leaves running dies with it, before this returns.
 
         Raises:
             SandboxError: when the sandbox is closed, `cwd` does not exist, an env name is invalid,
@@ -281,8 +309,19 @@ class BwrapSandbox:
                 os.close(block_w)
             limit = self.spec.limits.output_bytes
             out, err_buf = CappedBuffer(limit), CappedBuffer(limit)
-            timed_out = _pump(proc, out, err_buf, None if timeout is None else start + timeout)
-            code = proc.wait()
+            watches: list[StorageWatch] = []
+
+            def slow() -> None:  # only a command still running after SLOW_S gets a watchdog
+                watch = self._storage_watch(proc)
+                if watch is not None:
+                    watches.append(watch)
+
+            try:
+                timed_out = _pump(proc, out, err_buf, None if timeout is None else start + timeout, on_slow=slow)
+                code = proc.wait()
+            finally:
+                for watch in watches:
+                    watch.stop()
         finally:
             with self._lock:
                 self._running.discard(proc)
@@ -299,16 +338,58 @@ class BwrapSandbox:
             oom = oom_after > oom_before
         else:
             oom = not timed_out and (exit_code == 137 or "MemoryError" in err_buf.text()[-2000:])
+        exceeded = any(watch.exceeded for watch in watches)
+        stderr = err_buf.text()
+        if exceeded:
+            limit_mb = self.spec.limits.storage_mb
+            stderr += f"\n[qaflow] killed: the sandbox's files passed the storage limit ({limit_mb} MiB)\n"
         return ExecResult(
             exit_code=exit_code,
             stdout=out.text(),
-            stderr=err_buf.text(),
+            stderr=stderr,
+            storage_exceeded=exceeded,
             timed_out=timed_out,
             duration_s=duration,
             stdout_truncated=out.truncated,
             stderr_truncated=err_buf.truncated,
             oom_killed=oom,
         )
+
+    def _storage_watch(self, proc: subprocess.Popen[bytes]) -> StorageWatch | None:
+        """A watchdog killing `proc` (its whole pid namespace) when the sandbox's files pass the storage limit."""
+        storage_mb = self.spec.limits.storage_mb
+        if storage_mb is None:
+            return None
+        root = self.files.fs
+        return StorageWatch(lambda: tree_usage(root), storage_mb * 2**20, lambda: _kill(proc)).start()
+
+    def kill_strays(self, clear: Sequence[str] = ()) -> int:
+        """Kill whatever still runs in this sandbox; return how many were found. Then remove the
+        container paths `clear` (a writable root is emptied), host-side, links never followed.
+
+        Each exec's pid namespace ends with its command, so between execs this normally finds
+        nothing; it also kills any process left in the sandbox's cgroups (none can be, short of a bug).
+
+        Raises:
+            SandboxError: a path cannot be removed, or the sandbox is closed.
+        """
+        self._check_open()
+        killed = 0
+        with self._lock:
+            running = [p for p in self._running if p.poll() is None]
+        for proc in running:
+            _kill(proc)
+            killed += 1
+        for proc in running:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=KILL_GRACE_S)
+        for pid in self._cg.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        for path in clear:
+            self.files.clear(path)
+        return killed
 
     def _admit(self, proc: subprocess.Popen[bytes], info_r: int, rlimits: list[tuple[int, int]]) -> None:
         """Put bwrap's blocked child (the command's pid 1) into the cgroups and set its rlimits.
@@ -468,23 +549,39 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _pump(proc: subprocess.Popen[bytes], out: CappedBuffer, err: CappedBuffer, deadline: float | None) -> bool:
-    """Read both pipes into capped buffers until EOF; kill at the deadline. Returns whether it timed out."""
+def _pump(
+    proc: subprocess.Popen[bytes],
+    out: CappedBuffer,
+    err: CappedBuffer,
+    deadline: float | None,
+    on_slow: Callable[[], None] | None = None,
+) -> bool:
+    """Read both pipes into capped buffers until EOF; kill at the deadline. Returns whether it timed out.
+
+    `on_slow` is called once if the command is still running after `SLOW_S`.
+    """
     assert proc.stdout is not None and proc.stderr is not None
     timed_out = False
+    slow_at = time.monotonic() + SLOW_S if on_slow is not None else None
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout.fileno(), selectors.EVENT_READ, out)
         sel.register(proc.stderr.fileno(), selectors.EVENT_READ, err)
         try:
             while sel.get_map():
-                wait = None if deadline is None else deadline - time.monotonic()
-                if wait is not None and wait <= 0:
+                now = time.monotonic()
+                if slow_at is not None and now >= slow_at and on_slow is not None:
+                    slow_at = None
+                    on_slow()
+                if deadline is not None and deadline - now <= 0:
                     if timed_out:
                         break
                     _kill(proc)
                     timed_out = True
                     deadline = time.monotonic() + KILL_GRACE_S
                     continue
+                wait = None if deadline is None else deadline - now
+                if slow_at is not None:
+                    wait = max(0.0, slow_at - now) if wait is None else max(0.0, min(wait, slow_at - now))
                 for key, _ in sel.select(wait):
                     data = os.read(key.fd, READ_CHUNK)
                     if data:

@@ -72,6 +72,17 @@ class CgroupSet:
         for fd in self._procs:
             os.write(fd, text)
 
+    def pids(self) -> list[int]:
+        """The processes in the set's groups (empty without groups)."""
+        found: set[int] = set()
+        for path in self.dirs.values():
+            try:
+                text = (path / "cgroup.procs").read_text()
+            except OSError:
+                continue
+            found.update(int(line) for line in text.split() if line.isdigit())
+        return sorted(found)
+
     def oom_kills(self) -> int | None:
         """The memory group's OOM-kill counter, or None without a memory group (or an old kernel)."""
         memory = self.dirs.get("memory")

@@ -1,10 +1,17 @@
 """The docker backend: images built with the docker SDK (cached by environment hash), one container per sandbox.
 
-Containers run `sleep infinity` under docker's init, with no network unless the spec asks, cpu,
-memory (no swap) and pids limits, `no-new-privileges`, and the labels `qaflow.run`/`qaflow.task`
-so that orphans of a crashed run can be reaped. Every exec runs under a one-line wrapper that
+Containers run `sleep infinity` under docker's init and are hardened by default:
+`no-new-privileges`; every capability dropped but `CONTAINER_CAPS` (documented there); cpu,
+memory (no swap) and pids limits always set (the `Limits` defaults when task.toml is silent);
+RLIMIT_FSIZE per file; a storage limit (`--storage-opt size` where the storage driver supports
+it, else a watchdog, see `DockerSandbox`); no network unless the spec asks; no host path
+mounted at all (files travel through the archive API); and the labels `qaflow.run`/`qaflow.task`
+so that orphans of a crashed run can be reaped (images carry `qaflow.env_hash`/`qaflow.task`).
+`spec.runtime = "runsc"` runs the container under gVisor (registered with dockerd by
+`qaflow sandbox install-gvisor`, see `gvisor`). Every exec runs under a small wrapper that
 reports its pid (the session id: docker makes each exec a session leader) as the first line of
-stderr; on timeout a second exec stops and kills that session and every descendant of it.
+stderr and its exit code in an end marker; on timeout a second exec stops and kills that session
+and every descendant of it (see `docker_sandbox`).
 
 The backend (check, image build and cache, open, reap) lives here; the sandbox it opens is
 `qaflow.sandbox.docker_sandbox`, the shared client and remover `qaflow.sandbox.docker_client`,
@@ -31,10 +38,11 @@ from typing import Any, ClassVar
 
 import docker
 import docker.errors
+import docker.types
 import docker.utils.build
 import requests
 
-from qaflow.errors import BuildError, SandboxError
+from qaflow.errors import BuildError, SandboxError, SandboxUnavailableError
 from qaflow.sandbox.base import SandboxSpec
 from qaflow.sandbox.docker_client import shared_client
 from qaflow.sandbox.docker_client import wait_for_removals as wait_for_removals
@@ -59,6 +67,28 @@ ENV_HASH_LABEL = "qaflow.env_hash"
 IMAGE_REPO = "qaflow-env"
 DEFAULT_WORKDIR = "/app"
 BUILD_LOG_LINES = 50
+
+CONTAINER_CAPS = (
+    "CHOWN",  # root chowns files: tar unpacking uploads with their owners, `chown` in solutions
+    "DAC_OVERRIDE",  # root reads and writes files it does not own (a verifier as root over an agent user's files)
+    "FOWNER",  # chmod/utime on files of other owners (tar restoring modes and mtimes, `chmod` in solutions)
+    "FSETID",  # keep setgid/setuid bits when root rewrites such files (dpkg, tar); no-new-privileges stops their use
+    "SETUID",  # switch user: `su`/`runuser`, apt dropping to _apt, tasks that run as a non-root user
+    "SETGID",  # the same, for groups
+    "KILL",  # root signals processes of other users (timeouts and `kill_strays` across users)
+    "NET_BIND_SERVICE",  # servers on ports < 1024 (web tasks listen on :80), on the container's own network
+)
+"""Capabilities a container keeps; docker's other defaults are dropped: MKNOD (devices are made by
+the runtime), NET_RAW (raw sockets: spoofing, ping), SETPCAP, SETFCAP (file capabilities),
+SYS_CHROOT, AUDIT_WRITE. Never added: SYS_ADMIN, SYS_PTRACE, NET_ADMIN, SYS_MODULE, and the rest."""
+RUNSC_PIDS_BASE = 512
+RUNSC_PIDS_PER_TASK = 20
+"""Under gVisor the host pids cgroup counts the sandbox's own threads (about 110 at rest) and host
+threads per guest process (about 16 each under a fork bomb, measured), so the host limit is
+`base + per_task x limits.pids` (past it the whole sandbox dies);
+the guest's process count is capped by RLIMIT_NPROC = `limits.pids`, which gVisor enforces for
+root too (Linux does not, so runc containers rely on the pids cgroup alone)."""
+RUNSC_HINT = "register it with `qaflow sandbox install-gvisor` (apt-get install runsc first)"
 
 _DOCKERFILE_NAME = ".qaflow.Dockerfile"
 _HOSTS = (
@@ -91,6 +121,73 @@ def _dockerignore(context_dir: Path) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
+def host_config_args(spec: SandboxSpec, cpus: float, storage: bool) -> dict[str, Any]:
+    """`create_host_config` arguments for a sandbox of `spec` (the hardening; see the module doc)."""
+    limits = spec.limits
+    memory = limits.memory_mb * 1024 * 1024
+    fsize = limits.file_size_mb * 1024 * 1024
+    ulimits = [docker.types.Ulimit(name="fsize", soft=fsize, hard=fsize)]
+    pids = limits.pids
+    if spec.runtime == "runsc":
+        ulimits.append(docker.types.Ulimit(name="nproc", soft=limits.pids, hard=limits.pids))
+        pids = RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * limits.pids
+    args: dict[str, Any] = {
+        "network_mode": "bridge" if spec.network else "none",
+        "nano_cpus": int(cpus * 1e9),
+        "mem_limit": memory,
+        "memswap_limit": memory,
+        "pids_limit": pids,
+        "ulimits": ulimits,
+        "security_opt": ["no-new-privileges"],
+        "cap_drop": ["ALL"],
+        "cap_add": list(CONTAINER_CAPS),
+        "init": True,
+    }
+    if spec.runtime:
+        args["runtime"] = spec.runtime
+    if storage and limits.storage_mb is not None:
+        args["storage_opt"] = {"size": f"{limits.storage_mb}m"}
+    return args
+
+
+_runtime_ok: dict[str, str] = {}
+
+
+def _check_runtime(runtime: str) -> tuple[bool, str]:
+    if runtime in _runtime_ok:
+        return True, _runtime_ok[runtime]
+    api = shared_client().api
+    try:
+        registered = api.info().get("Runtimes") or {}
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        return False, f"no Docker daemon answers: {exc}"
+    if runtime not in registered:
+        return False, f"runtime {runtime!r} is not registered with dockerd ({', '.join(registered)}); {RUNSC_HINT}"
+    container_id = None
+    try:
+        host_config = api.create_host_config(
+            network_mode="none", runtime=runtime, init=True, security_opt=["no-new-privileges"], cap_drop=["ALL"]
+        )
+        container_id = api.create_container(
+            BASE_IMAGE, ["true"], host_config=host_config, network_disabled=True, labels={RUN_LABEL: "runtime-check"}
+        )["Id"]
+        api.start(container_id)
+        status = api.wait(container_id, timeout=60)
+        logs = api.logs(container_id).decode(errors="replace").strip()[-400:]
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        return False, f"a container does not start under runtime {runtime!r}: {exc}"
+    finally:
+        if container_id is not None:
+            with contextlib.suppress(docker.errors.DockerException, requests.exceptions.RequestException):
+                api.remove_container(container_id, force=True)
+    if status.get("StatusCode") != 0:
+        return False, f"a container under runtime {runtime!r} exited {status.get('StatusCode')}: {logs}"
+    path = (registered.get(runtime) or {}).get("path", runtime)
+    reason = f"runtime {runtime} ({path}) starts containers"
+    _runtime_ok[runtime] = reason
+    return True, reason
+
+
 class DockerBackend:
     """Builds task images and opens `DockerSandbox`es on the local Docker daemon."""
 
@@ -101,6 +198,8 @@ class DockerBackend:
     _locks: ClassVar[dict[str, threading.Lock]] = {}
     _locks_guard: ClassVar[threading.Lock] = threading.Lock()
     _ncpu: ClassVar[int | None] = None
+    _storage_opt: ClassVar[bool | None] = None
+    """Whether the daemon's storage driver takes `--storage-opt size` (None: not tried yet)."""
 
     def __init__(self, client: docker.DockerClient | None = None, aliases: AliasTable | None = None):
         self._client = client
@@ -138,6 +237,19 @@ class DockerBackend:
         if not present:
             return False, f"the offline base image {BASE_IMAGE} is missing: {BUILD_BASE_HINT}"
         return True, f"Docker daemon answers and {BASE_IMAGE} is present"
+
+    @classmethod
+    def check_runtime(cls, runtime: str) -> tuple[bool, str]:
+        """(works, reason): is `runtime` registered with dockerd, and does a container start under it?
+
+        Starts (and removes) one tiny container from the base image; a success is remembered.
+        """
+        if runtime in _runtime_ok:
+            return True, _runtime_ok[runtime]
+        ok, reason = cls.check()
+        if not ok:
+            return False, reason
+        return _check_runtime(runtime)
 
     # ----- images -----------------------------------------------------------------------------
 
@@ -280,6 +392,12 @@ class DockerBackend:
             SandboxError: the container could not be created or started.
         """
         info = self._image(spec)
+        if spec.runtime == "runsc" and spec.network:
+            log.warning(
+                "task %s asks for network, but under runsc registered with --network=none (as install-gvisor does) "
+                "it gets none",
+                spec.name,
+            )
         try:
             container_id = self._create(spec, info)
         except docker.errors.ImageNotFound:
@@ -296,25 +414,36 @@ class DockerBackend:
         except docker.errors.APIError as exc:
             self._remove(container_id)
             raise SandboxError(f"docker could not start the sandbox of task {spec.name}: {exc}") from exc
-        box = DockerSandbox(self.client, container_id, info.workdir, spec, image_user=info.user)
+        box = DockerSandbox(
+            self.client,
+            container_id,
+            info.workdir,
+            spec,
+            image_user=info.user,
+            storage_enforced=self._storage_opt is True,
+        )
         if not spec.network:
             box.put("/etc/hosts", _HOSTS)  # sent with the first exec
         return box
 
     def _create(self, spec: SandboxSpec, info: _ImageInfo) -> str:
-        api = self.client.api
-        limits = spec.limits
-        memory = limits.memory_mb * 1024 * 1024
-        host_config = api.create_host_config(
-            network_mode="bridge" if spec.network else "none",
-            nano_cpus=int(self._cpus(limits.cpus) * 1e9),
-            mem_limit=memory,
-            memswap_limit=memory,
-            pids_limit=limits.pids,
-            security_opt=["no-new-privileges"],
-            init=True,
-        )
         safe = re.sub(r"[^a-zA-Z0-9_.-]+", "-", spec.name).strip("-.")[:40] or "task"
+        storage = self._storage_opt is not False and spec.limits.storage_mb is not None
+        try:
+            return self._create_container(spec, info, safe, storage=storage)
+        except docker.errors.APIError as exc:
+            if not storage or "storage-opt" not in str(exc).lower():
+                raise
+        # This storage driver cannot limit a container's size (overlay2 needs xfs with pquota):
+        # remember that, and let DockerSandbox's watchdog bound the writable layer instead.
+        log.info("the docker storage driver ignores --storage-opt size here; a watchdog bounds disk use instead")
+        type(self)._storage_opt = False
+        return self._create_container(spec, info, safe, storage=False)
+
+    def _create_container(self, spec: SandboxSpec, info: _ImageInfo, safe: str, *, storage: bool) -> str:
+        """Create the container; APIErrors other than a missing image become SandboxErrors unless
+        `storage` (the caller retries without the storage option)."""
+        api = self.client.api
         try:
             created = api.create_container(
                 image=info.ref,
@@ -322,7 +451,7 @@ class DockerBackend:
                 working_dir=info.workdir,
                 environment=dict(spec.env),
                 labels={RUN_LABEL: spec.run_id, TASK_LABEL: spec.name},
-                host_config=host_config,
+                host_config=api.create_host_config(**host_config_args(spec, self._cpus(spec.limits.cpus), storage)),
                 # No network: skip docker's network sandbox (~100 ms of each start). runc still gives
                 # the container its own network namespace with only loopback; /etc/hosts is then
                 # empty, so open() writes docker's usual one (see _HOSTS).
@@ -332,7 +461,16 @@ class DockerBackend:
         except docker.errors.ImageNotFound:
             raise
         except docker.errors.APIError as exc:
+            text = str(exc)
+            if spec.runtime and "runtime" in text.lower():
+                raise SandboxUnavailableError(
+                    f"docker has no working runtime {spec.runtime!r} for task {spec.name}: {text}; {RUNSC_HINT}"
+                ) from exc
+            if storage and "storage-opt" in text.lower():
+                raise
             raise SandboxError(f"docker could not create the sandbox of task {spec.name}: {exc}") from exc
+        if storage and type(self)._storage_opt is None:
+            type(self)._storage_opt = True
         return created["Id"]
 
     def _cpus(self, wanted: float) -> float:

@@ -1,9 +1,21 @@
 """One docker sandbox: a running container, its execs (with tree-kill timeouts and OOM detection) and file copies.
 
-Every exec runs under a one-line wrapper that reports its pid (the session id: docker makes each
-exec a session leader) as the first line of stderr; on timeout a second exec stops and kills that
-session and every descendant of it. Puts are batched into a tar that the next exec unpacks from
+Every exec runs under a small wrapper that reports its pid (the session id: docker makes each
+exec a session leader) as the first line of stderr and an end marker with the exit code as the
+last (see `_wrapper`); on timeout a second exec stops and kills that session and every
+descendant of it. Puts are batched into a tar that the next exec unpacks from
 its stdin. `close` removes the container on the process's background remover.
+
+While an exec runs longer than 0.2 s a watchdog (`StorageWatch`) checks that the container is
+still running (under gVisor a sandbox killed whole, e.g. by the OOM killer, leaves the exec's
+stream open: the watchdog ends it and reports `sandbox_died`) and, where the storage driver does
+not enforce `limits.storage_mb`, measures the writable layer (its upper folder when this host
+can read it, else docker's `SizeRw`): an exec that pushes it past the limit is stopped with
+every other process of the container (`storage_exceeded`).
+
+`kill_strays` kills every process of the container but docker's init and the `sleep` keeper;
+`exec(..., kill_strays_after=True)` does the same inside the exec's own wrapper, the moment the
+command ends (no extra exec, and no window in which a leftover process could still write).
 """
 
 from __future__ import annotations
@@ -11,11 +23,14 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
 import posixpath
 import re
+import shlex
 import tarfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from types import TracebackType
@@ -26,21 +41,25 @@ import docker.errors
 import requests
 
 from qaflow.errors import SandboxError
-from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec
+from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, tree_usage
 from qaflow.sandbox.docker_client import submit_removal
-from qaflow.sandbox.docker_streams import UNTAR_MARK, ChunkReader, FrameReader, close_socket, pump, send_stdin
+from qaflow.sandbox.docker_streams import (
+    UNTAR_MARK,
+    ChunkReader,
+    FrameReader,
+    close_socket,
+    pump,
+    send_stdin,
+    shutdown_socket,
+)
 
 log = logging.getLogger(__name__)
 
 KILL_GRACE_S = 2.0
 """After killing a timed-out command, how long to wait for its output stream to end."""
+KILL_TIMEOUT_S = 60.0
+"""How long `kill_strays` (and what it runs after) may take."""
 
-_WRAPPER = 'echo $$ >&2; exec "$@"'
-"""Prints the exec's pid (a session leader) on stderr, then becomes the command."""
-_UNTAR_WRAPPER = (
-    f'tar -xf - -C / 2>/dev/null || {{ echo {UNTAR_MARK} >&2; exit 125; }}; echo $$ >&2; exec "$@" </dev/null'
-)
-"""`_WRAPPER`, after unpacking the pending puts (a tar on stdin) at /: saves a copy round trip per exec."""
 _KILL_SCRIPT = r"""
 s=$1; all=" "; i=0
 [ "$s" -gt 1 ] 2>/dev/null || exit 2
@@ -64,6 +83,66 @@ for p in $all; do kill -KILL "$p" 2>/dev/null; done
 echo "killed:$all"
 """
 """Stops, then kills, the session `$1`, its process group and every descendant (builtins only: no forks)."""
+_STRAYS = r"""
+_qme=$$; _qpp=$PPID; _qkeep=; _qkst=
+for _qd in /proc/[0-9]*; do
+  _qp=${_qd#/proc/}
+  [ "$_qp" = 1 ] && continue
+  { read -r _qst < "$_qd/stat"; } 2>/dev/null || continue
+  set -- ${_qst##*) }
+  [ "$2" = 1 ] || continue
+  if [ -z "$_qkeep" ] || [ "${20}" -lt "$_qkst" ] || { [ "${20}" -eq "$_qkst" ] && [ "$_qp" -lt "$_qkeep" ]; }; then
+    _qkeep=$_qp; _qkst=${20}
+  fi
+done
+_qall=" "; _qk=0; _qi=0
+while [ $_qi -lt 100 ]; do
+  _qnew=
+  for _qd in /proc/[0-9]*; do
+    _qp=${_qd#/proc/}
+    case " 1 $_qkeep $_qme $_qpp " in *" $_qp "*) continue;; esac
+    case "$_qall" in *" $_qp "*) continue;; esac
+    { read -r _qst < "$_qd/stat"; } 2>/dev/null || continue
+    set -- ${_qst##*) }
+    [ "$1" = Z ] && continue
+    kill -STOP "$_qp" 2>/dev/null && { _qall="$_qall$_qp "; _qk=$((_qk+1)); _qnew=1; }
+  done
+  [ -z "$_qnew" ] && break
+  _qi=$((_qi+1))
+done
+for _qp in $_qall; do kill -KILL "$_qp" 2>/dev/null; done
+"""
+"""Stops, then kills, every process this user may signal but pid 1 (docker's init), the keeper, the
+shell itself and its parent; counts them in `$_qk` (builtins only: no forks, so a fork bomb cannot
+outrun it). The keeper is init's child with the earliest start time (then the lowest pid): it
+started with the container, before any exec, and anything orphaned later is younger."""
+_STRAYS_RE = re.compile(rb"qaflow-strays:(\d+)")
+_RUN = '_qn=$1; shift; echo $$ >&2; "$@"; _qr=$?; '
+_END = 'printf "\\n%s:%s:%s\\n" "$_qn" "$_qr" "${_qk:-0}" >&2; exit $_qr'
+_UNTAR = f"tar -xf - -C / 2>/dev/null || {{ echo {UNTAR_MARK} >&2; exit 125; }}; "
+
+
+def _clear_script(path: str) -> str:
+    """Shell lines removing `path` (a mount point is emptied), then failing if anything is left."""
+    q = shlex.quote(path)
+    return (
+        f"rm -rf {q} 2>/dev/null\n"
+        f"if [ -L {q} ]; then echo {shlex.quote(f'cannot remove {path}: still a link')} >&2; exit 1; fi\n"
+        f'for f in {q}/* {q}/.[!.]* {q}/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then '
+        f'echo "cannot empty {path}: $f" >&2; exit 1; fi; done\n'
+    )
+
+
+def _wrapper(*, untar: bool, kill_strays: bool) -> str:
+    """The exec wrapper: prints its pid (a session leader) on stderr, runs the command, then writes
+    an end marker with the nonce `$1`, the exit code and the strays killed: the stream can end there
+    even while processes the command left behind hold its pipes (docker would keep it open up to
+    2 s more, for them to write into). `untar`: first unpack the pending puts (a tar on stdin) at /,
+    which saves a copy round trip per exec. `kill_strays`: kill what is left when the command ends."""
+    run = _RUN.replace('"$@";', '"$@" </dev/null;') if untar else _RUN
+    return (_UNTAR if untar else "") + run + (_STRAYS + "\n" if kill_strays else "") + _END
+
+
 _OOM_PROBE = "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events"
 _OOM_RE = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
 
@@ -76,7 +155,14 @@ class DockerSandbox:
     """One running container. Use as a context manager; `close()` removes it."""
 
     def __init__(
-        self, client: docker.DockerClient, container_id: str, workdir: str, spec: SandboxSpec, image_user: str = ""
+        self,
+        client: docker.DockerClient,
+        container_id: str,
+        workdir: str,
+        spec: SandboxSpec,
+        image_user: str = "",
+        *,
+        storage_enforced: bool = False,
     ):
         self.client = client
         self.id = container_id
@@ -88,6 +174,10 @@ class DockerSandbox:
         self._pending: tarfile.TarFile | None = None
         self._pending_buf = io.BytesIO()
         self._pending_lock = threading.Lock()
+        self._storage_enforced = storage_enforced
+        """The storage driver enforces limits.storage_mb itself (no watchdog needed)."""
+        self._upper: Path | bool | None = None
+        """The container's writable layer folder on this host; False when unreadable (None: not looked up)."""
 
     @property
     def writable_roots(self) -> list[str]:
@@ -104,11 +194,14 @@ class DockerSandbox:
         env: Mapping[str, str] | None = None,
         user: str | int | None = None,
         cwd: str | None = None,
+        kill_strays_after: bool = False,
     ) -> ExecResult:
         """Run `cmd` (a string goes through `sh -c`) and return its result, whatever its exit code.
 
         On timeout the command's session and all its descendants are killed (`timed_out=True`).
         Output beyond `limits.output_bytes` per stream is dropped (and flagged), never held.
+        `kill_strays_after`: when the command ends, the wrapper kills every process the exec's
+        user may signal but the container's init and keeper (`strays_killed` counts them).
 
         Raises:
             SandboxError: the sandbox is closed or the command could not be started.
@@ -123,12 +216,13 @@ class DockerSandbox:
                 upload = self._take_pending()
             else:
                 self._flush()
+        opts: dict[str, Any] = {"timeout": timeout, "env": env, "user": user, "cwd": cwd, "kill": kill_strays_after}
         try:
-            return self._run(argv, upload, timeout=timeout, env=env, user=user, cwd=cwd)
+            return self._run(argv, upload, **opts)
         except _UntarFailed:
             assert upload is not None
             self._put_archive(upload)
-            return self._run(argv, None, timeout=timeout, env=env, user=user, cwd=cwd)
+            return self._run(argv, None, **opts)
         except SandboxError:
             if upload is not None:  # the exec never started: do not lose the files it carried
                 with contextlib.suppress(SandboxError):
@@ -144,15 +238,17 @@ class DockerSandbox:
         env: Mapping[str, str] | None,
         user: str | int | None,
         cwd: str | None,
+        kill: bool = False,
     ) -> ExecResult:
         """One exec of `argv` under the wrapper; `upload` (a tar) is first unpacked at / from its stdin."""
         api = self.client.api
         start = time.monotonic()
-        wrapper = _WRAPPER if upload is None else _UNTAR_WRAPPER
+        wrapper = _wrapper(untar=upload is not None, kill_strays=kill)
+        nonce = f"qaflow-exit-{uuid.uuid4().hex}"
         try:
             exec_id = api.exec_create(
                 self.id,
-                ["sh", "-c", wrapper, "sh", *argv],
+                ["sh", "-c", wrapper, "sh", nonce, *argv],
                 stdin=upload is not None,
                 environment=dict(env) if env else None,
                 user=str(user) if user is not None else "",
@@ -162,24 +258,56 @@ class DockerSandbox:
         except docker.errors.APIError as exc:
             raise SandboxError(f"docker could not run {argv!r} in {self.spec.name}: {exc}") from exc
         cap = self.spec.limits.output_bytes
-        reader = FrameReader(CappedBuffer(cap), CappedBuffer(cap))
+        reader = FrameReader(CappedBuffer(cap), CappedBuffer(cap), marker=nonce.encode())
         timed_out = False
+        died: dict[str, Any] = {}
+        watch = self._watch(sock, died)
         try:
             if upload is not None:
                 send_stdin(sock, upload)
             deadline = None if timeout is None else start + timeout
-            if not pump(sock, reader, deadline):
+            if not pump(sock, reader, deadline) and not died:
                 timed_out = True
                 self._kill_tree(reader.pid)
                 pump(sock, reader, time.monotonic() + KILL_GRACE_S)
         finally:
+            watch.stop()
             close_socket(sock)
+            reader.close()
         if reader.untar_failed:
             raise _UntarFailed()
-        exit_code = self._exit_code(exec_id, wait=not timed_out)
         duration = time.monotonic() - start
-        oom = not timed_out and exit_code != 0 and self._oom_happened(exit_code)
         stdout, stderr = reader.stdout.text(), reader.stderr.text()
+        exit_code = -1
+        if not died:
+            if reader.exit_code is not None and not timed_out:
+                exit_code = reader.exit_code
+            else:
+                exit_code = self._exit_code(exec_id, wait=not timed_out)
+            if reader.exit_code is None and not timed_out:
+                # The wrapper never wrote its end marker: the whole sandbox may have died under it.
+                with contextlib.suppress(docker.errors.APIError):
+                    state = self.client.api.inspect_container(self.id).get("State") or {}
+                    if not state.get("Running", True):
+                        died["state"] = state
+        if died:
+            state = self._final_state(died["state"])
+            oom = bool(state.get("OOMKilled"))
+            why = "the out-of-memory killer" if oom else f"exit {state.get('ExitCode')} {state.get('Error') or ''}"
+            return ExecResult(
+                exit_code=137 if oom else -1,
+                stdout=stdout,
+                stderr=stderr + f"\n[qaflow] the sandbox died during this command ({why.strip()})\n",
+                duration_s=duration,
+                stdout_truncated=reader.stdout.truncated,
+                stderr_truncated=reader.stderr.truncated,
+                oom_killed=oom,
+                sandbox_died=True,
+            )
+        oom = not timed_out and exit_code != 0 and self._oom_happened(exit_code)
+        if watch.exceeded:
+            limit = self.spec.limits.storage_mb
+            stderr += f"\n[qaflow] killed: the sandbox's files passed the storage limit ({limit} MiB)\n"
         if reader.pid is None and exit_code in (126, 127) and not timed_out:
             # The runtime could not start the wrapper (e.g. the pids limit is exhausted by the
             # task's own processes) and wrote why on stdout. It is still the task's result.
@@ -193,7 +321,85 @@ class DockerSandbox:
             stdout_truncated=reader.stdout.truncated,
             stderr_truncated=reader.stderr.truncated,
             oom_killed=oom,
+            storage_exceeded=watch.exceeded,
+            strays_killed=reader.strays_killed,
         )
+
+    def _watch(self, sock: Any, died: dict[str, Any]) -> StorageWatch:
+        """The running exec's watchdog: container liveness, and disk use unless the driver bounds it."""
+        storage_mb = self.spec.limits.storage_mb
+        limit = None if self._storage_enforced or storage_mb is None else storage_mb * 2**20
+
+        def measure() -> int | None:
+            attrs = self.client.api.inspect_container(self.id)
+            state = attrs.get("State") or {}
+            if not state.get("Running", True):
+                died["state"] = state
+                shutdown_socket(sock)
+                return None
+            return None if limit is None else self._layer_size(attrs)
+
+        def exceeded() -> None:
+            log.warning("sandbox %s passed its storage limit (%s MiB): killing it all", self.spec.name, storage_mb)
+            self.kill_strays()
+
+        return StorageWatch(measure, limit, exceeded).start()
+
+    def _final_state(self, state: dict[str, Any], wait_s: float = 1.0) -> dict[str, Any]:
+        """The state of a container that died, once docker has recorded why (its OOM event lags)."""
+        deadline = time.monotonic() + wait_s
+        while not state.get("OOMKilled") and time.monotonic() < deadline:
+            time.sleep(0.1)
+            try:
+                state = self.client.api.inspect_container(self.id).get("State") or state
+            except docker.errors.APIError:
+                break
+        return state
+
+    def _layer_size(self, attrs: Mapping[str, Any]) -> int | None:
+        """Bytes in the container's writable layer: its upper folder when this host can read it, else SizeRw."""
+        if self._upper is None:
+            upper = ((attrs.get("GraphDriver") or {}).get("Data") or {}).get("UpperDir")
+            self._upper = Path(upper) if upper and os.access(upper, os.R_OK | os.X_OK) else False
+        if isinstance(self._upper, Path):
+            return tree_usage(self._upper)
+        api = self.client.api
+        sized = api._result(api._get(api._url("/containers/{0}/json", self.id), params={"size": 1}), True)
+        return int(sized.get("SizeRw") or 0)
+
+    def kill_strays(self, clear: Sequence[str] = ()) -> int:
+        """Kill every process in the container except docker's init and the keeper; return how many.
+        Then remove the paths `clear` (as root, in the same exec; links are removed, not followed),
+        and check with shell builtins that they are gone (a replaced `rm` cannot fake it).
+
+        Raises:
+            SandboxError: the sandbox is closed, its container is not running, or a path stays.
+        """
+        script = _STRAYS + 'echo "qaflow-strays:$_qk"\n' + "".join(_clear_script(self._abs(p)) for p in clear)
+        try:
+            res = self.exec(["sh", "-c", script + "true"], user="0", timeout=KILL_TIMEOUT_S)
+        except SandboxError as exc:
+            why = self._dead_why(exc)
+            raise SandboxError(f"could not stop the leftover processes in {self.spec.name}: {why}") from exc
+        found = _STRAYS_RE.search(res.stdout.encode())
+        if found is None or res.sandbox_died:
+            why = self._dead_why(res.stderr.strip()[-400:] or f"exit {res.exit_code}")
+            raise SandboxError(f"could not stop the leftover processes in {self.spec.name}: {why}")
+        if not res.ok:
+            raise SandboxError(f"in {self.spec.name}: {res.stderr.strip()[-400:] or f'exit {res.exit_code}'}")
+        return int(found.group(1))
+
+    def _dead_why(self, error: object) -> str:
+        """`error`, or why the container is dead when it is (the sandbox died, e.g. out of memory)."""
+        try:
+            state = self.client.api.inspect_container(self.id).get("State") or {}
+        except docker.errors.APIError:
+            return str(error)
+        if state.get("Running", True):
+            return str(error)
+        state = self._final_state(state)
+        cause = "killed for want of memory" if state.get("OOMKilled") else f"exit code {state.get('ExitCode')}"
+        return f"the sandbox died ({cause}): {str(error).strip()[-300:]}"
 
     def _runs_as_root(self, user: str | int | None) -> bool:
         name = str(user) if user is not None else self._image_user

@@ -6,6 +6,10 @@ folders ("roots") each backed by the same path under one host folder (`fs`): the
 resolved *in container space*, so a link the sandbox planted (`/app/l -> /etc`, `-> ../../..`)
 can never make a host-side read or write land outside the sandbox's own folders.
 
+Secrets of the host's /etc (password hashes, ssh host keys, TLS private keys, sudoers, docker
+and containerd configs: `MASKED`) are masked read-only, by /dev/null or an empty folder, both
+inside the sandbox and for the host-side reads here.
+
 This is safe because no sandboxed process outlives an exec (each exec is its own pid namespace):
 between execs nothing can swap a checked path for a link. Do not run put/get concurrently with
 an exec of the same sandbox.
@@ -13,6 +17,7 @@ an exec of the same sandbox.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import logging
@@ -21,6 +26,7 @@ import posixpath
 import shutil
 import stat
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +40,40 @@ SPECIAL = ("/", "/proc", "/dev")
 """Container paths that are never writable roots (the root itself is a read-only tmpfs)."""
 
 
+MASKED = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/security/opasswd",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/docker",
+    "/etc/containerd",
+    "/etc/credstore",
+    "/etc/credstore.encrypted",
+    "/etc/wireguard",
+    "/etc/NetworkManager/system-connections",
+    "/etc/letsencrypt",
+    "/etc/kubernetes",
+    "/etc/rancher",
+)
+"""Host paths under /etc that a sandbox sees empty: files as /dev/null, folders as an empty folder."""
+
+
+def empty_dir() -> str:
+    """A host folder that is empty and owned by us (made if missing), the source of folder masks."""
+    path = os.path.join(tempfile.gettempdir(), f"qaflow-empty-{os.getuid()}")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o555)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or os.listdir(path) or st.st_mode & 0o222:
+        raise SandboxError(f"{path} is not an empty read-only folder of ours; remove it")
+    return path
+
+
 @dataclass(frozen=True)
 class HostRoot:
     """The read-only pieces of the host root that every sandbox sees."""
@@ -44,6 +84,13 @@ class HostRoot:
     """Container paths of those pieces (bound dirs and symlinks); each maps to the same host path."""
     python_bin: str | None
     """The host Python's bin folder when it lives outside /usr (put first on PATH)."""
+    masks: tuple[tuple[str, str], ...] = ()
+    """(container path, host source) of the masked secrets (`MASKED`); their --ro-binds are in `args`."""
+
+    def ensure(self) -> None:
+        """Re-make the empty folder that folder masks bind (a temp cleaner may have removed it)."""
+        if any(os.path.basename(source).startswith("qaflow-empty-") for _, source in self.masks):
+            empty_dir()
 
 
 @functools.cache
@@ -72,7 +119,14 @@ def host_root() -> HostRoot:
             args += ["--ro-bind", real, real]
             pieces.append(real)
         python_bin = prefix + "/bin"
-    return HostRoot(tuple(args), tuple(pieces), python_bin)
+    masks: list[tuple[str, str]] = []
+    for path in MASKED:
+        if not any(under(path, p) for p in pieces) or not os.path.lexists(path) or os.path.islink(path):
+            continue
+        source = empty_dir() if os.path.isdir(path) else "/dev/null"
+        args += ["--ro-bind", source, path]
+        masks.append((path, source))
+    return HostRoot(tuple(args), tuple(pieces), python_bin, tuple(masks))
 
 
 def under(path: str, prefix: str) -> bool:
@@ -108,6 +162,7 @@ class ContainerFS:
         self.roots = minimal
         mounts = [(r, str(self.fs) + r, True) for r in minimal]
         mounts += [(p, p, False) for p in self.host.pieces]
+        mounts += [(path, source, False) for path, source in self.host.masks]
         self._mounts = sorted(mounts, key=lambda m: len(m[0]), reverse=True)
 
     def bind_args(self) -> list[str]:
@@ -208,6 +263,29 @@ class ContainerFS:
         if mapped is None:
             raise SandboxError(f"{path} is not readable from outside the sandbox (only its files and host pieces)")
         return mapped[0]
+
+    def clear(self, path: str) -> None:
+        """Remove the container path `path` (a writable root is emptied instead: it is a mount).
+
+        Links are removed, never followed; a path outside the writable folders is left alone
+        (the sandbox cannot have written there).
+
+        Raises:
+            SandboxError: for a bad path, or when something cannot be removed.
+        """
+        resolved = self.resolve(path, follow_last=False)
+        mount = self.mount_of(resolved)
+        if mount is None or not mount[2]:
+            return
+        host = Path(mount[1] + resolved[len(mount[0]) :])
+        try:
+            if resolved == mount[0]:  # a root: empty it, keep the folder
+                for entry in os.scandir(host):
+                    _remove(Path(entry.path))
+            elif os.path.lexists(host):
+                _remove(host)
+        except OSError as e:
+            raise SandboxError(f"cannot remove {path}: {e}") from e
 
     def makedirs(self, path: str) -> Path:
         """Create the container folder `path` (and parents) under a writable root; returns its host path.
@@ -354,6 +432,14 @@ def _copy_out_file(src: str, dst: str) -> None:
     mode = os.lstat(dst).st_mode
     if not stat.S_ISLNK(mode) and mode & (stat.S_ISUID | stat.S_ISGID):
         os.chmod(dst, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, link or folder tree without following links (rmtree does not follow them)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 def _clear_link(target: Path, shown: str, *, replace_files: bool = False) -> None:

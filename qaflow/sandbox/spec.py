@@ -1,12 +1,35 @@
-"""Turning a task into a `SandboxSpec`: task.toml resources override the default limits."""
+"""Turning a task into a `SandboxSpec`: task.toml resources override the default limits.
+
+`[environment] runtime = "runsc"` (an extra field, kept by the task model) asks for gVisor on
+the docker backend; `"runc"` (or no value) is docker's default runtime.
+"""
 
 from __future__ import annotations
 
-from qaflow.sandbox.base import Limits, SandboxSpec
+from qaflow.errors import TaskError
+from qaflow.sandbox.base import Limits, Runtime, SandboxSpec, parse_runtime
 from qaflow.task import Task
 
 
+def task_runtime(task: Task) -> Runtime | None:
+    """The runtime `[environment] runtime` asks for.
+
+    Raises:
+        TaskError: for an unknown runtime name.
+    """
+    extra = task.config.environment.model_extra or {}
+    try:
+        return parse_runtime(extra.get("runtime"), "[environment] runtime")
+    except ValueError as exc:
+        raise TaskError(task.path / "task.toml", str(exc)) from exc
+
+
 def spec_for_task(task: Task, *, run_id: str = "adhoc", defaults: Limits | None = None) -> SandboxSpec:
+    """The spec of `task`'s agent sandbox: default limits overridden by task.toml.
+
+    Raises:
+        TaskError: for an unknown `[environment] runtime`.
+    """
     env_cfg = task.config.environment
     limits = (defaults or Limits()).model_copy()
     if env_cfg.cpus:
@@ -25,4 +48,5 @@ def spec_for_task(task: Task, *, run_id: str = "adhoc", defaults: Limits | None 
         limits=limits,
         run_id=run_id,
         build_timeout_sec=env_cfg.build_timeout_sec,
+        runtime=task_runtime(task),
     )
