@@ -18,7 +18,7 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
-if [ "${QAFLOW_TRAIN:-0}" = "1" ]; then
+if [ "${QAFLOW_TRAIN:-1}" = "1" ]; then
   # The CPU build of torch comes from a local file; never let a resolver pull the CUDA build.
   .venv/bin/pip install -q torch==2.13.0
   .venv/bin/pip install -q -e ".[dev,train]"
