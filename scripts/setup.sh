@@ -21,9 +21,9 @@ fi
 if [ "${QAFLOW_TRAIN:-1}" = "1" ]; then
   # The CPU build of torch comes from a local file; never let a resolver pull the CUDA build.
   .venv/bin/pip install -q torch==2.13.0
-  .venv/bin/pip install -q -e ".[dev,train]"
+  .venv/bin/pip install -q -e ".[dev,train,ray]"
 else
-  .venv/bin/pip install -q -e ".[dev]"
+  .venv/bin/pip install -q -e ".[dev,ray]"
 fi
 
 start_dockerd() {
