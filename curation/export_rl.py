@@ -43,7 +43,8 @@ from curation.export_guard import Rejected, parse_tools
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.errors import TaskError
 from qaflow.pool import Pool
-from qaflow.rollouts.record import Effort
+from qaflow.rollouts.record import EFFORT_RANK
+from qaflow.rollouts.stats import passed_expr
 from qaflow.task import Task
 
 EFFORT_STATS_FEATURE = {
@@ -81,14 +82,12 @@ RL_COLUMNS = {
     "thinking tokens of the passes (null when none passed).",
 }
 
-_EFFORT_RANK = {e.value: e.rank for e in Effort}
-
 
 def effort_stats(frame: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
     """Per task version, one stats entry per effort, efforts in increasing order."""
     if frame.is_empty():
         return {}
-    passed = (pl.col("exit_status") == "ok") & pl.col("full_reward").fill_null(False)
+    passed = passed_expr()
     grouped = (
         frame.with_columns(passed.alias("passed"))
         .group_by("task_version", "effort")
@@ -110,7 +109,7 @@ def effort_stats(frame: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
             }
         )
     for entries in out.values():
-        entries.sort(key=lambda e: (_EFFORT_RANK.get(e["effort"], len(_EFFORT_RANK)), e["effort"]))
+        entries.sort(key=lambda e: (EFFORT_RANK.get(e["effort"], len(EFFORT_RANK)), e["effort"]))
     return out
 
 
@@ -282,7 +281,7 @@ def export_rl(
         removed=removed,
         counts={
             "source": dict(Counter(r["source"] for r in rows).most_common()),
-            "effort (attempts)": dict(sorted(efforts.items(), key=lambda kv: _EFFORT_RANK.get(kv[0], 99))),
+            "effort (attempts)": dict(sorted(efforts.items(), key=lambda kv: EFFORT_RANK.get(kv[0], 99))),
         },
         provenance=provenance or Provenance.for_api([]),
     )

@@ -141,7 +141,7 @@ def attach_pass_rates(tasks: pl.DataFrame, rollouts: pl.DataFrame, *, key: str =
     version (`task_version`) or, with key="name", on the task name (`task`). Tasks without rollouts get nulls."""
     by = "task_version" if key == "version" else "task"
     rates = (
-        rollouts.with_columns(passed_expr().fill_null(False).alias("_passed"))
+        rollouts.with_columns(passed_expr().alias("_passed"))
         .group_by(by)
         .agg(pl.len().cast(pl.Int64).alias("attempts"), pl.col("_passed").sum().cast(pl.Int64).alias("passes"))
         .with_columns((pl.col("passes") / pl.col("attempts")).alias("pass_rate"))

@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import polars as pl
 
-from qaflow.rollouts.record import Effort
+from qaflow.rollouts.record import EFFORT_RANK
+from qaflow.rollouts.stats import passed_expr
 from rl.reward import RewardConfig
 
 GROUP = ("task_version", "round", "model")
-RANK = {e.value: e.rank for e in Effort}
-
-
-def success_expr() -> pl.Expr:
-    return (pl.col("exit_status") == "ok") & pl.col("full_reward")
 
 
 def effort_medians(frame: pl.DataFrame, config: RewardConfig) -> pl.DataFrame:
     """Per group and effort: successes and, when there are enough, the floored median (`own_reference`)."""
     return (
-        frame.filter(success_expr())
+        frame.filter(passed_expr())
         .group_by(*GROUP, "effort")
         .agg(pl.len().alias("successes"), pl.col("thinking_tokens").median().alias("median_thinking"))
         .with_columns(
@@ -45,10 +41,10 @@ def reference_table(frame: pl.DataFrame, config: RewardConfig) -> pl.DataFrame:
     by_group: dict[tuple, list[tuple[int, str, float]]] = {}
     for row in medians.iter_rows(named=True):
         key = tuple(row[g] for g in GROUP)
-        by_group.setdefault(key, []).append((RANK[row["effort"]], row["effort"], row["own_reference"]))
+        by_group.setdefault(key, []).append((EFFORT_RANK[row["effort"]], row["effort"], row["own_reference"]))
     for row in groups.iter_rows(named=True):
         key = tuple(row[g] for g in GROUP)
-        rank = RANK[row["effort"]]
+        rank = EFFORT_RANK[row["effort"]]
         higher = [(ref, eff) for r, eff, ref in by_group.get(key, []) if r > rank]
         best = min(higher) if higher else (None, None)
         rows.append({**row, "reference": best[0], "reference_effort": best[1]})

@@ -26,9 +26,9 @@ from typing import Any, Literal
 import polars as pl
 from pydantic import BaseModel, Field
 
-from qaflow.rollouts.record import Effort
+from qaflow.rollouts.record import EFFORT_RANK
+from qaflow.rollouts.stats import passed_expr
 
-RANK = {e.value: e.rank for e in Effort}
 InversionKind = Literal["thinking", "success"]
 OVERALL = "(overall)"
 
@@ -112,11 +112,11 @@ def _prepared(frame: pl.DataFrame) -> pl.DataFrame:
         timing.str.json_path_match("$.total").cast(pl.Float64, strict=False),
     )
     output = pl.col("usage").list.eval(pl.element().struct.field("completion_tokens")).list.sum().fill_null(0)
-    return frame.filter(pl.col("effort").is_in(list(RANK))).select(
+    return frame.filter(pl.col("effort").is_in(list(EFFORT_RANK))).select(
         "task",
         "model",
         "effort",
-        ((pl.col("exit_status") == "ok") & pl.col("full_reward").fill_null(False)).alias("success"),
+        passed_expr().alias("success"),
         pl.col("thinking_tokens").cast(pl.Float64).alias("thinking"),
         output.cast(pl.Float64).alias("output_tokens"),
         wall.alias("wall_s"),
@@ -151,7 +151,7 @@ def effort_report(
     thinking_col = "mean_thinking" if on == "all" else "mean_thinking_successes"
     columns = {"thinking": thinking_col, "success": "success_rate"}
 
-    overall = _means(rows, ["effort"]).sort(pl.col("effort").replace_strict(RANK))
+    overall = _means(rows, ["effort"]).sort(pl.col("effort").replace_strict(EFFORT_RANK))
     per_task = _means(rows, ["task", "effort"])
     report = EffortReport(
         on=on,

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.agents.harness import HarnessConfig
 from qaflow.rollouts.frame import read_rollouts, records_to_frame
-from qaflow.rollouts.record import Effort
+from qaflow.rollouts.record import EFFORT_RANK, Effort
 from rl.advantage import AdvantageMode, advantages, score
 from rl.reward import RewardConfig
 from rl.update import Trajectory, UpdateConfig, UpdateStats, load_policy, policy_update
@@ -142,7 +142,7 @@ def run_round(config: RoundConfig) -> RoundReport:
             pl.col("rl_reward").mean().alias("mean_reward"),
             pl.col("advantage").abs().mean().alias("mean_abs_advantage"),
         )
-        .with_columns(pl.col("effort").replace_strict({e.value: e.rank for e in Effort}).alias("_rank"))
+        .with_columns(pl.col("effort").replace_strict(EFFORT_RANK).alias("_rank"))
         .sort("_rank")
         .drop("_rank")
     )

@@ -19,6 +19,7 @@ from qaflow.llm import LLMConfig
 from qaflow.rollouts.attempt import run_attempt
 from qaflow.rollouts.frame import read_rollouts, write_shard
 from qaflow.rollouts.record import Effort, RolloutRecord
+from qaflow.rollouts.stats import passed_expr
 from qaflow.task import Task, find_task_dirs
 from sft.train import CheckpointInfo
 
@@ -121,7 +122,7 @@ class HarnessEvaluator:
             ]
             write_shard(records, folder, prefix="eval")
             frame = read_rollouts(folder)
-        solved = frame.filter(pl.col("full_reward") & (pl.col("exit_status") == "ok"))["task"].n_unique()
+        solved = frame.filter(passed_expr())["task"].n_unique()
         completion = frame.select(pl.col("usage").list.eval(pl.element().struct.field("completion_tokens")).list.sum())
         mean_tokens = float(completion.to_series().mean() or 0.0)
         return EvalOutcome(solved=solved, attempted=len(self.tasks), mean_output_tokens=mean_tokens)

@@ -38,6 +38,10 @@ class Effort(StrEnum):
         return list(Effort).index(self)
 
 
+EFFORT_RANK: dict[str, int] = {e.value: e.rank for e in Effort}
+"""Effort name -> its rank (off 0 < low < medium < xhigh), for sorting and comparing string columns."""
+
+
 class RolloutStatus(StrEnum):
     """How an attempt ended (the trial's exit status)."""
 

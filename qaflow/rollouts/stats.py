@@ -10,6 +10,8 @@ from math import comb
 
 import polars as pl
 
+from qaflow.rollouts.record import EFFORT_RANK
+
 BANDS: tuple[tuple[str, float], ...] = (
     ("impossible", 0.0),
     ("very_hard", 0.25),
@@ -59,7 +61,9 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def passed_expr() -> pl.Expr:
-    return (pl.col("exit_status") == "ok") & pl.col("full_reward").cast(pl.Boolean)
+    """A pass: exit status ok with full reward (a missing full_reward is not a pass). The one definition of
+    success for stats, exports, checkpoint selection and RL."""
+    return (pl.col("exit_status") == "ok") & pl.col("full_reward").cast(pl.Boolean).fill_null(False)
 
 
 def pass_table(frame: pl.DataFrame, ks: tuple[int, ...] = (1,)) -> pl.DataFrame:
@@ -86,8 +90,7 @@ def pass_table(frame: pl.DataFrame, ks: tuple[int, ...] = (1,)) -> pl.DataFrame:
             )
             .alias(f"pass@{k}")
         )
-    order = {"off": 0, "low": 1, "medium": 2, "xhigh": 3}
-    return grouped.sort("task", "model", pl.col("effort").replace_strict(order, default=9))
+    return grouped.sort("task", "model", pl.col("effort").replace_strict(EFFORT_RANK, default=len(EFFORT_RANK)))
 
 
 def task_bands(frame: pl.DataFrame) -> pl.DataFrame:
