@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from curation.dedup import DedupConfig
 from curation.mixing import MixConfig
 from curation.sources import SourceSpec, StageResult, empty_removed
+from qaflow.config_file import load_yaml_config
 
 STAGES = (
     "source",
@@ -111,9 +111,7 @@ class PipelineConfig(BaseModel):
     @classmethod
     def load(cls, path: Path) -> PipelineConfig:
         """Read YAML; relative paths (output_dir, source paths) are taken from the config file's folder."""
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: a pipeline config is a mapping")
+        data = load_yaml_config(path, what="a pipeline config")
         base = Path(path).resolve().parent
 
         def absolute(value: Any) -> Any:

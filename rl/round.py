@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.agents.harness import HarnessConfig
+from qaflow.config_file import load_yaml_config
 from qaflow.rollouts.frame import read_rollouts, records_to_frame
 from qaflow.rollouts.record import EFFORT_RANK, Effort
 from rl.advantage import AdvantageMode, advantages, score
@@ -47,15 +47,12 @@ class RoundConfig(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> RoundConfig:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: a round config is a mapping")
-        base = Path(path).resolve().parent
-        for key in ("adapter", "output_dir", "pool", "rollouts", "chat_template"):
-            if isinstance(data.get(key), str) and not Path(data[key]).is_absolute():
-                data[key] = str(base / data[key])
-        if isinstance(data.get("policy"), str) and (base / data["policy"]).exists():
-            data["policy"] = str(base / data["policy"])
+        data = load_yaml_config(
+            path,
+            what="a round config",
+            path_keys=("adapter", "output_dir", "pool", "rollouts", "chat_template"),
+            model_keys=("policy",),
+        )
         return cls.model_validate(data)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from qaflow.config_file import load_yaml_config
 from sft.masking import MaskingConfig
 
 
@@ -46,13 +46,10 @@ class SFTTrainConfig(BaseModel):
     @classmethod
     def load(cls, path: Path) -> SFTTrainConfig:
         """Read a YAML config; relative paths are taken from the config file's folder."""
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: an SFT config is a mapping")
-        base = Path(path).resolve().parent
-        for key in ("dataset", "output_dir", "eval_dataset", "chat_template"):
-            if isinstance(data.get(key), str) and not Path(data[key]).is_absolute():
-                data[key] = str(base / data[key])
-        if isinstance(data.get("model"), str) and (base / data["model"]).exists():
-            data["model"] = str(base / data["model"])
+        data = load_yaml_config(
+            path,
+            what="an SFT config",
+            path_keys=("dataset", "output_dir", "eval_dataset", "chat_template"),
+            model_keys=("model",),
+        )
         return cls.model_validate(data)
