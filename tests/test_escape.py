@@ -329,7 +329,7 @@ _ALIVE_CHECK = (
 
 
 @pytest.mark.parametrize("how", ["setsid", "nohup", "double-fork", "timeout"])
-def test_processes_the_agent_leaves_are_killed_before_the_verifier(backend: str, tmp_path: Path, how: str):
+def test_processes_the_agent_leaves_cannot_act_on_the_verifier(backend: str, tmp_path: Path, how: str):
     start = {
         "setsid": f"setsid sh -c '{_STRAY_LOOP}' >/dev/null 2>&1 &",
         "nohup": f"nohup sh -c '{_STRAY_LOOP}' >/dev/null 2>&1 &",
@@ -342,9 +342,12 @@ def test_processes_the_agent_leaves_are_killed_before_the_verifier(backend: str,
     result = trial(tmp_path, backend, solve=solve, test=_ALIVE_CHECK, agent_timeout=2.0)
     assert result.agent_exec is not None and "STRAY-RUNNING" in result.agent_exec.stdout, result.agent_exec
     assert result.error is None, result.error
-    assert result.rewards == {"reward": 0.0, "alive": 0.0}, "an agent process outlived the agent phase"
-    # docker reports what it killed; under bwrap the command's pid namespace took them down with it.
-    assert result.strays_killed["agent"] >= (0 if backend == "bwrap" else 1)
+    assert result.rewards == {"reward": 0.0, "alive": 0.0}, "an agent process reached the verifier's files"
+    if backend == "docker":  # kept running for the verifier, but only in the agent's own container
+        assert result.services_left >= 1 and result.verifier_sandbox == "view", result
+    elif backend != "bwrap":  # gVisor: in a view, or killed when the runtime cannot make one
+        assert result.services_left >= 1 and (result.verifier_sandbox == "view" or result.strays_killed["agent"] >= 1)
+    # bwrap: the command's pid namespace took them down with it.
     if how == "timeout":
         assert result.exit_status is ExitStatus.AGENT_TIMEOUT
 

@@ -88,7 +88,13 @@ class SandboxSpec(BaseModel):
     context_dir: Path = Field(description="Build context (the task's environment/ folder)")
     env_hash: str = Field(description="Content hash of context_dir: the image cache key")
     docker_image: str | None = Field(None, description="Prebuilt image named by task.toml, used instead of a build")
-    network: bool = Field(False, description="Give the sandbox network; off unless the task asks")
+    network: bool = Field(False, description="Network at run time (`spec_for_task`: unless the task says no-network)")
+    build_network: bool = Field(True, description="Network for the build's RUN steps; off in offline runs")
+    network_forced_off: bool = Field(
+        False,
+        description="The run forces network off (`--network none`): no sandbox of this spec, or of a copy "
+        "of it, gets network, whatever `network` says",
+    )
     env: dict[str, str] = Field(default_factory=dict, description="Environment for every exec")
     limits: Limits = Field(default_factory=Limits)
     run_id: str = Field("adhoc", description="Label value qaflow.run=<run_id>, used to reap orphans")
@@ -100,6 +106,15 @@ class SandboxSpec(BaseModel):
     @property
     def dockerfile(self) -> Path:
         return self.context_dir / "Dockerfile"
+
+    @property
+    def runtime_network(self) -> bool:
+        """Whether the running sandbox gets network: what backends apply."""
+        return self.network and not self.network_forced_off
+
+    def for_build(self) -> SandboxSpec:
+        """This spec as the sandbox its build steps run in: network is `build_network`."""
+        return self.model_copy(update={"network": self.build_network, "network_forced_off": False})
 
 
 @runtime_checkable
@@ -146,6 +161,26 @@ class Sandbox(Protocol):
         solution left running (`setsid`, `nohup`, `&`) can act later, and nothing it left at /tests
         or /logs/verifier reaches the verifier. Raises SandboxError when the sandbox is dead or a
         path cannot be removed.
+        """
+        ...
+
+    def settle(self, clear: Sequence[str] = ()) -> int:
+        """After the agent phase: when no process is left running in the sandbox, remove the paths
+        `clear` (as `kill_strays` does) and return 0; otherwise change nothing and return how many
+        processes are still running (servers the task asked the agent to leave running).
+
+        Raises SandboxError when the sandbox is dead or a path cannot be removed.
+        """
+        ...
+
+    def verifier_view(self) -> Sandbox:
+        """A new sandbox for the verifier: a copy of this sandbox's files as they are now, sharing
+        its network namespace (the agent's servers answer on 127.0.0.1), running none of its
+        processes and sharing no file with it, so nothing left running here can touch the verifier.
+        The caller closes it (a context manager); this sandbox is unchanged.
+
+        Raises UnsupportedError when this backend or runtime cannot make one (the reason says why),
+        SandboxError when the snapshot or its start failed.
         """
         ...
 

@@ -8,7 +8,7 @@ keep every capability inside its user namespace, and the sandbox could remount /
 when it exits or bwrap is killed everything inside dies, and no bwrap reaper is left behind as a
 zombie for the host's init; like `docker run`, pid 1 ignores signals it has no handler for),
 `--hostname`, `--clearenv` plus PATH/HOME/LANG/HOSTNAME, Dockerfile ENV, spec.env and the exec's
-env; network only with `spec.network` (`--share-net`).
+env; network only with `spec.runtime_network` (`--share-net`).
 
 Limits: with cgroup v1 (as root), each sandbox gets its own pids, memory (+memsw) and cpu (CFS
 quota = `limits.cpus`) groups under the caller's own groups. bwrap starts with `--block-fd`; its
@@ -59,7 +59,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from qaflow.errors import SandboxError
+from qaflow.errors import SandboxError, UnsupportedError
 from qaflow.sandbox import cgroups
 from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, tree_usage
 from qaflow.sandbox.rootfs import ContainerFS, HostRoot, host_root, under
@@ -146,6 +146,8 @@ class BwrapSandbox:
         self._image_env = {**meta["env"], **spec.env}
         self._lock = threading.Lock()
         self._running: set[subprocess.Popen[bytes]] = set()
+        self._left = 0
+        """Processes that execs since the last `settle` left running when their command ended."""
         self._closed = False
         limits = spec.limits
         self._cg = cgroups.create(
@@ -187,7 +189,7 @@ class BwrapSandbox:
         """Recompute the bwrap argv prefix (after the writable roots changed)."""
         self.files.set_roots(list(self.meta["roots"]))
         self._argv = [
-            *bwrap_flags(self._bwrap, hostname_for(self.spec.name), self.spec.network),
+            *bwrap_flags(self._bwrap, hostname_for(self.spec.name), self.spec.runtime_network),
             *self.files.bind_args(),
             *tail_args(),
         ]
@@ -278,14 +280,16 @@ class BwrapSandbox:
             rlimits = [*rlimits, (resource.RLIMIT_CPU, cpu_s)]
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
+        left_r, left_w = os.pipe()
         sync = ["--info-fd", str(info_w), "--block-fd", str(block_r)]
-        full = [*self._argv, *sync, *env_args, *_user_args(user), "--chdir", workdir, "--", *argv]
+        shim = ["/bin/sh", "-c", _COUNT_LEFT, "qaflow"]
+        full = [*self._argv, *sync, *env_args, *_user_args(user), "--chdir", workdir, "--", *shim, *argv]
         oom_before = self._cg.oom_kills()
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
                 full,
-                stdin=subprocess.DEVNULL,
+                stdin=left_w,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=HOST_ENV,
@@ -293,12 +297,13 @@ class BwrapSandbox:
                 pass_fds=(info_w, block_r),
             )
         except (OSError, ValueError) as e:
-            for fd in (info_r, block_w):
+            for fd in (info_r, block_w, left_r):
                 os.close(fd)
             raise SandboxError(f"cannot start bwrap: {e}") from e
         finally:
             os.close(info_w)
             os.close(block_r)
+            os.close(left_w)
         with self._lock:
             self._running.add(proc)
         try:
@@ -328,6 +333,8 @@ class BwrapSandbox:
             if proc.poll() is None:
                 _kill(proc)
                 proc.wait()
+            left = _read_left(left_r)
+            self._left += left
             for pipe in (proc.stdout, proc.stderr):
                 if pipe is not None and not pipe.closed:
                     pipe.close()
@@ -353,6 +360,7 @@ class BwrapSandbox:
             stdout_truncated=out.truncated,
             stderr_truncated=err_buf.truncated,
             oom_killed=oom,
+            strays_killed=left,
         )
 
     def _storage_watch(self, proc: subprocess.Popen[bytes]) -> StorageWatch | None:
@@ -387,9 +395,28 @@ class BwrapSandbox:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
+        deadline = time.monotonic() + KILL_GRACE_S
+        while self._cg.pids() and time.monotonic() < deadline:  # killed ones take a moment to leave
+            time.sleep(0.01)
         for path in clear:
             self.files.clear(path)
         return killed
+
+    def settle(self, clear: Sequence[str] = ()) -> int:
+        """`kill_strays(clear)`; returns how many processes the execs since the last settle left
+        running when their command ended. None of them runs now: each died with its exec's pid
+        namespace (see the module doc), so `verifier_view` cannot bring them back."""
+        self.kill_strays(clear)
+        left, self._left = self._left, 0
+        return left
+
+    def verifier_view(self) -> BwrapSandbox:
+        """Raises:
+        UnsupportedError: always; no process outlives its exec here, so there is nothing to share."""
+        raise UnsupportedError(
+            f"the bwrap backend cannot keep processes running after an exec (each exec is its own pid and network "
+            f"namespace), so {self.spec.name}'s verifier cannot reach what its agent started; use the docker backend"
+        )
 
     def _admit(self, proc: subprocess.Popen[bytes], info_r: int, rlimits: list[tuple[int, int]]) -> None:
         """Put bwrap's blocked child (the command's pid 1) into the cgroups and set its rlimits.
@@ -541,6 +568,37 @@ def _cleanup(owned: Path | None, cg: cgroups.CgroupSet, name: str) -> None:
             log.warning("bwrap sandbox %s: could not remove %s: %s", name, owned, e)
     for failure in cg.remove():
         log.warning("bwrap sandbox %s: could not remove cgroup %s", name, failure)
+
+
+_COUNT_LEFT = r"""
+"$@" </dev/null; _qr=$?
+_qn=0
+for _qd in /proc/[0-9]*; do
+  [ "${_qd#/proc/}" = 1 ] && continue
+  { read -r _qs < "$_qd/stat"; } 2>/dev/null || continue
+  set -- ${_qs##*) }
+  [ "$1" = Z ] || _qn=$((_qn+1))
+done
+echo "$_qn" >&0
+exit $_qr
+"""
+"""Pid 1 of every exec: runs the command with /dev/null as its stdin, then reports on its own stdin
+(the write end of a pipe, which the command never sees) how many processes the command left
+running; they die with pid 1. Shell builtins only."""
+
+
+def _read_left(fd: int) -> int:
+    """The count `_COUNT_LEFT` wrote on `fd` (0 when it wrote none: killed, or bwrap failed); closes `fd`."""
+    try:
+        os.set_blocking(fd, False)
+        try:
+            data = os.read(fd, 64)
+        except BlockingIOError:
+            data = b""
+    finally:
+        os.close(fd)
+    text = data.decode("ascii", "replace").strip()
+    return int(text) if text.isdigit() else 0
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -83,7 +83,7 @@ for p in $all; do kill -KILL "$p" 2>/dev/null; done
 echo "killed:$all"
 """
 """Stops, then kills, the session `$1`, its process group and every descendant (builtins only: no forks)."""
-_STRAYS = r"""
+_KEEPER = r"""
 _qme=$$; _qpp=$PPID; _qkeep=; _qkst=
 for _qd in /proc/[0-9]*; do
   _qp=${_qd#/proc/}
@@ -95,6 +95,29 @@ for _qd in /proc/[0-9]*; do
     _qkeep=$_qp; _qkst=${20}
   fi
 done
+"""
+"""Finds the keeper (`$_qkeep`): init's child with the earliest start time (then the lowest pid): it
+started with the container, before any exec, and anything orphaned later is younger."""
+_ALIVE = (
+    _KEEPER
+    + r"""
+_qk=0
+for _qd in /proc/[0-9]*; do
+  _qp=${_qd#/proc/}
+  case " 1 $_qkeep $_qme $_qpp " in *" $_qp "*) continue;; esac
+  { read -r _qst < "$_qd/stat"; } 2>/dev/null || continue
+  set -- ${_qst##*) }
+  [ "$1" = Z ] && continue
+  _qk=$((_qk+1))
+done
+echo "qaflow-alive:$_qk"
+"""
+)
+"""Counts (`$_qk`) the processes running in the container but docker's init, the keeper, the shell
+itself and its parent, zombies aside; kills nothing."""
+_STRAYS = (
+    _KEEPER
+    + r"""
 _qall=" "; _qk=0; _qi=0
 while [ $_qi -lt 100 ]; do
   _qnew=
@@ -112,10 +135,11 @@ while [ $_qi -lt 100 ]; do
 done
 for _qp in $_qall; do kill -KILL "$_qp" 2>/dev/null; done
 """
-"""Stops, then kills, every process this user may signal but pid 1 (docker's init), the keeper, the
-shell itself and its parent; counts them in `$_qk` (builtins only: no forks, so a fork bomb cannot
-outrun it). The keeper is init's child with the earliest start time (then the lowest pid): it
-started with the container, before any exec, and anything orphaned later is younger."""
+)
+"""Stops, then kills, every process this user may signal but pid 1 (docker's init), the keeper (see
+`_KEEPER`), the shell itself and its parent; counts them in `$_qk` (builtins only: no forks, so a
+fork bomb cannot outrun it)."""
+_ALIVE_RE = re.compile(rb"qaflow-alive:(\d+)")
 _STRAYS_RE = re.compile(rb"qaflow-strays:(\d+)")
 _RUN = '_qn=$1; shift; echo $$ >&2; "$@"; _qr=$?; '
 _END = 'printf "\\n%s:%s:%s\\n" "$_qn" "$_qr" "${_qk:-0}" >&2; exit $_qr'
@@ -163,8 +187,11 @@ class DockerSandbox:
         image_user: str = "",
         *,
         storage_enforced: bool = False,
+        owned_image: str | None = None,
     ):
         self.client = client
+        self.owned_image = owned_image
+        """A snapshot image this sandbox was started from and removes on close (a verifier view)."""
         self.id = container_id
         self.workdir = workdir
         self.spec = spec
@@ -388,6 +415,42 @@ class DockerSandbox:
         if not res.ok:
             raise SandboxError(f"in {self.spec.name}: {res.stderr.strip()[-400:] or f'exit {res.exit_code}'}")
         return int(found.group(1))
+
+    def settle(self, clear: Sequence[str] = ()) -> int:
+        """When nothing but the keepers runs, remove `clear` and return 0; else return how many
+        processes run, changing nothing (one exec either way; see `Sandbox.settle`).
+
+        Raises:
+            SandboxError: the sandbox is closed or dead, or a path stays.
+        """
+        clears = "".join(_clear_script(self._abs(p)) for p in clear)
+        script = _ALIVE + (f'if [ "$_qk" = 0 ]; then\n{clears}true\nfi\n' if clears else "") + "true"
+        try:
+            res = self.exec(["sh", "-c", script], user="0", timeout=KILL_TIMEOUT_S)
+        except SandboxError as exc:
+            raise SandboxError(f"could not look for running processes in {self.spec.name}: {self._dead_why(exc)}") from exc
+        found = _ALIVE_RE.search(res.stdout.encode())
+        if found is None or res.sandbox_died:
+            why = self._dead_why(res.stderr.strip()[-400:] or f"exit {res.exit_code}")
+            raise SandboxError(f"could not look for running processes in {self.spec.name}: {why}")
+        if not res.ok:
+            raise SandboxError(f"in {self.spec.name}: {res.stderr.strip()[-400:] or f'exit {res.exit_code}'}")
+        return int(found.group(1))
+
+    def verifier_view(self) -> DockerSandbox:
+        """A container started from a snapshot (`docker commit`) of this one, joined to its network
+        namespace (`network_mode=container:<id>`); see `Sandbox.verifier_view`. Its close removes
+        the container, then the snapshot image.
+
+        Raises:
+            UnsupportedError: the runtime cannot join another container's network.
+            SandboxError: the commit or the start failed.
+        """
+        self._require_open()
+        self._flush()
+        from qaflow.sandbox.docker import DockerBackend  # docker.py imports this module
+
+        return DockerBackend(self.client).open_view(self)
 
     def _dead_why(self, error: object) -> str:
         """`error`, or why the container is dead when it is (the sandbox died, e.g. out of memory)."""
@@ -625,11 +688,18 @@ class DockerSandbox:
         try:
             self.client.api.remove_container(self.id, force=True, v=True)
         except docker.errors.NotFound:
-            return
+            pass
         except docker.errors.APIError as exc:
-            if "already in progress" in str(exc):
-                return
-            raise SandboxError(f"could not remove the sandbox of {self.spec.name} ({self.id[:12]}): {exc}") from exc
+            if "already in progress" not in str(exc):
+                raise SandboxError(
+                    f"could not remove the sandbox of {self.spec.name} ({self.id[:12]}): {exc}"
+                ) from exc
+        if self.owned_image is not None:
+            with contextlib.suppress(docker.errors.NotFound):
+                try:
+                    self.client.api.remove_image(self.owned_image, force=True)
+                except docker.errors.APIError as exc:
+                    log.warning("could not remove the snapshot image %s: %s", self.owned_image[:19], exc)
 
     def _remove_or_warn(self) -> None:
         try:
