@@ -4,7 +4,8 @@ Containers run `sleep infinity` under docker's init and are hardened by default:
 `no-new-privileges`; every capability dropped but `CONTAINER_CAPS` (documented there); cpu,
 memory (no swap) and pids limits always set (the `Limits` defaults when task.toml is silent);
 RLIMIT_FSIZE per file; a storage limit (`--storage-opt size` where the storage driver supports
-it, else a watchdog, see `DockerSandbox`); no network unless the spec asks; no host path
+it, else a watchdog, see `DockerSandbox`); no network unless the spec asks (`runtime_network`;
+builds use docker's default network unless `build_network` is off); no host path
 mounted at all (files travel through the archive API); and the labels `qaflow.run`/`qaflow.task`
 so that orphans of a crashed run can be reaped (images carry `qaflow.env_hash`/`qaflow.task`).
 `spec.runtime = "runsc"` runs the container under gVisor (registered with dockerd by
@@ -42,7 +43,7 @@ import docker.types
 import docker.utils.build
 import requests
 
-from qaflow.errors import BuildError, SandboxError, SandboxUnavailableError
+from qaflow.errors import BuildError, SandboxError, SandboxUnavailableError, UnsupportedError
 from qaflow.sandbox.base import SandboxSpec
 from qaflow.sandbox.docker_client import shared_client
 from qaflow.sandbox.docker_client import wait_for_removals as wait_for_removals
@@ -64,7 +65,10 @@ log = logging.getLogger(__name__)
 RUN_LABEL = "qaflow.run"
 TASK_LABEL = "qaflow.task"
 ENV_HASH_LABEL = "qaflow.env_hash"
+VIEW_LABEL = "qaflow.view_of"
 IMAGE_REPO = "qaflow-env"
+VIEW_REPO = "qaflow-view"
+"""Snapshot images of verifier views; each is removed with its view's container (and by `reap`)."""
 DEFAULT_WORKDIR = "/app"
 BUILD_LOG_LINES = 50
 
@@ -91,6 +95,7 @@ root too (Linux does not, so runc containers rely on the pids cgroup alone)."""
 RUNSC_HINT = "register it with `qaflow sandbox install-gvisor` (apt-get install runsc first)"
 
 _DOCKERFILE_NAME = ".qaflow.Dockerfile"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _HOSTS = (
     b"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\n"
     b"ff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n"
@@ -132,7 +137,7 @@ def host_config_args(spec: SandboxSpec, cpus: float, storage: bool) -> dict[str,
         ulimits.append(docker.types.Ulimit(name="nproc", soft=limits.pids, hard=limits.pids))
         pids = RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * limits.pids
     args: dict[str, Any] = {
-        "network_mode": "bridge" if spec.network else "none",
+        "network_mode": "bridge" if spec.runtime_network else "none",
         "nano_cpus": int(cpus * 1e9),
         "mem_limit": memory,
         "memswap_limit": memory,
@@ -151,6 +156,8 @@ def host_config_args(spec: SandboxSpec, cpus: float, storage: bool) -> dict[str,
 
 
 _runtime_ok: dict[str, str] = {}
+_RUNSC_WARNED: set[str] = set()
+"""Tasks already warned (once per process) that runsc gives them no network."""
 
 
 def _check_runtime(runtime: str) -> tuple[bool, str]:
@@ -320,7 +327,7 @@ class DockerBackend:
             "forcerm": True,
             "pull": False,
             "dockerfile": _DOCKERFILE_NAME,
-            "networkmode": "default" if spec.network else "none",
+            "networkmode": "default" if spec.build_network else "none",
             "labels": json.dumps({ENV_HASH_LABEL: spec.env_hash, TASK_LABEL: spec.name}),
         }
         api = self.client.api
@@ -363,7 +370,8 @@ class DockerBackend:
                     tail.append(raw_line.decode("utf-8", "replace"))
                     continue
                 if "stream" in msg:
-                    tail.extend(line for line in msg["stream"].rstrip("\n").split("\n") if line.strip())
+                    text = _ANSI.sub("", msg["stream"])  # the legacy builder colours a RUN's stderr
+                    tail.extend(line for line in text.rstrip("\n").split("\n") if line.strip())
                 if "error" in msg or "errorDetail" in msg:
                     error = msg.get("error") or (msg.get("errorDetail") or {}).get("message") or str(msg)
                     tail.append(error)
@@ -392,7 +400,8 @@ class DockerBackend:
             SandboxError: the container could not be created or started.
         """
         info = self._image(spec)
-        if spec.runtime == "runsc" and spec.network:
+        if spec.runtime == "runsc" and spec.runtime_network and spec.name not in _RUNSC_WARNED:
+            _RUNSC_WARNED.add(spec.name)
             log.warning(
                 "task %s asks for network, but under runsc registered with --network=none (as install-gvisor does) "
                 "it gets none",
@@ -422,9 +431,59 @@ class DockerBackend:
             image_user=info.user,
             storage_enforced=self._storage_opt is True,
         )
-        if not spec.network:
+        if not spec.runtime_network:
             box.put("/etc/hosts", _HOSTS)  # sent with the first exec
         return box
+
+    def open_view(self, box: DockerSandbox) -> DockerSandbox:
+        """A verifier view of `box` (see `DockerSandbox.verifier_view`): commit it (paused for the
+        commit), start a container from that image in `box`'s network namespace, same limits.
+
+        Raises:
+            UnsupportedError: the runtime refused to join `box`'s network namespace.
+            SandboxError: the commit, create or start failed otherwise.
+        """
+        spec, api = box.spec, self.client.api
+        try:
+            image = api.commit(box.id, repository=VIEW_REPO, tag=uuid.uuid4().hex[:16], pause=True)["Id"]
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"docker could not snapshot the sandbox of {spec.name}: {exc}") from exc
+        storage = type(self)._storage_opt is True and spec.limits.storage_mb is not None
+        host = host_config_args(spec, self._cpus(spec.limits.cpus), storage)
+        host["network_mode"] = f"container:{box.id}"
+        safe = re.sub(r"[^a-zA-Z0-9_.-]+", "-", spec.name).strip("-.")[:34] or "task"
+        container_id: str | None = None
+        try:
+            container_id = api.create_container(
+                image=image,
+                entrypoint=["sleep", "infinity"],
+                working_dir=box.workdir,
+                environment=dict(spec.env),
+                labels={RUN_LABEL: spec.run_id, TASK_LABEL: spec.name, VIEW_LABEL: box.id},
+                host_config=api.create_host_config(**host),
+                name=f"qaflow-view-{safe}-{uuid.uuid4().hex[:10]}",
+            )["Id"]
+            api.start(container_id)
+        except docker.errors.APIError as exc:
+            if container_id is not None:
+                self._remove(container_id)
+            with contextlib.suppress(docker.errors.APIError):
+                api.remove_image(image, force=True)
+            if spec.runtime:
+                raise UnsupportedError(
+                    f"the {spec.runtime} runtime cannot start a verifier view of {spec.name} in its network "
+                    f"namespace: {exc}"
+                ) from exc
+            raise SandboxError(f"docker could not start a verifier view of {spec.name}: {exc}") from exc
+        return DockerSandbox(
+            self.client,
+            container_id,
+            box.workdir,
+            spec,
+            image_user=box._image_user,
+            storage_enforced=storage,
+            owned_image=image,
+        )
 
     def _create(self, spec: SandboxSpec, info: _ImageInfo) -> str:
         safe = re.sub(r"[^a-zA-Z0-9_.-]+", "-", spec.name).strip("-.")[:40] or "task"
@@ -455,7 +514,7 @@ class DockerBackend:
                 # No network: skip docker's network sandbox (~100 ms of each start). runc still gives
                 # the container its own network namespace with only loopback; /etc/hosts is then
                 # empty, so open() writes docker's usual one (see _HOSTS).
-                network_disabled=not spec.network,
+                network_disabled=not spec.runtime_network,
                 name=f"qaflow-{safe}-{uuid.uuid4().hex[:10]}",
             )
         except docker.errors.ImageNotFound:
@@ -507,4 +566,16 @@ class DockerBackend:
                     continue
         except docker.errors.APIError as exc:
             raise SandboxError(f"docker could not reap containers labelled {label}: {exc}") from exc
+        _remove_unused_views(api)
         return removed
+
+
+def _remove_unused_views(api: Any) -> None:
+    """Remove snapshot images of verifier views that no container uses any more (a crash left them)."""
+    try:
+        images = api.images(name=VIEW_REPO)
+    except docker.errors.APIError:
+        return
+    for image in images:
+        with contextlib.suppress(docker.errors.APIError):  # in use by a live view: not ours to remove
+            api.remove_image(image["Id"], force=False)
