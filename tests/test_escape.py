@@ -345,11 +345,61 @@ def test_processes_the_agent_leaves_cannot_act_on_the_verifier(backend: str, tmp
     assert result.rewards == {"reward": 0.0, "alive": 0.0}, "an agent process reached the verifier's files"
     if backend == "docker":  # kept running for the verifier, but only in the agent's own container
         assert result.services_left >= 1 and result.verifier_sandbox == "view", result
-    elif backend != "bwrap":  # gVisor: in a view, or killed when the runtime cannot make one
-        assert result.services_left >= 1 and (result.verifier_sandbox == "view" or result.strays_killed["agent"] >= 1)
+    elif backend != "bwrap":  # gVisor cannot make a view: killed, as before
+        assert result.services_left >= 1 and result.strays_killed["agent"] >= 1
     # bwrap: the command's pid namespace took them down with it.
     if how == "timeout":
         assert result.exit_status is ExitStatus.AGENT_TIMEOUT
+
+
+_SERVE = (
+    "#!/bin/bash\nmkdir -p /srv && echo {body} > /srv/index.txt\n"
+    "nohup python3 -m http.server 8080 --bind 127.0.0.1 --directory /srv >/dev/null 2>&1 &\n"
+    "for i in $(seq 50); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8080), 1)' "
+    "2>/dev/null && break; sleep 0.1; done\n"
+)
+"""A solution that leaves an HTTP server on 127.0.0.1:8080 serving `{body}`, as service tasks ask."""
+_QUERY = (
+    "#!/bin/bash\nmkdir -p /logs/verifier\n"
+    "python3 - <<'PY'\nimport time, urllib.request\nok = False\nfor _ in range(20):\n"
+    "    try:\n        ok = urllib.request.urlopen('http://127.0.0.1:8080/index.txt', timeout=1).read().strip() == b'hello'\n"
+    "        break\n    except OSError:\n        time.sleep(0.25)\n"
+    "open('/logs/verifier/reward.txt', 'w').write('1' if ok else '0')\nPY\n"
+)
+"""A verifier that asks the agent's server and gives 1 only for the right answer."""
+
+
+def test_a_server_the_agent_leaves_running_answers_the_verifier(backend: str, tmp_path: Path):
+    result = trial(tmp_path, backend, solve=_SERVE.format(body="hello"), test=_QUERY)
+    assert result.error is None, result.error
+    assert result.services_left >= 1, result
+    if backend == "bwrap":  # no process outlives its exec there: said, never passed off as a verdict
+        assert result.reward == 0.0 and result.verifier_note and "bwrap" in result.verifier_note
+    elif backend == "docker":
+        assert (result.reward, result.verifier_sandbox, result.verifier_note) == (1.0, "view", None)
+    else:  # gVisor: each sandbox has its own network stack; said, never passed off as a verdict
+        assert result.reward == 0.0 and result.verifier_note and "gVisor" in result.verifier_note
+
+
+def test_a_wrong_server_is_rejected_and_nothing_left_running_is_reachable_after(backend: str, tmp_path: Path):
+    result = trial(tmp_path, backend, solve=_SERVE.format(body="wrong"), test=_QUERY)
+    assert (result.error, result.reward) == (None, 0.0)
+    nothing = trial(tmp_path, backend, solve="#!/bin/bash\ntrue\n", test=_QUERY)
+    assert (nothing.error, nothing.reward, nothing.services_left, nothing.verifier_sandbox) == (None, 0.0, 0, "shared")
+
+
+def test_a_forger_left_running_beside_a_server_cannot_forge(backend: str, tmp_path: Path):
+    forger = (
+        "setsid nohup sh -c 'while true; do mkdir -p /logs/verifier /tests; echo 1 > /logs/verifier/reward.txt; "
+        "printf \"#!/bin/bash\\necho 1 > /logs/verifier/reward.txt\\n\" > /tests/test.sh;"
+        "sleep 0.02; done' >/dev/null 2>&1 &\n"
+    )
+    # The server serves the wrong answer; the forger keeps planting a reward, a test.sh and the right answer file.
+    solve = _SERVE.format(body="wrong") + forger + "sleep 0.3\n"
+    test = _QUERY.replace("python3 -", "sleep 0.5; python3 -")
+    result = trial(tmp_path, backend, solve=solve, test=test)
+    assert result.error is None, result.error
+    assert (result.reward, result.reward_source) == (0.0, "reward.txt"), result
 
 
 def test_agent_cannot_plant_tests_or_a_reward(backend: str, tmp_path: Path):

@@ -440,10 +440,16 @@ class DockerBackend:
         commit), start a container from that image in `box`'s network namespace, same limits.
 
         Raises:
-            UnsupportedError: the runtime refused to join `box`'s network namespace.
+            UnsupportedError: under gVisor (its network stack is per sandbox), or the runtime refused
+                to join `box`'s network namespace.
             SandboxError: the commit, create or start failed otherwise.
         """
         spec, api = box.spec, self.client.api
+        if spec.runtime == "runsc":
+            raise UnsupportedError(
+                f"under gVisor each sandbox has a network stack of its own, so a verifier view of {spec.name} "
+                "cannot reach what its agent left running; run without --runtime runsc to keep services"
+            )
         try:
             image = api.commit(box.id, repository=VIEW_REPO, tag=uuid.uuid4().hex[:16], pause=True)["Id"]
         except docker.errors.APIError as exc:
