@@ -362,7 +362,8 @@ _SERVE = (
 _QUERY = (
     "#!/bin/bash\nmkdir -p /logs/verifier\n"
     "python3 - <<'PY'\nimport time, urllib.request\nok = False\nfor _ in range(20):\n"
-    "    try:\n        ok = urllib.request.urlopen('http://127.0.0.1:8080/index.txt', timeout=1).read().strip() == b'hello'\n"
+    "    try:\n        answer = urllib.request.urlopen('http://127.0.0.1:8080/index.txt', timeout=1).read()\n"
+    "        ok = answer.strip() == b'hello'\n"
     "        break\n    except OSError:\n        time.sleep(0.25)\n"
     "open('/logs/verifier/reward.txt', 'w').write('1' if ok else '0')\nPY\n"
 )
@@ -391,7 +392,7 @@ def test_a_wrong_server_is_rejected_and_nothing_left_running_is_reachable_after(
 def test_a_forger_left_running_beside_a_server_cannot_forge(backend: str, tmp_path: Path):
     forger = (
         "setsid nohup sh -c 'while true; do mkdir -p /logs/verifier /tests; echo 1 > /logs/verifier/reward.txt; "
-        "printf \"#!/bin/bash\\necho 1 > /logs/verifier/reward.txt\\n\" > /tests/test.sh;"
+        'printf "#!/bin/bash\\necho 1 > /logs/verifier/reward.txt\\n" > /tests/test.sh;'
         "sleep 0.02; done' >/dev/null 2>&1 &\n"
     )
     # The server serves the wrong answer; the forger keeps planting a reward, a test.sh and the right answer file.

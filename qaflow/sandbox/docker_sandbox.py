@@ -428,7 +428,8 @@ class DockerSandbox:
         try:
             res = self.exec(["sh", "-c", script], user="0", timeout=KILL_TIMEOUT_S)
         except SandboxError as exc:
-            raise SandboxError(f"could not look for running processes in {self.spec.name}: {self._dead_why(exc)}") from exc
+            why = self._dead_why(exc)
+            raise SandboxError(f"could not look for running processes in {self.spec.name}: {why}") from exc
         found = _ALIVE_RE.search(res.stdout.encode())
         if found is None or res.sandbox_died:
             why = self._dead_why(res.stderr.strip()[-400:] or f"exit {res.exit_code}")
@@ -691,9 +692,7 @@ class DockerSandbox:
             pass
         except docker.errors.APIError as exc:
             if "already in progress" not in str(exc):
-                raise SandboxError(
-                    f"could not remove the sandbox of {self.spec.name} ({self.id[:12]}): {exc}"
-                ) from exc
+                raise SandboxError(f"could not remove the sandbox of {self.spec.name} ({self.id[:12]}): {exc}") from exc
         if self.owned_image is not None:
             with contextlib.suppress(docker.errors.NotFound):
                 try:
