@@ -7,6 +7,9 @@ bwrap <= 1.5x and under 50 ms. Also checks that a second trial of the same task 
 gVisor: the same trial under `docker --runtime runsc` against the default runtime, measured
 alternately in the same run (reported, no target: gVisor trades speed for a user-space kernel);
 skipped, with the reason, where runsc does not start containers.
+Services: on docker, a trial whose solution leaves a server running (the verifier then runs in a
+view: a snapshot of the container in its network namespace) against the same task leaving
+nothing running, sampled alternately; target <= 2x.
 
 Usage: python bench/sandbox_overhead.py [--task tasks_repo/csv-sum] [--repeats 15]
        [--backend docker|bwrap|gvisor|both]   (both: every backend that works here)
@@ -121,19 +124,38 @@ def bench_bwrap(task: Task, repeats: int) -> tuple[float, float]:
     return bare, trial
 
 
-def trivial_task() -> Task:
-    """A task whose solution and verifier are one shell line each: the trial's own cost, absolute."""
+def trivial_task(leave_running: str = "") -> Task:
+    """A task whose solution and verifier are one shell line each: the trial's own cost, absolute.
+    `leave_running`: a shell command the solution starts in the background and leaves running."""
     root = Path(tempfile.mkdtemp(prefix="qaflow-bench-task-"))
+    background = f"nohup {leave_running} >/dev/null 2>&1 &\n" if leave_running else ""
     for sub, name, text in (
         ("environment", "Dockerfile", "FROM python:3.11-slim\nWORKDIR /app\n"),
         ("tests", "test.sh", '#!/bin/sh\n[ "$(cat /app/out)" = ok ] && echo 1 > /logs/verifier/reward.txt\n'),
-        ("solution", "solve.sh", "#!/bin/sh\necho ok > /app/out\n"),
+        ("solution", "solve.sh", f"#!/bin/sh\necho ok > /app/out\n{background}"),
     ):
         (root / sub).mkdir(exist_ok=True)
         (root / sub / name).write_text(text)
     (root / "instruction.md").write_text("Write ok to /app/out.\n")
     (root / "task.toml").write_text('[task]\nname = "bench/trivial"\n[verifier]\ntimeout_sec = 10\n')
     return Task.load(root)
+
+
+def bench_services(repeats: int) -> tuple[float, float]:
+    """Median docker trial seconds of a task leaving nothing running and of one leaving a server
+    running (the verifier runs in a view), sampled alternately (same noise)."""
+    plain_task = trivial_task()
+    service_task = trivial_task("python3 -m http.server 8080 --bind 127.0.0.1")
+    oracle_trial(plain_task, "docker")
+    oracle_trial(service_task, "docker")
+    plain: list[float] = []
+    service: list[float] = []
+    for _ in range(repeats):
+        for task, samples in ((plain_task, plain), (service_task, service)):
+            t0 = time.perf_counter()
+            oracle_trial(task, "docker")
+            samples.append(time.perf_counter() - t0)
+    return statistics.median(plain), statistics.median(service)
 
 
 def main() -> None:
@@ -160,6 +182,14 @@ def main() -> None:
             f"{name}: bare {bare * 1000:.1f} ms, trial {trial * 1000:.1f} ms, "
             f"ratio {ratio:.2f}x (target <= {targets[name]}x) {verdict}"
         )
+        if name == "docker":
+            plain, service = bench_services(args.repeats)
+            verdict = "ok" if service / plain <= 2.0 else "OVER TARGET"
+            failed |= service / plain > 2.0
+            print(
+                f"docker services: trial leaving nothing running {plain * 1000:.1f} ms, leaving a server running "
+                f"(verifier in a view) {service * 1000:.1f} ms, ratio {service / plain:.2f}x (target <= 2x) {verdict}"
+            )
         if name == "bwrap":
             trivial = trivial_task()
             oracle_trial(trivial, "bwrap")
