@@ -37,6 +37,7 @@ redirect them onto the host.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import logging
 import math
@@ -44,7 +45,6 @@ import os
 import pwd
 import re
 import resource
-import selectors
 import shutil
 import signal
 import stat
@@ -54,7 +54,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -62,18 +62,15 @@ from typing import Any, Self
 from qaflow.errors import SandboxError, UnsupportedError
 from qaflow.sandbox import cgroups
 from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, tree_usage
+from qaflow.sandbox.bwrap_process import HOST_ENV as HOST_ENV
+from qaflow.sandbox.bwrap_process import KILL_GRACE_S, NSENTER, SHIM, NetHolder, Report, kill, pump
 from qaflow.sandbox.rootfs import ContainerFS, HostRoot, host_root, under
 
 log = logging.getLogger(__name__)
 
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 TEMP_PREFIX = "qaflow-bwrap-"
-KILL_GRACE_S = 5.0
-SLOW_S = 0.2
-"""A command still running after this long gets its storage watchdog (shorter ones cost no thread)."""
-READ_CHUNK = 1 << 16
 _ENV_NAME = re.compile(r"[^=\0]+")
-HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 
 
 def bwrap_flags(bwrap: str, hostname: str, network: bool) -> list[str]:
@@ -134,7 +131,9 @@ def _user_args(user: str | int | None) -> list[str]:
 class BwrapSandbox:
     """One bwrap sandbox: writable folders in a temp dir, a cgroup set, and a bwrap argv prefix."""
 
-    def __init__(self, spec: SandboxSpec, meta: dict[str, Any], fs: Path, owned: Path | None):
+    def __init__(
+        self, spec: SandboxSpec, meta: dict[str, Any], fs: Path, owned: Path | None, netns: NetHolder | None = None
+    ):
         host: HostRoot = host_root()
         host.ensure()
         self.spec = spec
@@ -146,8 +145,13 @@ class BwrapSandbox:
         self._image_env = {**meta["env"], **spec.env}
         self._lock = threading.Lock()
         self._running: set[subprocess.Popen[bytes]] = set()
-        self._left = 0
-        """Processes that execs since the last `settle` left running when their command ended."""
+        self._kept: dict[subprocess.Popen[bytes], int] = {}
+        """Execs whose pid namespace lives on, with how many processes each command left running."""
+        self._lost = 0
+        """Processes that execs since the last `settle` left running but that died with them (no keep here)."""
+        self._netns = netns
+        self._owns_netns = netns is None
+        self._can_keep = spec.runtime_network or NSENTER is not None
         self._closed = False
         limits = spec.limits
         self._cg = cgroups.create(
@@ -189,7 +193,7 @@ class BwrapSandbox:
         """Recompute the bwrap argv prefix (after the writable roots changed)."""
         self.files.set_roots(list(self.meta["roots"]))
         self._argv = [
-            *bwrap_flags(self._bwrap, hostname_for(self.spec.name), self.spec.runtime_network),
+            *bwrap_flags(self._bwrap, hostname_for(self.spec.name), self._can_keep),
             *self.files.bind_args(),
             *tail_args(),
         ]
@@ -238,15 +242,17 @@ class BwrapSandbox:
     ) -> ExecResult:
         """Run `cmd` (a string goes through `sh -c`) in a fresh bwrap over this sandbox's folders.
 
-        `kill_strays_after` changes nothing here: the command is pid 1 of its own pid namespace,
-        so whatever it leaves running dies with it, before this returns.
+        What the command leaves running lives on in its own pid namespace, sharing the sandbox's
+        network (servers answer later execs and the verifier's view), until `kill_strays` or
+        `close`; with `kill_strays_after` it dies with the command, before this returns.
 
         Raises:
             SandboxError: when the sandbox is closed, `cwd` does not exist, an env name is invalid,
                 the user is unknown, or bwrap could not be started.
         """
         argv = ["sh", "-c", cmd] if isinstance(cmd, str) else [str(c) for c in cmd]
-        return self.exec_with_env(argv, {**self._image_env, **(env or {})}, timeout=timeout, user=user, cwd=cwd)
+        env = {**self._image_env, **(env or {})}
+        return self.exec_with_env(argv, env, timeout=timeout, user=user, cwd=cwd, keep=not kill_strays_after)
 
     def exec_with_env(
         self,
@@ -256,8 +262,10 @@ class BwrapSandbox:
         timeout: float | None = None,
         user: str | int | None = None,
         cwd: str | None = None,
+        keep: bool = False,
     ) -> ExecResult:
         """`exec` of an argv with `env` over the base environment instead of the image's (a build's RUN).
+        `keep`: processes the command leaves running live on (see `bwrap_process`), where this sandbox can.
 
         Raises:
             SandboxError: as `exec`.
@@ -280,16 +288,17 @@ class BwrapSandbox:
             rlimits = [*rlimits, (resource.RLIMIT_CPU, cpu_s)]
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
-        left_r, left_w = os.pipe()
+        report_r, report_w = os.pipe()
+        requested_keep, keep = keep, keep and self._can_keep
         sync = ["--info-fd", str(info_w), "--block-fd", str(block_r)]
-        shim = ["/bin/sh", "-c", _COUNT_LEFT, "qaflow"]
-        full = [*self._argv, *sync, *env_args, *_user_args(user), "--chdir", workdir, "--", *shim, *argv]
+        shim = ["/bin/sh", "-c", SHIM, "qaflow", "1" if keep else "0"]
+        full = [*self._net_prefix(), *self._argv, *sync, *env_args, *_user_args(user), "--chdir", workdir, "--"]
         oom_before = self._cg.oom_kills()
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
-                full,
-                stdin=left_w,
+                [*full, *shim, *argv],
+                stdin=report_w,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=HOST_ENV,
@@ -297,15 +306,15 @@ class BwrapSandbox:
                 pass_fds=(info_w, block_r),
             )
         except (OSError, ValueError) as e:
-            for fd in (info_r, block_w, left_r):
+            for fd in (info_r, block_w, report_r):
                 os.close(fd)
             raise SandboxError(f"cannot start bwrap: {e}") from e
         finally:
-            os.close(info_w)
-            os.close(block_r)
-            os.close(left_w)
+            for fd in (info_w, block_r, report_w):
+                os.close(fd)
         with self._lock:
             self._running.add(proc)
+        report: Report | None = None
         try:
             try:
                 self._admit(proc, info_r, rlimits)
@@ -322,23 +331,44 @@ class BwrapSandbox:
                     watches.append(watch)
 
             try:
-                timed_out = _pump(proc, out, err_buf, None if timeout is None else start + timeout, on_slow=slow)
-                code = proc.wait()
+                deadline = None if timeout is None else start + timeout
+                timed_out, report = pump(proc, out, err_buf, deadline, report_fd=report_r, keep=keep, on_slow=slow)
+                kept = keep and not timed_out and report is not None and report.left > 0
+                code = report.exit_code if kept and report is not None else proc.wait()
             finally:
                 for watch in watches:
                     watch.stop()
         finally:
+            os.close(report_r)
+            kept = keep and report is not None and report.left > 0 and proc.poll() is None
             with self._lock:
-                self._running.discard(proc)
-            if proc.poll() is None:
-                _kill(proc)
+                if kept and report is not None:
+                    self._kept[proc] = report.left  # its processes live on: `settle`, `kill_strays`
+                else:
+                    self._running.discard(proc)
+            if not kept and proc.poll() is None:
+                kill(proc)
                 proc.wait()
-            left = _read_left(left_r)
-            self._left += left
             for pipe in (proc.stdout, proc.stderr):
                 if pipe is not None and not pipe.closed:
                     pipe.close()
-        duration = time.monotonic() - start
+        left = 0 if report is None else report.left
+        if requested_keep and not keep:
+            self._lost += left
+        killed = 0 if kept else left
+        return self._result(code, out, err_buf, timed_out, time.monotonic() - start, oom_before, watches, killed)
+
+    def _result(
+        self,
+        code: int,
+        out: CappedBuffer,
+        err_buf: CappedBuffer,
+        timed_out: bool,
+        duration: float,
+        oom_before: int | None,
+        watches: list[StorageWatch],
+        left: int,
+    ) -> ExecResult:
         exit_code = 128 - code if code < 0 else code
         oom_after = self._cg.oom_kills()
         if oom_before is not None and oom_after is not None:
@@ -369,7 +399,7 @@ class BwrapSandbox:
         if storage_mb is None:
             return None
         root = self.files.fs
-        return StorageWatch(lambda: tree_usage(root), storage_mb * 2**20, lambda: _kill(proc)).start()
+        return StorageWatch(lambda: tree_usage(root), storage_mb * 2**20, lambda: kill(proc)).start()
 
     def kill_strays(self, clear: Sequence[str] = ()) -> int:
         """Kill whatever still runs in this sandbox; return how many were found. Then remove the
@@ -386,11 +416,13 @@ class BwrapSandbox:
         with self._lock:
             running = [p for p in self._running if p.poll() is None]
         for proc in running:
-            _kill(proc)
+            kill(proc)
             killed += 1
         for proc in running:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=KILL_GRACE_S)
+        with self._lock:
+            self._kept.clear()
         for pid in self._cg.pids():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -403,20 +435,52 @@ class BwrapSandbox:
         return killed
 
     def settle(self, clear: Sequence[str] = ()) -> int:
-        """`kill_strays(clear)`; returns how many processes the execs since the last settle left
-        running when their command ended. None of them runs now: each died with its exec's pid
-        namespace (see the module doc), so `verifier_view` cannot bring them back."""
+        """How many processes the agent's execs left running: those kept alive (nothing is changed
+        then), else `kill_strays(clear)` and those that died with an exec that could not keep them."""
+        with self._lock:
+            alive = sum(n for proc, n in self._kept.items() if proc.poll() is None)
+        if alive:
+            return alive
         self.kill_strays(clear)
-        left, self._left = self._left, 0
-        return left
+        lost, self._lost = self._lost, 0
+        return lost
 
     def verifier_view(self) -> BwrapSandbox:
-        """Raises:
-        UnsupportedError: always; no process outlives its exec here, so there is nothing to share."""
-        raise UnsupportedError(
-            f"the bwrap backend cannot keep processes running after an exec (each exec is its own pid and network "
-            f"namespace), so {self.spec.name}'s verifier cannot reach what its agent started; use the docker backend"
-        )
+        """A sandbox over a copy of this one's files, in the same network namespace (the host's
+        when the task has network), with cgroups and pid namespaces of its own.
+
+        Raises:
+            UnsupportedError: nothing is kept alive here (no nsenter: each exec had a network
+                namespace of its own, and what it left died with it).
+            SandboxError: the copy failed.
+        """
+        self._check_open()
+        with self._lock:
+            alive = any(proc.poll() is None for proc in self._kept)
+        if not alive:
+            raise UnsupportedError(
+                f"the bwrap backend could not keep the processes {self.spec.name}'s agent left running "
+                "(util-linux nsenter is missing, so each exec had a pid and network namespace of its own); "
+                "install it, or use the docker backend"
+            )
+        owned = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
+        view = type(self)(self.spec, copy.deepcopy(self.meta), owned, owned, netns=self._netns)
+        try:
+            copy_image(self.files.fs, owned)
+        except OSError as e:
+            view.close()
+            raise SandboxError(f"cannot copy the files of {self.spec.name} into {owned}: {e}") from e
+        return view
+
+    def _net_prefix(self) -> list[str]:
+        """nsenter into the sandbox's shared network namespace (made at the first exec), or nothing:
+        with network the execs share the host's, without nsenter each gets one of its own."""
+        if self.spec.runtime_network or NSENTER is None:
+            return []
+        with self._lock:
+            if self._netns is None:
+                self._netns = NetHolder(self._bwrap)
+            return self._netns.enter()
 
     def _admit(self, proc: subprocess.Popen[bytes], info_r: int, rlimits: list[tuple[int, int]]) -> None:
         """Put bwrap's blocked child (the command's pid 1) into the cgroups and set its rlimits.
@@ -441,7 +505,7 @@ class BwrapSandbox:
         except OSError as e:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            _kill(proc)
+            kill(proc)
             _, err = proc.communicate()
             why = err.decode(errors="replace").strip()[-400:] or str(e)
             raise SandboxError(f"bwrap could not start in sandbox {self.spec.name}: {why}") from e
@@ -514,10 +578,13 @@ class BwrapSandbox:
         with self._lock:
             running = list(self._running)
         for proc in running:
-            _kill(proc)
+            kill(proc)
         for proc in running:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=KILL_GRACE_S)
+        self._kept.clear()
+        if self._owns_netns and self._netns is not None:
+            self._netns.close()
         self._finalizer()
 
     def __enter__(self) -> Self:
@@ -559,6 +626,12 @@ def copy_image(src: Path, dest: Path) -> None:
 
 
 def _cleanup(owned: Path | None, cg: cgroups.CgroupSet, name: str) -> None:
+    for pid in cg.pids():  # kept processes of a sandbox never closed
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_GRACE_S
+    while cg.pids() and time.monotonic() < deadline:
+        time.sleep(0.01)
     if owned is not None:
         try:
             shutil.rmtree(owned)
@@ -568,85 +641,3 @@ def _cleanup(owned: Path | None, cg: cgroups.CgroupSet, name: str) -> None:
             log.warning("bwrap sandbox %s: could not remove %s: %s", name, owned, e)
     for failure in cg.remove():
         log.warning("bwrap sandbox %s: could not remove cgroup %s", name, failure)
-
-
-_COUNT_LEFT = r"""
-"$@" </dev/null; _qr=$?
-_qn=0
-for _qd in /proc/[0-9]*; do
-  [ "${_qd#/proc/}" = 1 ] && continue
-  { read -r _qs < "$_qd/stat"; } 2>/dev/null || continue
-  set -- ${_qs##*) }
-  [ "$1" = Z ] || _qn=$((_qn+1))
-done
-echo "$_qn" >&0
-exit $_qr
-"""
-"""Pid 1 of every exec: runs the command with /dev/null as its stdin, then reports on its own stdin
-(the write end of a pipe, which the command never sees) how many processes the command left
-running; they die with pid 1. Shell builtins only."""
-
-
-def _read_left(fd: int) -> int:
-    """The count `_COUNT_LEFT` wrote on `fd` (0 when it wrote none: killed, or bwrap failed); closes `fd`."""
-    try:
-        os.set_blocking(fd, False)
-        try:
-            data = os.read(fd, 64)
-        except BlockingIOError:
-            data = b""
-    finally:
-        os.close(fd)
-    text = data.decode("ascii", "replace").strip()
-    return int(text) if text.isdigit() else 0
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL bwrap's process group; --die-with-parent and the pid namespace take the rest down."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _pump(
-    proc: subprocess.Popen[bytes],
-    out: CappedBuffer,
-    err: CappedBuffer,
-    deadline: float | None,
-    on_slow: Callable[[], None] | None = None,
-) -> bool:
-    """Read both pipes into capped buffers until EOF; kill at the deadline. Returns whether it timed out.
-
-    `on_slow` is called once if the command is still running after `SLOW_S`.
-    """
-    assert proc.stdout is not None and proc.stderr is not None
-    timed_out = False
-    slow_at = time.monotonic() + SLOW_S if on_slow is not None else None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout.fileno(), selectors.EVENT_READ, out)
-        sel.register(proc.stderr.fileno(), selectors.EVENT_READ, err)
-        try:
-            while sel.get_map():
-                now = time.monotonic()
-                if slow_at is not None and now >= slow_at and on_slow is not None:
-                    slow_at = None
-                    on_slow()
-                if deadline is not None and deadline - now <= 0:
-                    if timed_out:
-                        break
-                    _kill(proc)
-                    timed_out = True
-                    deadline = time.monotonic() + KILL_GRACE_S
-                    continue
-                wait = None if deadline is None else deadline - now
-                if slow_at is not None:
-                    wait = max(0.0, slow_at - now) if wait is None else max(0.0, min(wait, slow_at - now))
-                for key, _ in sel.select(wait):
-                    data = os.read(key.fd, READ_CHUNK)
-                    if data:
-                        key.data.write(data)
-                    else:
-                        sel.unregister(key.fd)
-        finally:
-            proc.stdout.close()
-            proc.stderr.close()
-    return timed_out
