@@ -17,7 +17,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,6 +26,10 @@ from curation.dedup import DedupConfig
 from curation.mixing import MixConfig
 from curation.sources import SourceSpec, StageResult, empty_removed
 from qaflow.config_file import load_yaml_config
+from qaflow.sandbox.spec import RuntimeNetwork, network_from_env, offline_from_env
+
+if TYPE_CHECKING:
+    from qaflow.audit.runner import AuditConfig
 
 STAGES = (
     "source",
@@ -58,11 +62,30 @@ class DecontamStage(BaseModel):
 
 
 class AuditStage(BaseModel):
+    """The sandbox settings of every sandboxed stage (audit, repair, augment's audit, rollout)."""
+
     model_config = ConfigDict(extra="forbid")
     backend: str = "auto"
     repeats: int = Field(2, ge=1)
     max_mutants: int = Field(6, ge=0)
     jobs: int = Field(2, ge=1)
+    offline: bool = Field(default_factory=offline_from_env, description="Build without network ($QAFLOW_OFFLINE).")
+    network: RuntimeNetwork = Field(
+        default_factory=network_from_env, description="Runtime network: task (as declared) or none ($QAFLOW_NETWORK)."
+    )
+
+    def audit_config(self) -> AuditConfig:
+        """The `AuditConfig` of these settings."""
+        from qaflow.audit.runner import AuditConfig
+
+        return AuditConfig(
+            backend=self.backend,
+            repeats=self.repeats,
+            max_mutants=self.max_mutants,
+            jobs=self.jobs,
+            offline=self.offline,
+            network=self.network,
+        )
 
 
 class RepairStage(BaseModel):
@@ -286,17 +309,13 @@ class Pipeline:
             info.skipped = "needs a model (set `model`): augmentation skipped"
             return StageResult(tasks, empty_removed()), None
         from curation.augment import AugmentConfig, augment_tasks
-        from qaflow.audit.runner import AuditConfig
         from qaflow.llm import LLMConfig
 
-        audit = self.config.audit
         config = AugmentConfig(
             out_dir=self.out / "augmented",
             llm=LLMConfig(model=self.config.model),
             styles=self.config.augment,
-            audit=AuditConfig(
-                backend=audit.backend, repeats=audit.repeats, max_mutants=audit.max_mutants, jobs=audit.jobs
-            ),
+            audit=self.config.audit.audit_config(),
         )
         result = augment_tasks(tasks, config, existing=tasks["instruction"].to_list(), progress=self.say)
         merged = pl.concat([tasks, result.kept], how="diagonal_relaxed")
@@ -341,14 +360,10 @@ class Pipeline:
             return StageResult(
                 kept, removed_frame((r, "repair", "needs repair; repair not run") for r in needing["id"])
             ), None
-        from qaflow.audit.runner import AuditConfig
         from qaflow.repair.rounds import repair_pool
         from qaflow.repair.rules import RuleRepairer
 
-        audit = self.config.audit
-        config = AuditConfig(
-            backend=audit.backend, repeats=audit.repeats, max_mutants=audit.max_mutants, jobs=audit.jobs
-        )
+        config = self.config.audit.audit_config()
         with Pool.open(self.pool_dir) as pool:
             records = repair_pool(
                 pool,
@@ -440,6 +455,8 @@ class Pipeline:
             attempts=self.config.rollout.attempts,
             jobs=self.config.rollout.jobs,
             backend=self.config.audit.backend,
+            offline=self.config.audit.offline,
+            network=self.config.audit.network,
             statuses=[VersionStatus.ACCEPTED],
         )
         with Pool.open(self.pool_dir) as pool:
@@ -552,7 +569,7 @@ class Pipeline:
 def audit_folders(pool: Any, folders: list[Path], stage: AuditStage, *, executor: Any = None,
                   progress: Progress | None = None) -> list[Any]:  # fmt: skip
     """Audit `folders` of `pool` as `qaflow audit` does: a run in the ledger, crashed runs reaped first."""
-    from qaflow.audit.runner import AuditConfig, Auditor
+    from qaflow.audit.runner import Auditor
     from qaflow.records import RunKind
     from qaflow.runs import close_crashed_runs
 
@@ -560,7 +577,7 @@ def audit_folders(pool: Any, folders: list[Path], stage: AuditStage, *, executor
         return []
     pool.scan()
     close_crashed_runs(pool.ledger, RunKind.AUDIT)
-    config = AuditConfig(backend=stage.backend, repeats=stage.repeats, max_mutants=stage.max_mutants, jobs=stage.jobs)
+    config = stage.audit_config()
     run = pool.ledger.start_run(RunKind.AUDIT, config)
     try:
         extra = {"executor": executor} if executor is not None else {}

@@ -46,6 +46,13 @@ class VerifierEnvironmentMode(StrEnum):
     SEPARATE = "separate"
 
 
+class MultiStepRewardStrategy(StrEnum):
+    MEAN = "mean"
+    """Per-key means over the steps that produced a reward (Harbor's default)."""
+    FINAL = "final"
+    """The last step that ran."""
+
+
 class Author(_Open):
     name: str
     email: str | None = None
@@ -166,6 +173,7 @@ class TaskConfig(_Open):
     solution: SolutionConfig = Field(default_factory=SolutionConfig)
     source: str | None = None
     steps: list[StepConfig] | None = None
+    multi_step_reward_strategy: MultiStepRewardStrategy | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -184,14 +192,30 @@ class TaskConfig(_Open):
     def to_toml(self) -> str:
         return tomli_w.dumps(_drop_none(self.model_dump(mode="json", exclude_unset=True)))
 
+    def network_policy(self, phase: PhaseConfig) -> tuple[NetworkMode, list[str]]:
+        """The mode and allowed hosts of `phase` (`self.agent` or `self.verifier`), as Harbor resolves
+        them: the phase's own `network_mode`, else `[environment]`'s, else `public`."""
+        if phase.network_mode is not None:
+            return phase.network_mode, list(phase.allowed_hosts or [])
+        if self.environment.network_mode is not None:
+            return self.environment.network_mode, list(self.environment.allowed_hosts or [])
+        return NetworkMode.PUBLIC, []
+
+    def declares_public_network(self) -> bool:
+        """Whether task.toml itself says `public` (or `allow_internet = true`) for the agent phase,
+        rather than leaving it to Harbor's default."""
+        declared = self.agent.network_mode or self.environment.network_mode
+        return declared is NetworkMode.PUBLIC
+
     def agent_network(self) -> bool:
-        """True only when the task explicitly asks for network (qaflow's default is none)."""
-        mode = self.agent.network_mode or self.environment.network_mode
-        return mode in (NetworkMode.PUBLIC, NetworkMode.ALLOWLIST)
+        """Network for the agent phase, Harbor's defaults: on unless `no-network` is declared at
+        [agent] or [environment]. `allowlist` is never widened to full network: False here, and
+        refused when a sandbox is made (`qaflow.sandbox.spec.spec_for_task`)."""
+        return self.network_policy(self.agent)[0] is NetworkMode.PUBLIC
 
     def verifier_network(self) -> bool:
-        mode = self.verifier.network_mode or self.environment.network_mode
-        return mode in (NetworkMode.PUBLIC, NetworkMode.ALLOWLIST)
+        """Network for the verifier phase, as `agent_network` (from [verifier] or [environment])."""
+        return self.network_policy(self.verifier)[0] is NetworkMode.PUBLIC
 
 
 def _drop_none(value: Any) -> Any:

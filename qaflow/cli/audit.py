@@ -13,12 +13,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from qaflow.audit.model import TaskAudit
 from qaflow.audit.report import print_summary, to_json, write_html
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig, Auditor
+from qaflow.cli.run import NetworkOpt, OfflineOpt
 from qaflow.cli.runs import close_crashed_runs
 from qaflow.errors import SandboxError, SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.pool import Pool, ScanOutcome
 from qaflow.records import RunKind, VersionStatus
 from qaflow.sandbox import with_runtime
+from qaflow.sandbox.spec import RuntimeNetwork
 from qaflow.task import find_task_dirs
 
 
@@ -46,6 +48,8 @@ def audit(
     runtime: Annotated[
         str | None, typer.Option("--runtime", help="runsc: run the docker containers under gVisor")
     ] = None,
+    offline: OfflineOpt = False,
+    network: NetworkOpt = RuntimeNetwork.TASK,
     repeats: Annotated[int, typer.Option(min=1, help="Runs each of nop and oracle, to catch flaky verifiers")] = (
         DEFAULT_REPEATS
     ),
@@ -73,13 +77,22 @@ def audit(
     which alone writes the ledger.
 
     Example: qaflow audit tasks_repo --json audit.json --html audit.html
+    Example: qaflow audit tasks_repo --offline --network none
     """
     console = Console(stderr=True)
     try:
         backend = with_runtime(backend, runtime)
     except SandboxError as e:
         raise typer.BadParameter(str(e), param_hint="--runtime") from e
-    config = AuditConfig(backend=backend, repeats=repeats, jobs=jobs, max_mutants=max_mutants, force=force)
+    config = AuditConfig(
+        backend=backend,
+        repeats=repeats,
+        jobs=jobs,
+        max_mutants=max_mutants,
+        force=force,
+        offline=offline,
+        network=network,
+    )
     groups = _pools(paths)
     try:
         workers = executor_from_options(executor, address, jobs)

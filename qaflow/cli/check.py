@@ -13,8 +13,10 @@ from rich.progress import Progress
 from rich.table import Table
 
 from qaflow.agents import NopAgent, OracleAgent
+from qaflow.cli.run import NetworkOpt, OfflineOpt
 from qaflow.errors import TaskError
 from qaflow.sandbox import resolve_backend
+from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork
 from qaflow.task import Task, find_task_dirs
 from qaflow.trial import TrialResult, run_trial
 
@@ -23,13 +25,13 @@ def register(app: typer.Typer) -> None:
     app.command("check")(check)
 
 
-def _row(task_dir: Path, backend: str) -> dict[str, object]:
+def _row(task_dir: Path, backend: str, network: RunNetwork) -> dict[str, object]:
     try:
         task = Task.load(task_dir)
     except TaskError as e:
         return {"task": task_dir.name, "path": str(task_dir), "invalid": f"{e.path}: {e.reason}"}
     results: dict[str, TrialResult] = {
-        agent.name: run_trial(task, agent, backend=backend) for agent in (OracleAgent(), NopAgent())
+        agent.name: run_trial(task, agent, backend=backend, network=network) for agent in (OracleAgent(), NopAgent())
     }
     row: dict[str, object] = {"task": task.name, "path": str(task_dir), "version": task.version}
     for name, res in results.items():
@@ -49,6 +51,8 @@ def check(
     pool: Annotated[Path, typer.Argument(help="A folder of task folders")],
     backend: Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")] = "auto",
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Tasks run in parallel")] = 2,
+    offline: OfflineOpt = False,
+    network: NetworkOpt = RuntimeNetwork.TASK,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per task")] = False,
 ) -> None:
     """Run the oracle and nop trials of every task: a sound task gets 1 from the oracle and less from nop.
@@ -57,11 +61,12 @@ def check(
     """
     console = Console(stderr=as_json)
     chosen = resolve_backend(backend)
+    run_network = RunNetwork(offline=offline, network=network)
     dirs = find_task_dirs(pool)
     rows: list[dict[str, object]] = []
     with Progress(console=console, transient=True) as progress, ThreadPoolExecutor(jobs) as ex:
         bar = progress.add_task(f"checking {len(dirs)} tasks on {chosen}", total=len(dirs))
-        for row in ex.map(lambda d: _row(d, chosen), dirs):
+        for row in ex.map(lambda d: _row(d, chosen, run_network), dirs):
             rows.append(row)
             progress.advance(bar)
     if as_json:

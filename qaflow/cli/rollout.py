@@ -17,6 +17,7 @@ from rich.table import Table
 
 from qaflow.cli.llm_options import MODEL_ENV, load_script
 from qaflow.cli.output import console, emit_json, usage_error
+from qaflow.cli.run import NetworkOpt, OfflineOpt
 from qaflow.errors import SandboxError, SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.ledger import LedgerError
@@ -27,6 +28,7 @@ from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
 from qaflow.rollouts.record import Effort, RolloutRecord
 from qaflow.rollouts.stats import pass_table, task_bands
 from qaflow.sandbox import with_runtime
+from qaflow.sandbox.spec import RuntimeNetwork
 
 
 def register(app: typer.Typer) -> None:
@@ -64,6 +66,8 @@ def rollout(
     runtime: Annotated[
         str | None, typer.Option("--runtime", help="runsc: run the docker containers under gVisor")
     ] = None,
+    offline: OfflineOpt = False,
+    network: NetworkOpt = RuntimeNetwork.TASK,
     executor: Annotated[
         str, typer.Option("--executor", help="local (threads here) or ray (Ray tasks on a cluster)")
     ] = "local",
@@ -114,6 +118,10 @@ def rollout(
     except SandboxError as e:
         usage_error(f"--runtime: {e}")
     data.update(efforts=_efforts(efforts), attempts=attempts, jobs=jobs, backend=backend, round=round_, out_dir=out_dir)
+    if offline:
+        data["offline"] = True
+    if network is not RuntimeNetwork.TASK:
+        data["network"] = network
     harness = dict(data.get("harness") or {})
     if max_turns is not None:
         harness["max_turns"] = max_turns

@@ -7,11 +7,13 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from qaflow.agents import agent_by_name
 from qaflow.errors import SandboxError, TaskError
 from qaflow.sandbox import with_runtime
+from qaflow.sandbox.spec import NETWORK_ENV, OFFLINE_ENV, RunNetwork, RuntimeNetwork
 from qaflow.task import Task
 from qaflow.trial import TrialResult, run_trial
 
@@ -20,6 +22,22 @@ BackendOpt = Annotated[str, typer.Option("--backend", "-b", help="auto, docker o
 RuntimeOpt = Annotated[
     str | None,
     typer.Option("--runtime", help="runsc: run the docker containers under gVisor (see `qaflow sandbox doctor`)"),
+]
+OfflineOpt = Annotated[
+    bool,
+    typer.Option(
+        "--offline",
+        envvar=OFFLINE_ENV,
+        help="Build without network (builds have it by default); a build that fails for want of it is infra_error",
+    ),
+]
+NetworkOpt = Annotated[
+    RuntimeNetwork,
+    typer.Option(
+        "--network",
+        envvar=NETWORK_ENV,
+        help="Runtime network: task (as each task declares: on unless no-network) or none (off for every sandbox)",
+    ),
 ]
 
 
@@ -32,12 +50,15 @@ def run(
     agent: AgentOpt = "oracle",
     backend: BackendOpt = "auto",
     runtime: RuntimeOpt = None,
+    offline: OfflineOpt = False,
+    network: NetworkOpt = RuntimeNetwork.TASK,
     as_json: Annotated[bool, typer.Option("--json", help="Print the trial result as JSON")] = False,
 ) -> None:
     """Run one trial of a task and print its reward and timings.
 
     Example: qaflow run tasks_repo/csv-sum --agent oracle --backend bwrap
     Example: qaflow run tasks_repo/csv-sum --runtime runsc
+    Example: qaflow run tasks_repo/csv-sum --offline --network none
     """
     console = Console()
     try:
@@ -47,7 +68,7 @@ def run(
     except (TaskError, SandboxError, ValueError) as e:
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
-    result = run_trial(task, chosen, backend=backend)
+    result = run_trial(task, chosen, backend=backend, network=RunNetwork(offline=offline, network=network))
     if as_json:
         print(result.model_dump_json(indent=2))
     else:
@@ -63,12 +84,16 @@ def _print(console: Console, result: TrialResult) -> None:
     if result.rewards and len(result.rewards) > 1:
         table.add_row("rewards", ", ".join(f"{k}={v:g}" for k, v in result.rewards.items()))
     table.add_row("exit status", result.exit_status.value)
+    for step in result.steps:
+        shown = "—" if step.reward is None else f"{step.reward:g}" + (" (full)" if step.full_reward else "")
+        stopped = f"; stopped here: {step.aborted}" if step.aborted else ""
+        table.add_row(f"step {step.name}", f"{shown}, {step.exit_status.value}{stopped}")
     for phase, seconds in result.timings.items():
         table.add_row(f"{phase} time", f"{seconds:.3f} s")
     table.add_row("version", result.version[:12])
     console.print(table)
     if result.error is not None:
-        console.print(f"[red]{result.error.kind.value}[/red]: {result.error.message}")
+        console.print(f"[red]{result.error.kind.value}[/red]: {escape(result.error.message)}", soft_wrap=True)
     for label, ex in (("agent", result.agent_exec), ("verifier", result.verifier_exec)):
         if ex is not None and ex.exit_code != 0:
             tail = (ex.stdout + ex.stderr).strip()[-800:]

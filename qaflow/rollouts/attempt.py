@@ -8,7 +8,9 @@ from qaflow.llm import LLMConfig
 from qaflow.llm.account import UsageAccount
 from qaflow.pool import task_source
 from qaflow.rollouts.record import Effort, RolloutRecord, RolloutStatus
+from qaflow.rollouts.steps import join_trajectories, step_meta, steps_verifier_output
 from qaflow.sandbox import Limits
+from qaflow.sandbox.spec import RunNetwork
 from qaflow.task import Task
 from qaflow.trial import run_trial
 
@@ -28,14 +30,17 @@ def run_attempt(
     limits: Limits | None = None,
     source: str | None = None,
     account: UsageAccount | None = None,
+    network: RunNetwork | None = None,
 ) -> RolloutRecord:
     """Run the coding agent once on `task` and return its full record; failures are data, never raised."""
     agent = CodingAgent(llm_config, effort, harness, account)
-    result = run_trial(task, agent, backend=backend, run_id=run_id, limits=limits)
-    traj = agent.trajectory
+    result = run_trial(task, agent, backend=backend, run_id=run_id, limits=limits, network=network)
+    traj = join_trajectories(agent.trajectories) if result.steps else agent.trajectory
     verifier = result.verifier_exec
     verifier_output = ""
-    if verifier is not None:
+    if result.steps:
+        verifier_output = steps_verifier_output(result, VERIFIER_OUTPUT_CHARS)
+    elif verifier is not None:
         verifier_output = (verifier.stdout + ("\n" + verifier.stderr if verifier.stderr else ""))[
             -VERIFIER_OUTPUT_CHARS:
         ]
@@ -69,5 +74,6 @@ def run_attempt(
         timings=result.timings,
         backend=result.backend,
         run_id=result.run_id,
-        meta={"tool_errors": traj.tool_errors, "cost_usd": traj.cost_usd, "task_path": str(task.path)},
+        meta={"tool_errors": traj.tool_errors, "cost_usd": traj.cost_usd, "task_path": str(task.path)}
+        | ({"steps": step_meta(agent.trajectories, result)} if result.steps else {}),
     )

@@ -31,6 +31,7 @@ from qaflow.rollouts.frame import write_shard
 from qaflow.rollouts.record import Effort, RolloutRecord, rollout_id
 from qaflow.runs import close_crashed_runs
 from qaflow.sandbox import resolve_backend
+from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env
 from qaflow.task import Task
 
 SHARD_ROWS = 1000
@@ -44,6 +45,10 @@ class RolloutJobConfig(BaseModel):
     attempts: int = Field(1, ge=1, description="Attempts per (task, effort).")
     jobs: int = Field(2, ge=1, description="Attempts run at once.")
     backend: str = "auto"
+    offline: bool = Field(default_factory=offline_from_env, description="Build without network ($QAFLOW_OFFLINE).")
+    network: RuntimeNetwork = Field(
+        default_factory=network_from_env, description="Runtime network: task (as declared) or none ($QAFLOW_NETWORK)."
+    )
     round: int = Field(0, ge=0, description="Collection round; a new round re-runs every item.")
     harness: HarnessConfig = Field(default_factory=HarnessConfig)
     statuses: list[VersionStatus] | None = Field(
@@ -144,8 +149,11 @@ def attempt_item(
     backend: str,
     harness: HarnessConfig,
     run_id: str,
+    offline: bool = False,
+    network: str = "task",
 ) -> AttemptOutcome:
-    """Work item: one rollout attempt (see `run_attempt`), with its own usage account."""
+    """Work item: one rollout attempt (see `run_attempt`), with its own usage account; `offline` and
+    `network` are the job's `RunNetwork` as plain values."""
     account = UsageAccount()
     record = run_attempt(
         resolve_task(task, require_solution=False),
@@ -157,6 +165,7 @@ def attempt_item(
         harness=harness,
         run_id=run_id,
         account=account,
+        network=RunNetwork(offline=offline, network=RuntimeNetwork(network)),
     )
     return AttemptOutcome(record=record, usage={m: account.totals(m) for m in account.summary()["models"]})
 
@@ -227,8 +236,9 @@ def run_rollouts(
                         cpus=env.cpus or workers.resources.cpus, memory_mb=env.memory_mb or workers.resources.memory_mb
                     )
                     args = (item.effort, item.attempt, config.round, backend, config.harness, run.run_id)
+                    net = (config.offline, config.network.value)
                     handle = workers.submit(
-                        attempt_item, workers.share_task(item.task), config.model, *args, resources=resources
+                        attempt_item, workers.share_task(item.task), config.model, *args, *net, resources=resources
                     )
                     pending[handle] = item
                 for handle in workers.wait(list(pending), timeout=POLL_S):

@@ -90,6 +90,11 @@ class SandboxSpec(BaseModel):
     docker_image: str | None = Field(None, description="Prebuilt image named by task.toml, used instead of a build")
     network: bool = Field(False, description="Network at run time (`spec_for_task`: unless the task says no-network)")
     build_network: bool = Field(True, description="Network for the build's RUN steps; off in offline runs")
+    network_declared: bool = Field(
+        False,
+        description="The task itself declared `public` (not Harbor's default): bwrap, which can only share "
+        "the host's network namespace, shares it only then",
+    )
     network_forced_off: bool = Field(
         False,
         description="The run forces network off (`--network none`): no sandbox of this spec, or of a copy "

@@ -12,8 +12,10 @@ Image: the Dockerfile subset (see `dockerfile`: WORKDIR, COPY, ENV, ARG, RUN, SH
 recorded, the host root is the base) is built once per `spec.env_hash` into
 `<cache>/bwrap/<hash>` (built in a temp folder, then renamed, so a cache entry is complete or
 absent) and copied into each new sandbox, so a second open runs no RUN step. RUN executes inside
-the sandbox and can only write to the writable paths; one that fails on a read-only file system
-is an `UnsupportedError` (it needs the docker backend), any other failure a `BuildError`.
+the sandbox (with network unless `spec.build_network` is off) and can only write to the writable
+paths; one that fails on a read-only file system is an `UnsupportedError` (it needs the docker
+backend), any other failure a `BuildError`. A RUN that installs system packages (apt, apk, yum,
+dnf, ...) is refused before any step runs: the host's root, read-only, is the base.
 """
 
 from __future__ import annotations
@@ -156,6 +158,7 @@ class BwrapBackend:
             plan = BuildPlan(dockerfile=spec.dockerfile)
         else:
             plan = plan_build(spec.dockerfile, spec.context_dir, base_env=base_env())
+            _refuse_package_installs(plan)
         self.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         work = Path(tempfile.mkdtemp(prefix=f".build-{os.getpid()}-", dir=self.cache_dir))
         try:
@@ -187,7 +190,7 @@ def _build(spec: SandboxSpec, plan: BuildPlan, fs: Path) -> dict[str, Any]:
     meta: dict[str, Any] = {"format": IMAGE_FORMAT, "base": plan.base, "workdir": plan.workdir, "env": plan.env}
     meta["roots"] = list(BASE_ROOTS)
     meta["labels"] = plan.labels
-    box = BwrapSandbox(spec, meta, fs, owned=None)
+    box = BwrapSandbox(spec.for_build(), meta, fs, owned=None)
     deadline = time.monotonic() + spec.build_timeout_sec
     log_lines: list[str] = []
 
@@ -229,6 +232,29 @@ def _build(spec: SandboxSpec, plan: BuildPlan, fs: Path) -> dict[str, Any]:
         box.close()
     meta["roots"] = box.files.roots
     return meta
+
+
+_PACKAGE_INSTALL = re.compile(
+    r"(?:^|[\s;&|(/`])(?P<tool>apt-get|apt|aptitude|yum|dnf|microdnf|zypper|apk)"
+    r"(?:\s+(?:-o\s+\S+|-\S+))*\s+(?P<verb>install|add)\b"
+)
+"""A system package manager's install (`apt-get -y install`, `apk add`, ...) in a RUN's shell text."""
+
+
+def _refuse_package_installs(plan: BuildPlan) -> None:
+    """Raises:
+    UnsupportedError: for the first RUN that installs system packages, naming it and its line."""
+    for step in plan.steps:
+        if not isinstance(step, Run):
+            continue
+        text = " ".join(step.argv)
+        match = next((m for m in _PACKAGE_INSTALL.finditer(text) if (m["tool"] == "apk") == (m["verb"] == "add")), None)
+        if match:
+            where = f"{plan.dockerfile.parent.name}/{plan.dockerfile.name} line {step.line}"
+            raise UnsupportedError(
+                f"the bwrap backend cannot install system packages ({match['tool']} {match['verb']} in {where}); "
+                "use the docker backend"
+            )
 
 
 def _copy_step(box: BwrapSandbox, step: Copy, need_root: Callable[..., None]) -> None:

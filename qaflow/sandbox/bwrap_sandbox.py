@@ -8,7 +8,9 @@ keep every capability inside its user namespace, and the sandbox could remount /
 when it exits or bwrap is killed everything inside dies, and no bwrap reaper is left behind as a
 zombie for the host's init; like `docker run`, pid 1 ignores signals it has no handler for),
 `--hostname`, `--clearenv` plus PATH/HOME/LANG/HOSTNAME, Dockerfile ENV, spec.env and the exec's
-env; network only with `spec.runtime_network` (`--share-net`).
+env. Network: bwrap has none of its own to give, so a sandbox shares the host's network namespace
+(`--share-net`) only when the task itself declares `public` (`spec.network_declared`); otherwise its
+execs share one loopback-only namespace of their own (`bwrap_process.NetHolder`).
 
 Limits: with cgroup v1 (as root), each sandbox gets its own pids, memory (+memsw) and cpu (CFS
 quota = `limits.cpus`) groups under the caller's own groups. bwrap starts with `--block-fd`; its
@@ -151,7 +153,9 @@ class BwrapSandbox:
         """Processes that execs since the last `settle` left running but that died with them (no keep here)."""
         self._netns = netns
         self._owns_netns = netns is None
-        self._can_keep = spec.runtime_network or NSENTER is not None
+        self._host_net = spec.runtime_network and spec.network_declared
+        """bwrap has no network of its own to give: it shares the host's, and only with tasks that ask."""
+        self._can_keep = self._host_net or NSENTER is not None
         self._closed = False
         limits = spec.limits
         self._cg = cgroups.create(
@@ -475,7 +479,7 @@ class BwrapSandbox:
     def _net_prefix(self) -> list[str]:
         """nsenter into the sandbox's shared network namespace (made at the first exec), or nothing:
         with network the execs share the host's, without nsenter each gets one of its own."""
-        if self.spec.runtime_network or NSENTER is None:
+        if self._host_net or NSENTER is None:
             return []
         with self._lock:
             if self._netns is None:
