@@ -136,6 +136,8 @@ class BwrapBackend:
 
     def _image(self, spec: SandboxSpec) -> tuple[dict[str, Any], Path]:
         key = spec.env_hash
+        if spec.network_declared and spec.build_network:  # built with the host's network: never reused offline
+            key += "-net"
         if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}", key):
             key = "h-" + hashlib.sha256(key.encode()).hexdigest()
         final = self.cache_dir / key

@@ -276,7 +276,9 @@ class DockerBackend:
                 raise BuildError(f"{spec.dockerfile}: no Dockerfile and no docker_image for task {spec.name}")
             ref = resolve_from(spec.docker_image, self.client, self.aliases)
             return _image_info(ref, self._inspect(ref) or {})
-        tag = f"{IMAGE_REPO}:{spec.env_hash[:20]}"
+        # An offline run must show that the environment builds without network: it never reuses an
+        # image, nor a layer, that a build with network made.
+        tag = f"{IMAGE_REPO}:{spec.env_hash[:20]}" + ("" if spec.build_network else "-offline")
         cached = self._images.get(tag)
         if cached is not None:
             return cached
@@ -328,6 +330,7 @@ class DockerBackend:
             "pull": False,
             "dockerfile": _DOCKERFILE_NAME,
             "networkmode": "default" if spec.build_network else "none",
+            "nocache": not spec.build_network,
             "labels": json.dumps({ENV_HASH_LABEL: spec.env_hash, TASK_LABEL: spec.name}),
         }
         api = self.client.api
