@@ -62,8 +62,80 @@ def test_infra_error_is_not_a_false_rejection_or_broken_solution():
     ] * N
     nop = [run("nop", None, error_kind="reward_missing", verifier_output="curl: (6) Could not resolve host: pypi.org")]
     assert codes(nop=nop * N, oracle=offline) == {C.INFRA_ERROR}
-    no_tool = [run("oracle", 0.0, agent_exit=127, agent_output="solve.sh: line 3: jq: command not found")] * N
-    assert codes(nop=SOUND["nop"], oracle=no_tool) == {C.INFRA_ERROR}
+
+
+def infra_finding(nop=SOUND["nop"], oracle=SOUND["oracle"]):
+    findings = judge(nop=nop, oracle=oracle)
+    assert [f.code for f in findings] == [C.INFRA_ERROR], findings
+    return findings[0]
+
+
+def test_a_missing_command_alone_is_the_task_s_fault():
+    no_tool = [run("oracle", 0.0, agent_exit=127, agent_output="/solution/solve.sh: line 3: jq: command not found")]
+    assert codes(nop=SOUND["nop"], oracle=no_tool * N) == {C.BROKEN_SOLUTION}
+    verifier = [run("oracle", 0.0, verifier_output="/tests/test.sh: line 2: uvx: command not found")] * N
+    assert codes(nop=SOUND["nop"], oracle=verifier) == {C.FALSE_REJECTION}
+
+
+def test_a_failed_install_is_the_evidence_and_the_missing_command_its_consequence():
+    output = (
+        "Reading package lists...\nE: Unable to locate package jq\n/solution/solve.sh: line 4: jq: command not found"
+    )
+    finding = infra_finding(oracle=[run("oracle", 0.0, agent_exit=127, agent_output=output)] * N)
+    assert finding.evidence["kind"] == "install_failed"
+    assert finding.evidence["line"] == "E: Unable to locate package jq"
+    assert finding.evidence["runs"][0]["then"] == "/solution/solve.sh: line 4: jq: command not found"
+    assert "E: Unable to locate package jq" in finding.message and "install_failed" in finding.message
+
+
+def test_name_resolution_failure_is_infra():
+    line = "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>"
+    finding = infra_finding(oracle=[run("oracle", 0.0, verifier_output=f"Traceback ...\n{line}")] * N)
+    evidence = finding.evidence
+    assert (evidence["kind"], evidence["line"], evidence["phase"]) == ("network", line, "verifier")
+    assert line in finding.message
+
+
+def test_a_refused_connection_to_the_task_s_own_server_is_not_infra():
+    refused = (
+        "requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=8080): Max retries "
+        "exceeded with url: /total (Caused by NewConnectionError('<urllib3.connection.HTTPConnection object>: "
+        "Failed to establish a new connection: [Errno 111] Connection refused'))\n"
+        "curl: (7) Failed to connect to localhost port 8080 after 0 ms: Couldn't connect to server\n"
+        "urllib.error.URLError: <urlopen error [Errno 111] Connection refused>"
+    )
+    assert codes(nop=SOUND["nop"], oracle=[run("oracle", 0.0, verifier_output=refused)] * N) == {C.FALSE_REJECTION}
+    outside = "curl: (7) Failed to connect to pypi.org port 443 after 2 ms: Connection refused"
+    assert infra_finding(oracle=[run("oracle", 0.0, verifier_output=outside)] * N).evidence["kind"] == "network"
+
+
+def test_tls_failure_to_an_outside_host_is_infra_and_to_localhost_is_not():
+    outside = (
+        "Could not fetch URL https://pypi.org/simple/pytest/: There was a problem confirming the ssl certificate: "
+        "HTTPSConnectionPool(host='pypi.org', port=443): Max retries exceeded with url: /simple/pytest/ (Caused by "
+        "SSLError(SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self "
+        "signed certificate in certificate chain (_ssl.c:1129)'))) - skipping"
+    )
+    finding = infra_finding(oracle=[run("oracle", 0.0, verifier_output=outside)] * N)
+    assert finding.evidence["kind"] == "network" and "pypi.org" in finding.message
+    local = "* Connected to localhost (127.0.0.1) port 8443\ncurl: (60) SSL certificate problem: self-signed cert"
+    assert codes(nop=SOUND["nop"], oracle=[run("oracle", 0.0, verifier_output=local)] * N) == {C.FALSE_REJECTION}
+
+
+def test_a_failed_sandbox_is_infra():
+    error = "docker could not run ['bash', '-c', 'test.sh'] in qaflow-x: 409 Conflict: container is not running"
+    died = [run("oracle", None, exit_status="error", error_kind="sandbox", error=error)] * N
+    assert infra_finding(oracle=died).evidence["kind"] == "sandbox"
+    oom = "\n[qaflow] the sandbox died during this command (the out-of-memory killer)\n"
+    killed = [run("oracle", 0.0, agent_exit=137, agent_output="working..." + oom)] * N
+    finding = infra_finding(oracle=killed)
+    assert finding.evidence["kind"] == "sandbox" and finding.evidence["phase"] == "solution"
+    note = "the bwrap backend cannot keep processes running after an exec; use the docker backend"
+    service = [run("oracle", 0.0, verifier_output="Connection refused", services_left=1, verifier_note=note)] * N
+    finding = infra_finding(oracle=service)
+    assert (finding.evidence["kind"], finding.evidence["line"]) == ("sandbox", note)
+    crashed = [run("oracle", None, exit_status="error", error_kind="reward_missing", error="no reward file")] * N
+    assert codes(nop=SOUND["nop"], oracle=crashed) == {C.FALSE_REJECTION}
 
 
 def test_reward_tamper_from_silent_failure_and_from_a_surviving_planted_reward():

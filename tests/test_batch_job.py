@@ -38,7 +38,8 @@ def test_batch_job_writes_datasets_that_load_back(batch_out: Path) -> None:
     report = json.loads((batch_out / "report.json").read_text())
     stages = {s["stage"]: s for s in report["stages"]}
     labels = json.loads((REPO / "tasks_repo" / "labels.json").read_text())
-    clean = sorted(name for name, label in labels.items() if not label["codes"])
+    # the audit runs on bwrap, which cannot install system packages: the apt-get control is infra_error there
+    clean = sorted(name for name, label in labels.items() if not label["codes"] and "offline_codes" not in label)
     invalid = [name for name, label in labels.items() if "invalid_task" in label["codes"]]
     assert stages["source"]["rows_in"] == len(labels)
     assert stages["source"]["rows_out"] == len(labels) - len(invalid)  # unloadable tasks leave with a reason

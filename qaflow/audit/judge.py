@@ -1,8 +1,14 @@
 """From probe runs to findings: a pure function, so every rule is testable without a sandbox.
 
 Rules (N repeats each of nop and oracle):
-- oracle runs that fail for want of network or a tool (`infra.classify` on their output) are
-  `infra_error`, never `broken_solution` or `false_rejection`;
+- a failed nop or oracle run is `infra_error` (never `broken_solution` or `false_rejection`) only
+  on evidence that the sandbox, not the task, made it fail (`infra.classify`): a withheld network
+  (a name that does not resolve, an unreachable network, a refused connection or a TLS failure to
+  an outside host; never a task's own server on localhost), a failed install step (apt, pip, uv,
+  npm, a `curl | sh` installer), or a failed sandbox (trial error of kind `sandbox` or
+  `unsupported`, the sandbox died under a command, the backend could not keep what the agent left
+  running for the verifier). A `command not found` alone is no evidence; the finding names the
+  line and its kind;
 - oracle agent phase fails (non-zero exit or timeout) in every run: `broken_solution`;
 - oracle never gets full reward although it ran cleanly: `false_rejection` (timeouts included);
 - nop gets full reward in every run: `false_pass`;
@@ -17,26 +23,53 @@ Rules (N repeats each of nop and oracle):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from qaflow.audit.infra import classify
+from qaflow.audit.infra import InfraEvidence, classify
 from qaflow.audit.model import AuditFinding
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.records import FindingCode, Severity
 
 
-def _infra_of(run: ProbeRun) -> dict[str, str] | None:
+def _infra_of(run: ProbeRun) -> dict[str, Any] | None:
+    """The evidence that `run` failed because of the sandbox: from the trial's error, else from the
+    failed solution phase, else from the verifier phase."""
     if run.full:
         return None
-    for phase, output, failed in (
-        ("solution", run.agent_output, run.agent_failed),
-        ("verifier", run.verifier_output + "\n" + (run.error or ""), True),
-    ):
-        if not failed:
-            continue
-        evidence = classify(output)
+    phases = [
+        ("trial", classify("", error_kind=run.error_kind, error=run.error or "", verifier_note=run.verifier_note)),
+        ("solution", classify(run.agent_output) if run.agent_failed else None),
+        ("verifier", classify(run.verifier_output, error=run.error or "")),
+    ]
+    for phase, evidence in phases:
         if evidence is not None:
-            return {"probe": run.probe, "phase": phase, "kind": evidence.kind, "line": evidence.match}
+            found = {"probe": run.probe, "attempt": run.attempt, "phase": phase, **_fields(evidence)}
+            return {k: v for k, v in found.items() if v is not None}
     return None
+
+
+def _fields(evidence: InfraEvidence) -> dict[str, Any]:
+    return {"kind": evidence.kind, "line": evidence.match, "why": evidence.why, "then": evidence.then}
+
+
+def _infra_message(first: dict[str, Any]) -> str:
+    where = "the trial" if first["phase"] == "trial" else f"the {first['probe']} run's {first['phase']}"
+    shown = f"{first['kind']} evidence: {first['line']!r}"
+    if first["kind"] == "network":
+        return (
+            f"{where} failed because the sandbox withheld the network: {first['why']} ({shown}); install what the "
+            "task needs in the image at build time, or declare network access if the task really needs it"
+        )
+    if first["kind"] == "install_failed":
+        then = f", then {first['then']!r}" if "then" in first else ""
+        return (
+            f"{where} failed at an install step: {first['why']} ({shown}{then}); install it in the image at "
+            "build time, where the build may have network"
+        )
+    return (
+        f"{where} failed because of the sandbox, not the task: {first['why']} ({shown}); unless that line says "
+        "what to do, rerun it and check the backend (`qaflow sandbox doctor`)"
+    )
 
 
 def _rate(runs: Sequence[ProbeRun]) -> float:
@@ -57,12 +90,8 @@ def judge(
         findings.append(
             AuditFinding(
                 code=FindingCode.INFRA_ERROR,
-                message=(
-                    f"the {first['phase']} failed for want of {'network' if first['kind'] == 'network' else 'a tool'}"
-                    f" the sandbox does not provide ({first['line']!r}); install it in the image at build time, "
-                    "or run with network if the task really needs it"
-                ),
-                evidence={"runs": infra[:6]},
+                message=_infra_message(first),
+                evidence={"kind": first["kind"], "line": first["line"], "phase": first["phase"], "runs": infra[:6]},
             )
         )
     clean_oracle = [r for r in oracle if r.probe not in infra_probes]
