@@ -15,7 +15,6 @@ from qaflow.trial import ErrorKind, ExitStatus, run_trial
 from tests.conftest import TASKS_REPO
 from tests.taskfactory import write_task
 
-
 LABELS: dict[str, dict] = json.loads((TASKS_REPO / "labels.json").read_text())
 
 
@@ -26,9 +25,9 @@ def _controls() -> list[str]:
     names = []
     for folder in sorted(TASKS_REPO.iterdir()):
         toml = folder / "task.toml"
-        if toml.is_file() and 'label = "control"' in toml.read_text(errors="replace"):
-            if "offline_codes" not in LABELS.get(folder.name, {}):
-                names.append(folder.name)
+        is_control = toml.is_file() and 'label = "control"' in toml.read_text(errors="replace")
+        if is_control and "offline_codes" not in LABELS.get(folder.name, {}):
+            names.append(folder.name)
     return names
 
 

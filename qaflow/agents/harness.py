@@ -29,6 +29,7 @@ from qaflow.llm.tools import parse_tool_call
 from qaflow.rollouts.record import Effort, SideCall, TurnUsage, normalize_message
 from qaflow.sandbox.base import ExecResult, Sandbox
 from qaflow.task import Task
+from qaflow.task_steps import StepTask
 
 
 class StopReason:
@@ -62,6 +63,8 @@ class HarnessConfig(BaseModel):
 
 
 class Trajectory(BaseModel):
+    step: str | None = None
+    """The step of a multi-step task this conversation is; None for a single-step task."""
     messages: list[dict[str, Any]] = Field(default_factory=list)
     usage: list[TurnUsage] = Field(default_factory=list)
     side_calls: list[SideCall] = Field(default_factory=list)
@@ -101,6 +104,8 @@ class CodingAgent:
         self.llm_config = self.config.efforts.apply(llm_config, self.effort)
         self.account = account
         self.trajectory = Trajectory()
+        self.trajectories: list[Trajectory] = []
+        """One fresh conversation per run: per step of a multi-step task, in order."""
 
     def run(self, task: Task, sandbox: Sandbox) -> ExecResult:
         cfg = self.config
@@ -119,11 +124,13 @@ class CodingAgent:
             seconds_left=lambda: deadline - time.monotonic(),
         )
         traj = self.trajectory = Trajectory(
+            step=task.step_name if isinstance(task, StepTask) else None,
             messages=[
                 {"role": "system", "content": _system_prompt(cfg.system_prompt, sandbox.workdir)},
                 {"role": "user", "content": task.instruction},
-            ]
+            ],
         )
+        self.trajectories.append(traj)
         conversation: list[dict[str, Any]] = list(traj.messages)
         completion_tokens = 0
         stop = StopReason.MAX_TURNS

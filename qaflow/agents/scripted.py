@@ -5,6 +5,7 @@ from __future__ import annotations
 from qaflow.errors import TaskError
 from qaflow.sandbox.base import ExecResult, Sandbox
 from qaflow.task import Task
+from qaflow.task_steps import StepTask
 
 SOLUTION_DIR = "/solution"
 
@@ -19,7 +20,10 @@ class NopAgent:
 
 
 class OracleAgent:
-    """Uploads `solution/` to /solution and runs `solve.sh` in the workdir under the agent timeout."""
+    """Uploads `solution/` to /solution and runs `solve.sh` in the workdir under the agent timeout.
+
+    At a step of a multi-step task (`StepTask`) that is the step's solution, which replaces the
+    previous step's at /solution."""
 
     name = "oracle"
 
@@ -27,6 +31,8 @@ class OracleAgent:
         script = task.solution_dir / "solve.sh"
         if not script.is_file():
             raise TaskError(script, "the oracle needs solution/solve.sh")
+        if isinstance(task, StepTask) and task.index > 0:
+            sandbox.exec(f"[ ! -d {SOLUTION_DIR} ] || find {SOLUTION_DIR} -mindepth 1 -delete", timeout=60, user="0")
         sandbox.put(SOLUTION_DIR, task.solution_dir)
         return sandbox.exec(
             ["bash", f"{SOLUTION_DIR}/solve.sh"],

@@ -32,6 +32,7 @@ from qaflow.agents.base import Agent
 from qaflow.errors import SandboxError
 from qaflow.sandbox.base import ExecResult, Sandbox
 from qaflow.task import Task
+from qaflow.task_steps import StepTask
 
 PER_FILE_CAP = 1 << 20
 TOTAL_CAP = 20 << 20
@@ -215,6 +216,8 @@ class RecordingAgent:
         self.timeout = timeout
         self.effect: Effect | None = None
         """The last run's effect; None before a run, or when the inner agent raised."""
+        self.effects: dict[str, Effect] = {}
+        """Per step of a multi-step task, that step's effect."""
 
     def run(self, task: Task, sandbox: Sandbox) -> ExecResult | None:
         self.effect = None
@@ -228,6 +231,8 @@ class RecordingAgent:
         effect = Effect(error=error) if error else self._finish(sandbox, state, roots)
         extra = {"workdir": sandbox.workdir, "roots": roots, "duration_s": spent + time.perf_counter() - t1}
         self.effect = effect.model_copy(update=extra)
+        if isinstance(task, StepTask):
+            self.effects[task.step_name] = self.effect
         return result
 
     def _excluded(self, path: str) -> bool:

@@ -9,12 +9,13 @@ from pydantic import BaseModel, Field
 
 from qaflow.agents import NopAgent, OracleAgent
 from qaflow.agents.base import Agent
+from qaflow.agents.stepwise import StepwiseAgent
 from qaflow.audit.effects import RecordingAgent
 from qaflow.audit.mutants import Mutant, MutantAgent
 from qaflow.audit.tamper import TamperAgent
 from qaflow.records import ResultStatus
 from qaflow.sandbox.base import ExecResult
-from qaflow.trial import TrialResult
+from qaflow.trial import StepResult, TrialResult
 
 TAIL_CHARS = 2000
 
@@ -41,14 +42,20 @@ class ProbeRun(BaseModel):
     verifier_timed_out: bool = False
     verifier_output: str = ""
     duration_s: float = 0.0
+    services_left: int = 0
+    """Processes the agent phase left running for the verifier."""
+    verifier_note: str | None = None
+    """Why the verifier could not reach what the agent left running (a backend limit), if it could not."""
     extra: dict[str, Any] = {}
 
     @classmethod
-    def of(cls, probe: str, attempt: int, result: TrialResult) -> ProbeRun:
+    def of(cls, probe: str, attempt: int, result: TrialResult | StepResult) -> ProbeRun:
+        """The run of a trial, or of one step of a multi-step trial (read back by `audit.steps.step_views`)."""
+
         def out(ex: ExecResult | None) -> str:
             return "" if ex is None else tail(ex.stdout + ("\n" if ex.stdout and ex.stderr else "") + ex.stderr)
 
-        return cls(
+        run = cls(
             probe=probe,
             attempt=attempt,
             reward=result.reward,
@@ -65,7 +72,14 @@ class ProbeRun(BaseModel):
             verifier_timed_out=bool(result.verifier_exec and result.verifier_exec.timed_out),
             verifier_output=out(result.verifier_exec),
             duration_s=result.timings.get("total", 0.0),
+            services_left=getattr(result, "services_left", 0),
+            verifier_note=getattr(result, "verifier_note", None),
         )
+        if isinstance(result, StepResult):
+            run.extra = {"step": result.name, "aborted": result.aborted, "setup_output": out(result.setup_exec)}
+        elif result.steps:
+            run.extra["steps"] = [cls.of(probe, attempt, step).model_dump(mode="json") for step in result.steps]
+        return run
 
     @property
     def status(self) -> ResultStatus:
@@ -103,22 +117,23 @@ class ProbeAgent(BaseModel):
     files: list[str] = Field(default_factory=list, description="tamper: reward files to plant in /logs/verifier")
     extra_paths: list[str] = Field(default_factory=list, description="tamper: files the verifier copies in")
     mutant: Mutant | None = None
+    step: str | None = Field(None, description="multi-step: the step probed (oracle before it; ends there)")
 
     @classmethod
-    def nop(cls) -> ProbeAgent:
-        return cls(kind="nop")
+    def nop(cls, *, step: str | None = None) -> ProbeAgent:
+        return cls(kind="nop", step=step)
 
     @classmethod
     def oracle(cls, *, record: bool = False) -> ProbeAgent:
         return cls(kind="oracle", record=record)
 
     @classmethod
-    def tamper(cls, files: list[str], extra_paths: list[str]) -> ProbeAgent:
-        return cls(kind="tamper", files=files, extra_paths=extra_paths)
+    def tamper(cls, files: list[str], extra_paths: list[str], *, step: str | None = None) -> ProbeAgent:
+        return cls(kind="tamper", files=files, extra_paths=extra_paths, step=step)
 
     @classmethod
-    def of_mutant(cls, mutant: Mutant) -> ProbeAgent:
-        return cls(kind="mutant", mutant=mutant)
+    def of_mutant(cls, mutant: Mutant, *, step: str | None = None) -> ProbeAgent:
+        return cls(kind="mutant", mutant=mutant, step=step)
 
     def agent(self) -> Agent:
         inner: Agent
@@ -132,4 +147,5 @@ class ProbeAgent(BaseModel):
             if self.mutant is None:
                 raise ValueError("a mutant probe needs its mutant")
             inner = MutantAgent(self.mutant)
-        return RecordingAgent(inner) if self.record else inner
+        built = RecordingAgent(inner) if self.record else inner
+        return built if self.step is None else StepwiseAgent(self.step, built)

@@ -16,6 +16,7 @@ ledger, each result as soon as it comes back.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import traceback
 from collections import deque
@@ -27,18 +28,20 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from qaflow.audit.effects import Effect
+from qaflow.audit.infra import classify
 from qaflow.audit.judge import judge
 from qaflow.audit.lint import LintConfig, lint_task
 from qaflow.audit.model import AuditFinding, TaskAudit, Verdict, verdict_for
 from qaflow.audit.mutants import make_mutants
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
+from qaflow.audit.steps import audit_task_steps
 from qaflow.audit.tamper import trusted_paths
 from qaflow.errors import BuildError, QaflowError, TaskError, UnsupportedError
 from qaflow.executors import POLL_S, Executor, Handle, LocalExecutor, Resources, TaskRef, resolve_task
 from qaflow.ledger import Ledger
 from qaflow.records import Finding, FindingCode, Result, ResultKey, ResultStatus, Severity, VersionStatus
 from qaflow.sandbox import backend_class, resolve_backend
-from qaflow.sandbox.spec import spec_for_task
+from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env, spec_for_task
 from qaflow.task import Task
 from qaflow.trial import run_trial
 
@@ -62,6 +65,10 @@ class AuditConfig(BaseModel):
     max_mutants: int = Field(12, ge=0, description="Wrong solutions derived from the oracle, per task")
     force: bool = Field(False, description="Redo probes already recorded in the ledger")
     lint: LintConfig = Field(default_factory=LintConfig)
+    offline: bool = Field(default_factory=offline_from_env, description="Build without network ($QAFLOW_OFFLINE)")
+    network: RuntimeNetwork = Field(
+        default_factory=network_from_env, description="Runtime network: task (as declared) or none ($QAFLOW_NETWORK)"
+    )
 
 
 ProgressFn = Callable[[str], None]
@@ -74,13 +81,17 @@ class BuildOutcome(BaseModel):
     duration_s: float = 0.0
 
 
-def build_item(task: Task | TaskRef, backend: str, run_id: str) -> BuildOutcome:
-    """Work item: build (or find cached) the task's environment on the backend where it runs."""
+def build_item(
+    task: Task | TaskRef, backend: str, run_id: str, offline: bool = False, network: str = "task"
+) -> BuildOutcome:
+    """Work item: build (or find cached) the task's environment on the backend where it runs
+    (`offline`, `network`: the run's `RunNetwork`, as plain values)."""
     t0 = time.perf_counter()
     payload: dict[str, str] = {"status": "ok"}
     loaded = resolve_task(task)
+    run_network = RunNetwork(offline=offline, network=RuntimeNetwork(network))
     try:
-        backend_class(backend)().build(spec_for_task(loaded, run_id=run_id))
+        backend_class(backend)().build(spec_for_task(loaded, run_id=run_id, network=run_network))
     except BuildError as e:
         payload = {"status": "failed", "error": str(e).splitlines()[0], "log_tail": tail(e.log_tail, 3000)}
     except UnsupportedError as e:
@@ -89,15 +100,37 @@ def build_item(task: Task | TaskRef, backend: str, run_id: str) -> BuildOutcome:
 
 
 def trial_item(
-    task: Task | TaskRef, probe: str, attempt: int, agent: ProbeAgent, backend: str, run_id: str, clear: bool
+    task: Task | TaskRef,
+    probe: str,
+    attempt: int,
+    agent: ProbeAgent,
+    backend: str,
+    run_id: str,
+    clear: bool,
+    offline: bool = False,
+    network: str = "task",
 ) -> ProbeRun:
     """Work item: one probe trial (the agent rebuilt from its description), as a `ProbeRun`."""
     built = agent.agent()
-    result = run_trial(resolve_task(task), built, backend=backend, run_id=run_id, clear_verifier_logs=clear)
+    run_network = RunNetwork(offline=offline, network=RuntimeNetwork(network))
+    result = run_trial(
+        resolve_task(task),
+        built,
+        backend=backend,
+        run_id=run_id,
+        clear_verifier_logs=clear,
+        network=run_network,
+        last_step=agent.step,
+    )
     run = ProbeRun.of(probe, attempt, result)
+    if run_network.network is not RuntimeNetwork.TASK:
+        run.extra["network"] = run_network.network.value
     effect = getattr(built, "effect", None)
     if isinstance(effect, Effect):
         run.extra["effect"] = effect.model_dump(mode="json")
+    effects = getattr(built, "effects", None)
+    if effects:
+        run.extra["effects"] = {step: e.model_dump(mode="json") for step, e in effects.items()}
     return run
 
 
@@ -271,18 +304,16 @@ class Auditor:
         audit.timings["build"] = time.perf_counter() - t0
         probes["build"] = build
         if build.get("status") != "ok":
-            code = FindingCode.INFRA_ERROR if build.get("unsupported") else FindingCode.BUILD_FAILED
-            findings.append(
-                AuditFinding(
-                    code=code,
-                    message=f"environment/Dockerfile does not build on {self.backend}: {build.get('error', '')[:300]}",
-                    evidence={"log_tail": build.get("log_tail", ""), "backend": self.backend},
-                )
-            )
+            findings.append(self._build_finding(build))
             audit.findings, audit.probes = findings, probes
             audit.verdict = verdict_for(findings)
             return audit
 
+        if task.config.steps:
+            audit.findings, audit.probes = findings, probes
+            trials = functools.partial(self._trials, task, shared, resources)
+            limits = {"repeats": self.config.repeats, "max_mutants": self.config.max_mutants}
+            return (yield from audit_task_steps(task, trials, audit, **limits))
         n = self.config.repeats
         items = [("nop", i, ProbeAgent.nop(), True) for i in range(n)]
         items += [("oracle", 0, ProbeAgent.oracle(record=True), True)]
@@ -316,6 +347,32 @@ class Auditor:
         audit.verdict = verdict_for(findings)
         return audit
 
+    def _build_finding(self, build: dict[str, str]) -> AuditFinding:
+        """`build_failed`, or `infra_error` when the backend cannot build it (unsupported) or the log
+        shows the build failed for want of network (an offline run, or none to be had)."""
+        log_tail = build.get("log_tail", "")
+        message = f"environment/Dockerfile does not build on {self.backend}"
+        if build.get("unsupported"):
+            return AuditFinding(
+                code=FindingCode.INFRA_ERROR,
+                message=f"{message}: {build.get('error', '')[:300]}",
+                evidence={"unsupported": build.get("error", ""), "log_tail": log_tail, "backend": self.backend},
+            )
+        sign = classify(log_tail)
+        # offline, a failed install is for want of network even where the log shows no resolver error
+        if sign is not None and (sign.kind == "network" or (self.config.offline and sign.kind == "install_failed")):
+            offline = " (an --offline run: builds have no network)" if self.config.offline else ""
+            return AuditFinding(
+                code=FindingCode.INFRA_ERROR,
+                message=f"{message}{offline}: {sign.why}: {sign.match}",
+                evidence={"line": sign.match, "log_tail": log_tail, "backend": self.backend},
+            )
+        return AuditFinding(
+            code=FindingCode.BUILD_FAILED,
+            message=f"{message}: {build.get('error', '')[:300]}",
+            evidence={"log_tail": log_tail, "backend": self.backend},
+        )
+
     def _resources(self, task: Task) -> Resources:
         """What each of the task's items declares: the task's CPUs and memory, else the executor's default."""
         env, default = task.config.environment, self.executor.resources
@@ -325,7 +382,8 @@ class Auditor:
         """Build once for all probes (always asked of the backend: a cached image makes it a no-op,
         and an image pruned since the last run is rebuilt). On a cluster every worker builds (or
         finds cached) the image on its own daemon; this item says whether it builds at all."""
-        (outcome,) = yield [_Work(build_item, (shared, self.backend, self.run_id), resources)]
+        args = (shared, self.backend, self.run_id, *self._network_args())
+        (outcome,) = yield [_Work(build_item, args, resources)]
         if isinstance(outcome, BaseException):
             raise outcome
         payload = outcome.payload
@@ -359,10 +417,10 @@ class Auditor:
         for i, (probe, attempt, agent, clear) in enumerate(items):
             if not self.config.force:
                 cached = self.ledger.get_result(ResultKey(task_version=task.version, probe=probe, attempt=attempt))
-                if cached is not None and cached.backend == self.backend:
+                if cached is not None and cached.backend == self.backend and self._same_network(cached.payload):
                     runs[i] = ProbeRun.model_validate(cached.payload)
                     continue
-            args = (shared, probe, attempt, agent, self.backend, self.run_id, clear)
+            args = (shared, probe, attempt, agent, self.backend, self.run_id, clear, *self._network_args())
             works.append(_Work(trial_item, args, resources, record=lambda run: self._put_run(task, run)))
             where.append(i)
         outcomes = (yield works) if works else []
@@ -372,6 +430,13 @@ class Auditor:
         for i, run in zip(where, outcomes, strict=True):
             runs[i] = run
         return [r for r in runs if r is not None]
+
+    def _network_args(self) -> tuple[bool, str]:
+        return self.config.offline, self.config.network.value
+
+    def _same_network(self, payload: dict[str, Any]) -> bool:
+        """Whether a recorded trial ran with this run's runtime network (`trial_item` marks `none`)."""
+        return (payload.get("extra") or {}).get("network", RuntimeNetwork.TASK.value) == self.config.network.value
 
     def _put_run(self, task: Task, run: ProbeRun) -> None:
         self._put(

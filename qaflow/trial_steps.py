@@ -1,0 +1,207 @@
+"""Multi-step trials (`[[steps]]`, README "The trial"): one sandbox, the steps in order in it.
+
+Per step: upload `steps/<name>/workdir/` to the WORKDIR and run its `setup.sh` there as the step's
+agent user, then the step's healthcheck if it has one (a failure of either is a `setup_failed`
+error); the agent phase on the step (`StepTask`: the step's instruction, solution, timeout and
+user); the verifier phase (`trial.verifier_phase`) with the task-level tests/ then the step's
+tests/ as /tests and `[steps.verifier]` over `[verifier]`. After a verifier that ran in the sandbox
+itself, /tests and /logs/verifier are emptied, so the next step's agent sees neither. A step with
+an error or without a reward ends the trial, and so does one whose reward misses its `min_reward`.
+The trial's fields are the steps' roll-up (`roll_up_into`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from qaflow.agents.base import Agent
+from qaflow.errors import TaskError
+from qaflow.sandbox.base import ExecResult, Sandbox, SandboxSpec
+from qaflow.step_rewards import min_reward_failure, roll_up
+from qaflow.task import Task
+from qaflow.task_steps import StepTask, step_tasks
+from qaflow.trial import (
+    TESTS_DIR,
+    VERIFIER_LOGS,
+    ErrorInfo,
+    ErrorKind,
+    ExitStatus,
+    StepResult,
+    TrialResult,
+    VerifierPlan,
+    VerifierSandbox,
+    _agent_phase,
+    verifier_phase,
+)
+
+SETUP_SCRIPT = "setup.sh"
+
+
+class StepSetupError(TaskError):
+    """A step's workdir/setup.sh or healthcheck failed: the step cannot start."""
+
+    def __init__(self, path: Path, reason: str, exec_result: ExecResult | None = None):
+        super().__init__(path, reason)
+        self.exec_result = exec_result
+
+
+class Healthcheck(BaseModel):
+    """`[steps.healthcheck]`, Docker HEALTHCHECK semantics as Harbor runs it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    command: str
+    interval_sec: float = Field(5.0, ge=0)
+    timeout_sec: float = Field(30.0, gt=0)
+    start_period_sec: float = Field(0.0, ge=0)
+    start_interval_sec: float = Field(5.0, ge=0)
+    retries: int = Field(3, ge=1)
+
+
+def run_steps(
+    task: Task,
+    agent: Agent,
+    box: Sandbox,
+    spec: SandboxSpec,
+    result: TrialResult,
+    *,
+    clear: bool,
+    last_step: str | None,
+) -> None:
+    """Run the steps of `task` (up to `last_step`) in `box`, appending a `StepResult` per step to `result`."""
+    steps = step_tasks(task)
+    if last_step is not None:
+        names = [s.step_name for s in steps]
+        if last_step not in names:
+            raise TaskError(task.path / "task.toml", f"no step named {last_step!r}")
+        steps = steps[: names.index(last_step) + 1]
+    for position, step in enumerate(steps):
+        outcome = _run_step(step, agent, box, spec, clear=clear, more=position < len(steps) - 1)
+        result.steps.append(outcome)
+        stop = _stop_reason(step, outcome)
+        if stop is not None and position < len(steps) - 1:
+            outcome.aborted = stop
+            break
+    roll_up_into(task, result, planned=len(steps))
+
+
+def _run_step(step: StepTask, agent: Agent, box: Sandbox, spec: SandboxSpec, *, clear: bool, more: bool) -> StepResult:
+    """One step in `box` (`more`: another step follows); failures are recorded on the result, never raised."""
+    started = time.perf_counter()
+    scratch = TrialResult(task=step.name, version=step.version, agent=agent.name, backend="", run_id="")
+    setup_exec: ExecResult | None = None
+    try:
+        setup_exec = _prepare(step, box)
+        scratch.timings["setup"] = time.perf_counter() - started
+        _agent_phase(step, agent, box, scratch)
+        verifier_phase(box, spec, step_plan(step), scratch, clear=clear)
+        if more and scratch.verifier_sandbox is VerifierSandbox.SHARED:
+            box.kill_strays(clear=[TESTS_DIR, VERIFIER_LOGS])  # the verifier's leftovers are dead already
+    except StepSetupError as exc:
+        scratch.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
+        setup_exec = exc.exec_result or setup_exec
+    except Exception as exc:  # recorded like run_trial records it: with its kind and traceback
+        scratch.error = ErrorInfo.of(exc)
+    if scratch.error is not None and scratch.exit_status is ExitStatus.OK:
+        scratch.exit_status = ExitStatus.ERROR
+    scratch.timings["total"] = time.perf_counter() - started
+    fields = scratch.model_dump(include=set(StepResult.model_fields) - {"name", "setup_exec", "aborted"})
+    return StepResult(name=step.step_name, setup_exec=setup_exec, **fields)
+
+
+def _prepare(step: StepTask, box: Sandbox) -> ExecResult | None:
+    """Upload the step's workdir/, run its setup.sh (cwd WORKDIR, the step's agent user), then its healthcheck."""
+    user = step.config.agent.user
+    setup: ExecResult | None = None
+    if step.workdir_dir.is_dir():
+        box.put(box.workdir, step.workdir_dir)
+        if (step.workdir_dir / SETUP_SCRIPT).is_file():
+            script = f"{box.workdir.rstrip('/')}/{SETUP_SCRIPT}"
+            setup = box.exec(["bash", script], timeout=step.agent_timeout_sec, user=user, cwd=box.workdir)
+            if not setup.ok:
+                why = f"timed out ({step.agent_timeout_sec:g} s)" if setup.timed_out else f"exited {setup.exit_code}"
+                tail = (setup.stderr or setup.stdout).strip()[-400:]
+                reason = f"step {step.step_name!r}: workdir/{SETUP_SCRIPT} {why}" + (f": {tail}" if tail else "")
+                raise StepSetupError(step.workdir_dir / SETUP_SCRIPT, reason, setup)
+    _healthcheck(step, box)
+    return setup
+
+
+def _healthcheck(step: StepTask, box: Sandbox) -> None:
+    """Poll the step's healthcheck until it passes; `retries` failures in a row (after the start period) fail it."""
+    raw = step.healthcheck
+    if raw is None:
+        return
+    try:
+        check = Healthcheck.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        reason = f"step {step.step_name!r}: healthcheck {where}: {first['msg']}"
+        raise TaskError(step.path / "task.toml", reason) from exc
+    started = time.monotonic()
+    failures = 0
+    while True:
+        res = box.exec(check.command, timeout=check.timeout_sec, user=step.config.agent.user)
+        if res.ok:
+            return
+        starting = time.monotonic() - started < check.start_period_sec
+        failures = failures if starting else failures + 1
+        if failures >= check.retries:
+            tail = (res.stderr or res.stdout).strip()[-400:]
+            reason = f"step {step.step_name!r}: healthcheck {check.command!r} failed {failures} times" + (
+                f": {tail}" if tail else ""
+            )
+            raise StepSetupError(step.path / "task.toml", reason)
+        time.sleep(check.start_interval_sec if starting else check.interval_sec)
+
+
+def step_plan(step: StepTask) -> VerifierPlan:
+    """The step's verifier: task-level tests/ then the step's, `[steps.verifier]` over `[verifier]`."""
+    verifier = step.config.verifier
+    return VerifierPlan(
+        tests=step.test_folders,
+        timeout_sec=step.verifier_timeout_sec,
+        env=dict(verifier.env or {}),
+        user=verifier.user,
+        mode=step.verifier_mode,
+        network=step.config.verifier_network(),
+        separate_context=step.separate_context,
+    )
+
+
+def _stop_reason(step: StepTask, outcome: StepResult) -> str | None:
+    """Why no later step may run after `outcome` (an error, no reward, `min_reward` missed), or None."""
+    if outcome.error is not None:
+        return f"{outcome.error.kind.value} in step {step.step_name!r}"
+    if outcome.rewards is None:
+        return f"step {step.step_name!r} gave no reward ({outcome.exit_status.value})"
+    failure = min_reward_failure(outcome.rewards, step.step.min_reward)
+    return None if failure is None else f"step {step.step_name!r}: {failure}"
+
+
+def roll_up_into(task: Task, result: TrialResult, *, planned: int) -> None:
+    """The trial's fields from its steps: reward by the task's strategy (full only when every planned step
+    ran and gave a reward), the first step's error and non-ok exit status, the last step's execs."""
+    steps = result.steps
+    reward = roll_up(steps, task.config.multi_step_reward_strategy)
+    if reward is not None:
+        result.reward, result.rewards, result.reward_source = reward.value, reward.values, reward.source
+        complete = len(steps) == planned and all(s.rewards is not None and s.error is None for s in steps)
+        result.full_reward = reward.full and complete
+    result.exit_status = next((s.exit_status for s in steps if s.exit_status is not ExitStatus.OK), ExitStatus.OK)
+    result.error = next((s.error for s in steps if s.error is not None), None)
+    last = steps[-1]
+    result.agent_exec, result.verifier_exec = last.agent_exec, last.verifier_exec
+    result.verifier_sandbox, result.services_left = last.verifier_sandbox, last.services_left
+    result.verifier_note = next((s.verifier_note for s in steps if s.verifier_note), None)
+    for phase in ("agent", "verifier"):
+        spent = [s.timings[phase] for s in steps if phase in s.timings]
+        if spent:
+            result.timings[phase] = sum(spent)
+    for s in steps:
+        for key, count in s.strays_killed.items():
+            result.strays_killed[key] = result.strays_killed.get(key, 0) + count
