@@ -3,7 +3,8 @@
 The audit of the pool runs with a fresh ledger (nothing cached, images already built by a warm-up
 pass), one trial at a time so the two sides are comparable. The baseline runs, for every probe
 trial the audit made, the same scripts with the plain CLI: `docker run --rm` with solution/ and
-tests/ bind-mounted, `sh -c 'solve.sh (oracle only); test.sh; cat reward'`. bwrap gets the same
+tests/ bind-mounted and the network the task gets (README "Network"), `sh -c 'solve.sh (oracle
+only); test.sh; cat reward'`. bwrap gets the same
 treatment against the bare `bwrap` command line. Target: docker <= 1.3x.
 
 Usage: python bench/audit_throughput.py [--pool tasks_repo] [--backend docker|bwrap|both] [--limit 8]
@@ -85,9 +86,11 @@ def _bare_cmd(task: Task, backend: str, script: str) -> list[str]:
     if backend == "docker":
         from qaflow.sandbox.docker import DockerBackend
 
-        image = DockerBackend().build(spec_for_task(task))
+        spec = spec_for_task(task)
+        image = DockerBackend().build(spec)
+        network = "bridge" if spec.runtime_network else "none"  # the network the audit's trials get
         return [
-            "docker", "run", "--rm", "--network", "none",
+            "docker", "run", "--rm", "--network", network,
             "-v", f"{task.solution_dir}:/solution:ro", "-v", f"{task.tests_dir}:/tests:ro",
             image, "sh", "-c", f"cd /app 2>/dev/null; {script}",
         ]  # fmt: skip

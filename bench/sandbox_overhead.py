@@ -71,8 +71,9 @@ def bench_docker(task: Task, repeats: int) -> tuple[float, float]:
     DockerBackend().build(spec)
     rebuild_s = time.perf_counter() - second
     print(f"docker build: first {build_s:.2f} s, second {rebuild_s * 1000:.1f} ms (cached: builds nothing)")
+    network = "bridge" if spec.runtime_network else "none"  # the network the trial gets (README "Network")
     cmd = [
-        "docker", "run", "--rm", "--network", "none",
+        "docker", "run", "--rm", "--network", network,
         "-v", f"{task.solution_dir}:/solution:ro", "-v", f"{task.tests_dir}:/tests:ro",
         image, "sh", "-c", SCRIPT.format(workdir="/app"),
     ]  # fmt: skip

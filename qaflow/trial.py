@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from qaflow.agents.base import Agent
 from qaflow.errors import BuildError, QaflowError, RewardError, SandboxError, TaskError, UnsupportedError
+from qaflow.healthcheck import SetupError, wait_healthy
 from qaflow.reward import Reward, read_reward
 from qaflow.sandbox import Limits, open_sandbox, resolve_backend
 from qaflow.sandbox.base import ExecResult, Sandbox, SandboxSpec
@@ -191,6 +192,7 @@ def run_trial(
         spec = spec_for_task(task, run_id=run_id, defaults=limits, network=network)
         result.backend = resolve_backend(backend, spec.runtime)
         with open_sandbox(spec, result.backend) as box:
+            _environment_healthcheck(task, box)
             result.timings["setup"] = time.perf_counter() - started
             if task.config.steps:
                 from qaflow.trial_steps import run_steps  # it builds on this module
@@ -199,6 +201,8 @@ def run_trial(
             else:
                 _agent_phase(task, agent, box, result)
                 verifier_phase(box, spec, VerifierPlan.of(task), result, clear=clear_verifier_logs)
+    except SetupError as exc:
+        result.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
     except QaflowError as exc:
         result.error = ErrorInfo.of(exc)
     except Exception as exc:  # a bug of ours: recorded with its traceback, never passed off as a task failure
@@ -207,6 +211,17 @@ def run_trial(
         result.exit_status = ExitStatus.ERROR
     result.timings["total"] = time.perf_counter() - started
     return result
+
+
+def _environment_healthcheck(task: Task, box: Sandbox) -> None:
+    """`[environment.healthcheck]` (Harbor): the environment's own services are up before the agent starts.
+
+    Raises:
+        SetupError: it never passed.
+    """
+    check = task.config.environment.healthcheck
+    if check:
+        wait_healthy(box, check, user=task.config.agent.user, toml=task.path / "task.toml", what="[environment]")
 
 
 def _agent_phase(task: Task, agent: Agent, box: Sandbox, result: TrialResult) -> None:

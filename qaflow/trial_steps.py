@@ -13,12 +13,10 @@ The trial's fields are the steps' roll-up (`roll_up_into`).
 from __future__ import annotations
 
 import time
-from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from qaflow.agents.base import Agent
 from qaflow.errors import TaskError
+from qaflow.healthcheck import SetupError, wait_healthy
 from qaflow.sandbox.base import ExecResult, Sandbox, SandboxSpec
 from qaflow.step_rewards import min_reward_failure, roll_up
 from qaflow.task import Task
@@ -38,27 +36,6 @@ from qaflow.trial import (
 )
 
 SETUP_SCRIPT = "setup.sh"
-
-
-class StepSetupError(TaskError):
-    """A step's workdir/setup.sh or healthcheck failed: the step cannot start."""
-
-    def __init__(self, path: Path, reason: str, exec_result: ExecResult | None = None):
-        super().__init__(path, reason)
-        self.exec_result = exec_result
-
-
-class Healthcheck(BaseModel):
-    """`[steps.healthcheck]`, Docker HEALTHCHECK semantics as Harbor runs it."""
-
-    model_config = ConfigDict(extra="allow")
-
-    command: str
-    interval_sec: float = Field(5.0, ge=0)
-    timeout_sec: float = Field(30.0, gt=0)
-    start_period_sec: float = Field(0.0, ge=0)
-    start_interval_sec: float = Field(5.0, ge=0)
-    retries: int = Field(3, ge=1)
 
 
 def run_steps(
@@ -100,7 +77,7 @@ def _run_step(step: StepTask, agent: Agent, box: Sandbox, spec: SandboxSpec, *, 
         verifier_phase(box, spec, step_plan(step), scratch, clear=clear)
         if more and scratch.verifier_sandbox is VerifierSandbox.SHARED:
             box.kill_strays(clear=[TESTS_DIR, VERIFIER_LOGS])  # the verifier's leftovers are dead already
-    except StepSetupError as exc:
+    except SetupError as exc:
         scratch.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
         setup_exec = exc.exec_result or setup_exec
     except Exception as exc:  # recorded like run_trial records it: with its kind and traceback
@@ -125,38 +102,15 @@ def _prepare(step: StepTask, box: Sandbox) -> ExecResult | None:
                 why = f"timed out ({step.agent_timeout_sec:g} s)" if setup.timed_out else f"exited {setup.exit_code}"
                 tail = (setup.stderr or setup.stdout).strip()[-400:]
                 reason = f"step {step.step_name!r}: workdir/{SETUP_SCRIPT} {why}" + (f": {tail}" if tail else "")
-                raise StepSetupError(step.workdir_dir / SETUP_SCRIPT, reason, setup)
+                raise SetupError(step.workdir_dir / SETUP_SCRIPT, reason, setup)
     _healthcheck(step, box)
     return setup
 
 
 def _healthcheck(step: StepTask, box: Sandbox) -> None:
-    """Poll the step's healthcheck until it passes; `retries` failures in a row (after the start period) fail it."""
-    raw = step.healthcheck
-    if raw is None:
-        return
-    try:
-        check = Healthcheck.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        reason = f"step {step.step_name!r}: healthcheck {where}: {first['msg']}"
-        raise TaskError(step.path / "task.toml", reason) from exc
-    started = time.monotonic()
-    failures = 0
-    while True:
-        res = box.exec(check.command, timeout=check.timeout_sec, user=step.config.agent.user)
-        if res.ok:
-            return
-        starting = time.monotonic() - started < check.start_period_sec
-        failures = failures if starting else failures + 1
-        if failures >= check.retries:
-            tail = (res.stderr or res.stdout).strip()[-400:]
-            reason = f"step {step.step_name!r}: healthcheck {check.command!r} failed {failures} times" + (
-                f": {tail}" if tail else ""
-            )
-            raise StepSetupError(step.path / "task.toml", reason)
-        time.sleep(check.start_interval_sec if starting else check.interval_sec)
+    if step.healthcheck is not None:
+        toml = step.path / "task.toml"
+        wait_healthy(box, step.healthcheck, user=step.config.agent.user, toml=toml, what=f"step {step.step_name!r}")
 
 
 def step_plan(step: StepTask) -> VerifierPlan:

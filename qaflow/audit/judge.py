@@ -1,6 +1,8 @@
 """From probe runs to findings: a pure function, so every rule is testable without a sandbox.
 
 Rules (N repeats each of nop and oracle):
+- the environment does not come up in any oracle run (a healthcheck, or a step's setup.sh, failed:
+  trial error `setup_failed`): `build_failed`, and nothing else is judged;
 - a failed nop or oracle run is `infra_error` (never `broken_solution` or `false_rejection`) only
   on evidence that the sandbox, not the task, made it fail (`infra.classify`): a withheld network
   (a name that does not resolve, an unreachable network, a refused connection or a TLS failure to
@@ -29,6 +31,9 @@ from qaflow.audit.infra import InfraEvidence, classify
 from qaflow.audit.model import AuditFinding
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.records import FindingCode, Severity
+
+SETUP_FAILED = "setup_failed"
+"""`ErrorKind.SETUP`: the environment did not come up (a healthcheck or a step's setup.sh failed)."""
 
 
 def _infra_of(run: ProbeRun) -> dict[str, Any] | None:
@@ -82,6 +87,18 @@ def judge(
     tamper: ProbeRun | None = None,
     mutants: Sequence[ProbeRun] = (),
 ) -> list[AuditFinding]:
+    if oracle and all(r.error_kind == SETUP_FAILED for r in oracle):
+        run = oracle[0]
+        return [
+            AuditFinding(
+                code=FindingCode.BUILD_FAILED,
+                message=(
+                    f"the environment did not come up in any run ({run.error}): fix its healthcheck, or what it "
+                    "waits for (the image's ENTRYPOINT services), so the agent can start"
+                ),
+                evidence={"runs": len(oracle), "first": run.brief()},
+            )
+        ]
     findings: list[AuditFinding] = []
     infra = [e for e in (_infra_of(r) for r in [*oracle, *nop]) if e is not None]
     infra_probes = {e["probe"] for e in infra}

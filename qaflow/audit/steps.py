@@ -20,7 +20,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from qaflow.audit.effects import Effect
-from qaflow.audit.judge import judge
+from qaflow.audit.judge import SETUP_FAILED, judge
 from qaflow.audit.model import AuditFinding, TaskAudit, verdict_for
 from qaflow.audit.mutants import Mutant, make_mutants
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun
@@ -32,7 +32,6 @@ from qaflow.task_steps import StepTask, step_tasks
 Item = tuple[str, int, ProbeAgent, bool]
 """(probe, attempt, agent, clear the verifier logs): one probe trial, as the runner's `_trials` takes it."""
 Trials = Callable[[list[Item]], Generator[Any, Any, list[ProbeRun]]]
-SETUP_FAILED = "setup_failed"
 
 
 def audit_task_steps(

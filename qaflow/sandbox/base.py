@@ -101,6 +101,7 @@ class SandboxSpec(BaseModel):
         "of it, gets network, whatever `network` says",
     )
     env: dict[str, str] = Field(default_factory=dict, description="Environment for every exec")
+    workdir: str | None = Field(None, description="Working directory over the image's (`[environment] workdir`)")
     limits: Limits = Field(default_factory=Limits)
     run_id: str = Field("adhoc", description="Label value qaflow.run=<run_id>, used to reap orphans")
     runtime: Runtime | None = Field(

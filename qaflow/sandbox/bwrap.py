@@ -39,7 +39,7 @@ from qaflow.sandbox import cgroups
 from qaflow.sandbox.base import SandboxSpec
 from qaflow.sandbox.bwrap_sandbox import HOST_ENV, TEMP_PREFIX, BwrapSandbox, base_env, bwrap_flags, tail_args
 from qaflow.sandbox.dockerfile import BuildPlan, Copy, MakeDir, Run, plan_build
-from qaflow.sandbox.rootfs import host_root
+from qaflow.sandbox.rootfs import host_root, under
 
 IMAGE_FORMAT = 1
 BASE_ROOTS = ("/tests", "/solution", "/logs", "/tmp", "/root")
@@ -132,7 +132,12 @@ class BwrapBackend:
         if not ok:
             raise SandboxUnavailableError(reason)
         meta, image_fs = self._image(spec)
-        return BwrapSandbox.from_image(spec, meta, image_fs)
+        if spec.workdir:
+            meta = {**meta, "workdir": spec.workdir}
+        box = BwrapSandbox.from_image(spec, meta, image_fs)
+        if spec.workdir and not any(under(spec.workdir, root) for root in box.writable_roots):
+            box.add_root(spec.workdir)
+        return box
 
     def _image(self, spec: SandboxSpec) -> tuple[dict[str, Any], Path]:
         key = spec.env_hash

@@ -58,6 +58,7 @@ from qaflow.sandbox.images import (
     load_aliases,
     resolve_from,
     rewrite_from,
+    without_buildkit_copy_flags,
 )
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ VIEW_REPO = "qaflow-view"
 """Snapshot images of verifier views; each is removed with its view's container (and by `reap`)."""
 DEFAULT_WORKDIR = "/app"
 BUILD_LOG_LINES = 50
+KEEP_COMMAND = ["sh", "-c", "sleep infinity"]
 
 CONTAINER_CAPS = (
     "CHOWN",  # root chowns files: tar unpacking uploads with their owners, `chown` in solutions
@@ -108,11 +110,15 @@ class _ImageInfo:
     ref: str
     workdir: str
     user: str
+    entrypoint: bool = False
+    """The image has an ENTRYPOINT of its own, which starts the environment's services (Harbor runs it)."""
 
 
 def _image_info(ref: str, attrs: Mapping[str, Any]) -> _ImageInfo:
     config = attrs.get("Config") or {}
-    return _ImageInfo(ref=ref, workdir=config.get("WorkingDir") or DEFAULT_WORKDIR, user=config.get("User") or "")
+    workdir = config.get("WorkingDir") or DEFAULT_WORKDIR
+    user, entrypoint = config.get("User") or "", bool(config.get("Entrypoint"))
+    return _ImageInfo(ref=ref, workdir=workdir, user=user, entrypoint=entrypoint)
 
 
 def _dockerignore(context_dir: Path) -> list[str]:
@@ -317,6 +323,7 @@ class DockerBackend:
         except (OSError, UnicodeDecodeError) as exc:
             raise BuildError(f"{spec.dockerfile}: cannot read the Dockerfile: {exc}") from exc
         rewritten = rewrite_from(text, lambda ref: resolve_from(ref, self.client, self.aliases))
+        rewritten = without_buildkit_copy_flags(rewritten, spec.context_dir)
         try:
             context = docker.utils.build.tar(
                 str(spec.context_dir), exclude=_dockerignore(spec.context_dir), dockerfile=(_DOCKERFILE_NAME, rewritten)
@@ -429,7 +436,7 @@ class DockerBackend:
         box = DockerSandbox(
             self.client,
             container_id,
-            info.workdir,
+            spec.workdir or info.workdir,
             spec,
             image_user=info.user,
             storage_enforced=self._storage_opt is True,
@@ -515,8 +522,10 @@ class DockerBackend:
         try:
             created = api.create_container(
                 image=info.ref,
-                entrypoint=["sleep", "infinity"],
-                working_dir=info.workdir,
+                # As Harbor does: the image's ENTRYPOINT (if any) runs with `sleep infinity` as its
+                # command; without one, the keeper is `sleep infinity` itself.
+                **({"command": KEEP_COMMAND} if info.entrypoint else {"entrypoint": ["sleep", "infinity"]}),
+                working_dir=spec.workdir or info.workdir,
                 environment=dict(spec.env),
                 labels={RUN_LABEL: spec.run_id, TASK_LABEL: spec.name},
                 host_config=api.create_host_config(**host_config_args(spec, self._cpus(spec.limits.cpus), storage)),

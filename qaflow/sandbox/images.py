@@ -12,6 +12,7 @@ import fnmatch
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -323,3 +324,47 @@ def rewrite_from(dockerfile_text: str, resolve: Callable[[str], str]) -> str:
             stages.add(stage.group("stage").lower())
         out.append(match.group("lead") + new_ref + match.group("rest") + ending)
     return "".join(out)
+
+
+_COPY_FLAGS_RE = re.compile(r"^(?P<lead>\s*)(?P<op>COPY|ADD)(?P<args>\s+.*)$", re.IGNORECASE)
+_USER_RE = re.compile(r"^\s*USER\s+(?P<user>\S+)", re.IGNORECASE)
+
+
+def without_buildkit_copy_flags(dockerfile_text: str, context_dir: Path) -> str:
+    """`dockerfile_text` for docker's legacy builder (no BuildKit here): `COPY`/`ADD --chmod=MODE`
+    becomes the plain instruction followed by `RUN chmod` of what it copied (as root, then back to
+    the current USER), and `--link` is dropped (it changes layer reuse, not the result).
+    JSON-form and continued instructions are left as they are."""
+    out: list[str] = []
+    user: str | None = None
+    for line in dockerfile_text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        if found := _USER_RE.match(body):
+            user = found.group("user")
+        match = _COPY_FLAGS_RE.match(body)
+        if match is None or body.endswith("\\") or "[" in match.group("args").split("--", 1)[0]:
+            out.append(line)
+            continue
+        words = match.group("args").split()
+        flags = [w for w in words if w.startswith("--")]
+        paths = [w for w in words if not w.startswith("--")]
+        mode = next((f.split("=", 1)[1] for f in flags if f.startswith("--chmod=")), None)
+        kept = [f for f in flags if not f.startswith(("--chmod=", "--link"))]
+        if (mode is None and len(kept) == len(flags)) or len(paths) < 2:
+            out.append(line)
+            continue
+        out.append(f"{match.group('lead')}{match.group('op')} {' '.join([*kept, *paths])}\n")
+        if mode is not None:
+            out.extend(_chmod_lines(mode, paths[:-1], paths[-1], context_dir, user))
+    return "".join(out)
+
+
+def _chmod_lines(mode: str, sources: list[str], dest: str, context_dir: Path, user: str | None) -> list[str]:
+    if len(sources) == 1 and not dest.endswith("/"):
+        targets = [dest]
+    else:
+        targets = [dest.rstrip("/") + "/" + Path(src.rstrip("/")).name for src in sources]
+    recursive = any((context_dir / src).is_dir() for src in sources)
+    quoted = " ".join(shlex.quote(t) for t in targets)
+    run = f"RUN chmod {'-R ' if recursive else ''}{shlex.quote(mode)} {quoted}\n"
+    return [run] if user in (None, "root", "0") else ["USER root\n", run, f"USER {user}\n"]

@@ -82,6 +82,20 @@ def task_runtime(task: Task) -> Runtime | None:
         raise TaskError(task.path / "task.toml", str(exc)) from exc
 
 
+def _workdir(task: Task) -> str | None:
+    """`[environment] workdir` (Harbor): an absolute container path over the image's WORKDIR.
+
+    Raises:
+        TaskError: for a value that is not an absolute path.
+    """
+    value = task.config.environment.workdir
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.startswith("/") or "\0" in value:
+        raise TaskError(task.path / "task.toml", f"[environment] workdir must be an absolute path, not {value!r}")
+    return value
+
+
 def check_task_network(task: Task) -> None:
     """Refuse a phase whose network mode is `allowlist`.
 
@@ -131,6 +145,7 @@ def spec_for_task(
         network_declared=task.config.declares_public_network(),
         network_forced_off=forced_off,
         env=dict(env_cfg.env),
+        workdir=_workdir(task),
         limits=limits,
         run_id=run_id,
         build_timeout_sec=env_cfg.build_timeout_sec,
