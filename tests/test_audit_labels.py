@@ -25,6 +25,8 @@ OFFLINE = ["--offline", "--network", "none"]
 APT_CONTROL = "books-to-sqlite"
 DEBIAN_MIRROR = "http://deb.debian.org/debian/"
 _AUDITS: dict[str, dict[str, dict]] = {}
+AUDIT_TIMEOUT_S = 1500
+"""One whole-pool audit (42 tasks, 12 repeats, offline builds from scratch) on a loaded 2-core machine."""
 
 
 def expected_codes(name: str, backend: str) -> set[str]:
@@ -70,6 +72,7 @@ def test_labels_cover_every_code_twice_and_controls():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(AUDIT_TIMEOUT_S)
 @pytest.mark.parametrize("backend_name", [pytest.param("docker", marks=pytest.mark.docker),
                                           pytest.param("bwrap", marks=pytest.mark.bwrap)])  # fmt: skip
 def test_audit_finds_exactly_the_labelled_codes(backend_name: str, tmp_path_factory: pytest.TempPathFactory):
@@ -95,6 +98,7 @@ def test_audit_finds_exactly_the_labelled_codes(backend_name: str, tmp_path_fact
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2 * AUDIT_TIMEOUT_S)
 @pytest.mark.docker
 @pytest.mark.bwrap
 def test_docker_and_bwrap_agree(tmp_path_factory: pytest.TempPathFactory):

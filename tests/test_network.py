@@ -246,6 +246,21 @@ def _spec(tmp_path: Path, dockerfile: str, **fields: object) -> SandboxSpec:
 
 
 @pytest.mark.docker
+def test_an_offline_build_never_reuses_what_a_build_with_network_made(tmp_path: Path):
+    require_backend("docker")
+    from qaflow.sandbox.docker import DockerBackend
+
+    # The same Dockerfile both times: only the network differs, so a shared tag or layer would show.
+    dockerfile = f'FROM python:3.11-slim\nRUN echo {uuid.uuid4().hex} && test "$({IFACES})" != lo\n'
+    backend = DockerBackend()
+    online = backend.build(_spec(tmp_path, dockerfile))
+    with pytest.raises(BuildError) as info:
+        backend.build(_spec(tmp_path, dockerfile, build_network=False))
+    assert "returned a non-zero code" in str(info.value)
+    assert backend.build(_spec(tmp_path, dockerfile)) == online, "builds with network keep their cache"
+
+
+@pytest.mark.docker
 def test_docker_builds_with_network_by_default_and_without_when_offline(tmp_path: Path):
     require_backend("docker")
     from qaflow.sandbox.docker import DockerBackend

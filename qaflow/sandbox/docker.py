@@ -56,6 +56,7 @@ from qaflow.sandbox.images import (
     AliasTable,
     image_exists,
     load_aliases,
+    offline_stages,
     resolve_from,
     rewrite_from,
     without_buildkit_copy_flags,
@@ -324,6 +325,8 @@ class DockerBackend:
             raise BuildError(f"{spec.dockerfile}: cannot read the Dockerfile: {exc}") from exc
         rewritten = rewrite_from(text, lambda ref: resolve_from(ref, self.client, self.aliases))
         rewritten = without_buildkit_copy_flags(rewritten, spec.context_dir)
+        if not spec.build_network:
+            rewritten = offline_stages(rewritten)
         try:
             context = docker.utils.build.tar(
                 str(spec.context_dir), exclude=_dockerignore(spec.context_dir), dockerfile=(_DOCKERFILE_NAME, rewritten)
@@ -337,7 +340,6 @@ class DockerBackend:
             "pull": False,
             "dockerfile": _DOCKERFILE_NAME,
             "networkmode": "default" if spec.build_network else "none",
-            "nocache": not spec.build_network,
             "labels": json.dumps({ENV_HASH_LABEL: spec.env_hash, TASK_LABEL: spec.name}),
         }
         api = self.client.api

@@ -368,3 +368,18 @@ def _chmod_lines(mode: str, sources: list[str], dest: str, context_dir: Path, us
     quoted = " ".join(shlex.quote(t) for t in targets)
     run = f"RUN chmod {'-R ' if recursive else ''}{shlex.quote(mode)} {quoted}\n"
     return [run] if user in (None, "root", "0") else ["USER root\n", run, f"USER {user}\n"]
+
+
+OFFLINE_ARG = "QAFLOW_OFFLINE_BUILD"
+
+
+def offline_stages(dockerfile_text: str) -> str:
+    """`dockerfile_text` with `ARG QAFLOW_OFFLINE_BUILD=1` after every `FROM`: the steps of an offline
+    build then never match a layer that a build with network cached (an `apt-get install` that
+    worked online must fail offline), while offline builds still share their own layers."""
+    out = []
+    for line in dockerfile_text.splitlines(keepends=True):
+        out.append(line if line.endswith("\n") else line + "\n")
+        if _FROM_RE.match(line.rstrip("\r\n")):
+            out.append(f"ARG {OFFLINE_ARG}=1\n")
+    return "".join(out)
