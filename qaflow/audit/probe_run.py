@@ -95,7 +95,7 @@ class ProbeRun(BaseModel):
 
     def brief(self) -> dict[str, Any]:
         """The evidence view: what a person needs to see this run's outcome."""
-        return {
+        view = {
             "probe": self.probe,
             "attempt": self.attempt,
             "reward": self.reward,
@@ -105,6 +105,9 @@ class ProbeRun(BaseModel):
             "verifier_exit": self.verifier_exit,
             "verifier_output_tail": tail(self.verifier_output, 600),
         }
+        if self.services_left:  # the verifier ran beside processes the agent left running
+            view |= {"services_left": self.services_left, "verifier_note": self.verifier_note}
+        return view
 
 
 class ProbeAgent(BaseModel):
