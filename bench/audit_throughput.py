@@ -72,7 +72,9 @@ def bare_seconds(tasks: list[Task], backend: str, trials_per_task: float) -> flo
     total = 0.0
     for task in tasks:
         for with_solution in (True, False):
-            script = ("bash /solution/solve.sh; " if with_solution else "") + (
+            # The agent timeout, as the trial has it (a solution that never ends must not hang the baseline).
+            solve = f"timeout {task.agent_timeout_sec:g} bash /solution/solve.sh; "
+            script = (solve if with_solution else "") + (
                 "mkdir -p /logs/verifier; bash /tests/test.sh; cat /logs/verifier/reward.* 2>/dev/null; true"
             )
             cmd = _bare_cmd(task, backend, script)
