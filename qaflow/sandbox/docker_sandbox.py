@@ -403,18 +403,7 @@ class DockerSandbox:
             SandboxError: the sandbox is closed, its container is not running, or a path stays.
         """
         script = _STRAYS + 'echo "qaflow-strays:$_qk"\n' + "".join(_clear_script(self._abs(p)) for p in clear)
-        try:
-            res = self.exec(["sh", "-c", script + "true"], user="0", timeout=KILL_TIMEOUT_S)
-        except SandboxError as exc:
-            why = self._dead_why(exc)
-            raise SandboxError(f"could not stop the leftover processes in {self.spec.name}: {why}") from exc
-        found = _STRAYS_RE.search(res.stdout.encode())
-        if found is None or res.sandbox_died:
-            why = self._dead_why(res.stderr.strip()[-400:] or f"exit {res.exit_code}")
-            raise SandboxError(f"could not stop the leftover processes in {self.spec.name}: {why}")
-        if not res.ok:
-            raise SandboxError(f"in {self.spec.name}: {res.stderr.strip()[-400:] or f'exit {res.exit_code}'}")
-        return int(found.group(1))
+        return self._count_as_root(script + "true", _STRAYS_RE, "could not stop the leftover processes")
 
     def settle(self, clear: Sequence[str] = ()) -> int:
         """When nothing but the keepers runs, remove `clear` and return 0; else return how many
@@ -425,15 +414,23 @@ class DockerSandbox:
         """
         clears = "".join(_clear_script(self._abs(p)) for p in clear)
         script = _ALIVE + (f'if [ "$_qk" = 0 ]; then\n{clears}true\nfi\n' if clears else "") + "true"
+        return self._count_as_root(script, _ALIVE_RE, "could not look for running processes")
+
+    def _count_as_root(self, script: str, count: re.Pattern[bytes], failing: str) -> int:
+        """Run a process-scanning `script` as root and return the count it printed (`count`'s group).
+
+        Raises:
+            SandboxError: `failing` + why, when it could not run, printed no count or the sandbox died;
+                the script's own error when it failed after counting (a path that stays).
+        """
         try:
             res = self.exec(["sh", "-c", script], user="0", timeout=KILL_TIMEOUT_S)
         except SandboxError as exc:
-            why = self._dead_why(exc)
-            raise SandboxError(f"could not look for running processes in {self.spec.name}: {why}") from exc
-        found = _ALIVE_RE.search(res.stdout.encode())
+            raise SandboxError(f"{failing} in {self.spec.name}: {self._dead_why(exc)}") from exc
+        found = count.search(res.stdout.encode())
         if found is None or res.sandbox_died:
             why = self._dead_why(res.stderr.strip()[-400:] or f"exit {res.exit_code}")
-            raise SandboxError(f"could not look for running processes in {self.spec.name}: {why}")
+            raise SandboxError(f"{failing} in {self.spec.name}: {why}")
         if not res.ok:
             raise SandboxError(f"in {self.spec.name}: {res.stderr.strip()[-400:] or f'exit {res.exit_code}'}")
         return int(found.group(1))
