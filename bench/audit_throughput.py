@@ -21,7 +21,7 @@ from pathlib import Path
 
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.ledger import Ledger
-from qaflow.records import RunKind, TaskVersion, VersionStatus, utcnow
+from qaflow.models.records import RunKind, TaskVersion, VersionStatus, utcnow
 from qaflow.sandbox import check_backend
 from qaflow.sandbox.spec import spec_for_task
 from qaflow.task import Task, find_task_dirs

@@ -37,7 +37,7 @@ from curation.filters import (
     apply_filters,
 )
 from qaflow.agents.tool_specs import TOOLS
-from qaflow.rollouts.frame import MESSAGE_DTYPE, ROLLOUT_SCHEMA
+from qaflow.models.frame import MESSAGE_DTYPE, ROLLOUT_SCHEMA
 
 T = TypeVar("T")
 

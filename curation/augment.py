@@ -45,8 +45,8 @@ from curation.sources import TASK_SCHEMA, StageResult, removed_frame, safe_folde
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.errors import LLMError, TaskError
 from qaflow.llm import LLM, LLMConfig
+from qaflow.models.records import RunKind
 from qaflow.pool import Pool
-from qaflow.records import RunKind
 from qaflow.task import IGNORED_NAMES, Task, dockerfile_logical_lines
 
 STAGE = "augment"

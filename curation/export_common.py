@@ -32,9 +32,9 @@ from pydantic import BaseModel, Field, computed_field
 import qaflow
 from qaflow.errors import QaflowError
 from qaflow.ledger import LedgerError
+from qaflow.models.frame import ROLLOUT_SCHEMA
+from qaflow.models.records import TaskRow, VersionStatus, utcnow
 from qaflow.pool import Pool, PoolError
-from qaflow.records import TaskRow, VersionStatus, utcnow
-from qaflow.rollouts.frame import ROLLOUT_SCHEMA
 
 DEFAULT_MAX_SHARD_BYTES = 256 * 2**20
 """Arrow bytes per parquet shard (before compression)."""

@@ -42,8 +42,8 @@ from curation.export_common import (
 from curation.export_guard import Rejected, parse_tools
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.errors import TaskError
+from qaflow.models.rollout import EFFORT_RANK
 from qaflow.pool import Pool
-from qaflow.rollouts.record import EFFORT_RANK
 from qaflow.rollouts.stats import passed_expr
 from qaflow.task import Task
 

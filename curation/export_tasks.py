@@ -37,8 +37,8 @@ from curation.export_common import (
 )
 from curation.export_limits import DEFAULT_MAX_TASK_FILE_BYTES
 from qaflow.errors import TaskError
+from qaflow.models.records import TaskRow
 from qaflow.pool import Pool
-from qaflow.records import TaskRow
 from qaflow.task import IGNORED_NAMES, Task, tree_hash
 
 FILE_FEATURE = {

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from curation.filter_structure import field_of, structure_reasons
 from qaflow.errors import QaflowError
-from qaflow.rollouts.frame import ROLLOUT_SCHEMA, empty_frame
+from qaflow.models.frame import ROLLOUT_SCHEMA, empty_frame
 
 
 class FilterConfigError(QaflowError):

@@ -397,8 +397,8 @@ class Pipeline:
             return StageResult(tasks, empty_removed()), None
         from curation.sources import removed_frame
         from qaflow.harden.process_chain import ProcessChainConfig, process_chain
+        from qaflow.models.records import RunKind
         from qaflow.pool import Pool
-        from qaflow.records import RunKind
 
         hardened, failures = [], []
         with Pool.open(self.pool_dir) as pool:
@@ -438,15 +438,15 @@ class Pipeline:
         return StageResult(merged, removed_frame(failures)), None
 
     def _rollout(self, tasks: pl.DataFrame, info: StageInfo) -> tuple[StageResult, pl.DataFrame]:
-        from qaflow.rollouts.frame import empty_frame, records_to_frame
+        from qaflow.models.frame import empty_frame, records_to_frame
 
         if self.config.rollout is None or not self.config.model:
             info.skipped = "needs a model (set `model`): no rollouts" if self.config.rollout else "not configured"
             info.unit = "rollouts"
             return StageResult(empty_frame(), empty_removed()), empty_frame()
         from qaflow.llm import LLMConfig
+        from qaflow.models.records import VersionStatus
         from qaflow.pool import Pool
-        from qaflow.records import VersionStatus
         from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
 
         job = RolloutJobConfig(
@@ -467,7 +467,7 @@ class Pipeline:
         return StageResult(frame, empty_removed()), frame
 
     def _rollout_filter(self, tasks: pl.DataFrame, info: StageInfo) -> tuple[StageResult, pl.DataFrame]:
-        from qaflow.rollouts.frame import empty_frame
+        from qaflow.models.frame import empty_frame
 
         info.unit = "rollouts"
         rollouts = self.kept("rollout") if (self.stage_dir("rollout") / "kept.parquet").is_file() else empty_frame()
@@ -521,8 +521,8 @@ class Pipeline:
     def _final_pool(self, tasks: pl.DataFrame) -> Path:
         """OUT/final: one folder per kept task version (accepted originals, accepted repairs, hardened
         candidates), with the status it earned in OUT/pool recorded in its own ledger."""
+        from qaflow.models.records import VersionStatus
         from qaflow.pool import Pool
-        from qaflow.records import VersionStatus
 
         final = self.out / "final"
         shutil.rmtree(final, ignore_errors=True)
@@ -570,7 +570,7 @@ def audit_folders(pool: Any, folders: list[Path], stage: AuditStage, *, executor
                   progress: Progress | None = None) -> list[Any]:  # fmt: skip
     """Audit `folders` of `pool` as `qaflow audit` does: a run in the ledger, crashed runs reaped first."""
     from qaflow.audit.runner import Auditor
-    from qaflow.records import RunKind
+    from qaflow.models.records import RunKind
     from qaflow.runs import close_crashed_runs
 
     if not folders:

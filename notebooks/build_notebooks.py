@@ -119,7 +119,7 @@ ROLLOUTS = [
     new_code_cell(
         """\
 from qaflow.pool import Pool
-from qaflow.rollouts.frame import records_to_frame
+from qaflow.models.frame import records_to_frame
 from qaflow.rollouts.replay import replay_pool
 
 pool = Pool.open(POOL)

@@ -489,11 +489,13 @@ class RayExecutor:
             ready, _ = ray.wait(refs, num_returns=1, timeout=step, fetch_local=True)
             if ready:
                 ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0, fetch_local=False)
-                done = [by_ref[r] for r in ready]
+                done: list[Handle] = []
                 with self._lock:
-                    for h in done:
+                    for r in ready:
+                        h = by_ref[r]
                         h._done = True
                         self._live.pop(id(h), None)
+                        done.append(h)
                 return done
             if deadline is not None and time.monotonic() >= deadline:
                 return []

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from qaflow.ledger_db import LedgerDB, LedgerError, to_json, ts
 from qaflow.ledger_rollouts import RolloutLedger
-from qaflow.records import (
+from qaflow.models.records import (
     Finding,
     Head,
     Result,
@@ -87,7 +87,8 @@ class Ledger(RolloutLedger, LedgerDB):
 
     def versions(self, *, name: str | None = None, status: VersionStatus | None = None) -> list[TaskVersion]:
         """Task versions in the order they were recorded, optionally filtered."""
-        sql, args = "SELECT * FROM task_versions WHERE 1=1", []
+        sql = "SELECT * FROM task_versions WHERE 1=1"
+        args: list[str] = []
         if name is not None:
             sql, args = sql + " AND name = ?", [*args, name]
         if status is not None:
@@ -163,7 +164,8 @@ class Ledger(RolloutLedger, LedgerDB):
         )
 
     def status_log(self, version: str | None = None) -> list[StatusChange]:
-        sql, args = "SELECT * FROM status_log", ()
+        sql = "SELECT * FROM status_log"
+        args: tuple[str, ...] = ()
         if version is not None:
             sql, args = sql + " WHERE version = ?", (version,)
         rows = self._reader().execute(sql + " ORDER BY id", args)
@@ -188,7 +190,8 @@ class Ledger(RolloutLedger, LedgerDB):
 
     def tasks(self, status: VersionStatus | None = None) -> list[TaskRow]:
         """The `tasks` view: each pool path with its current version, ordered by name."""
-        sql, args = "SELECT * FROM tasks", ()
+        sql = "SELECT * FROM tasks"
+        args: tuple[str, ...] = ()
         if status is not None:
             sql, args = sql + " WHERE status = ?", (status.value,)
         rows = self._reader().execute(sql + " ORDER BY name, path", args)
@@ -229,7 +232,8 @@ class Ledger(RolloutLedger, LedgerDB):
         return _run(row) if row else None
 
     def runs(self, kind: RunKind | None = None) -> list[Run]:
-        sql, args = "SELECT * FROM runs", ()
+        sql = "SELECT * FROM runs"
+        args: tuple[str, ...] = ()
         if kind is not None:
             sql, args = sql + " WHERE kind = ?", (kind.value,)
         return [_run(r) for r in self._reader().execute(sql + " ORDER BY rowid", args)]
@@ -297,7 +301,8 @@ class Ledger(RolloutLedger, LedgerDB):
         return [k for k in wanted if k not in done]
 
     def results(self, *, task_version: str | None = None, run_id: str | None = None) -> list[Result]:
-        sql, args = "SELECT * FROM results WHERE 1=1", []
+        sql = "SELECT * FROM results WHERE 1=1"
+        args: list[str] = []
         if task_version is not None:
             sql, args = sql + " AND task_version = ?", [*args, task_version]
         if run_id is not None:
@@ -324,7 +329,8 @@ class Ledger(RolloutLedger, LedgerDB):
         return finding.model_copy(update={"id": cursor.lastrowid})
 
     def findings(self, *, task_version: str | None = None, run_id: str | None = None) -> list[Finding]:
-        sql, args = "SELECT * FROM findings WHERE 1=1", []
+        sql = "SELECT * FROM findings WHERE 1=1"
+        args: list[str] = []
         if task_version is not None:
             sql, args = sql + " AND task_version = ?", [*args, task_version]
         if run_id is not None:

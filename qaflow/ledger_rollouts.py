@@ -10,7 +10,7 @@ import zlib
 from collections.abc import Iterable
 
 from qaflow.ledger_db import LedgerDB, ts
-from qaflow.rollouts.record import RolloutRecord
+from qaflow.models.rollout import RolloutRecord
 
 _CHUNK = 500
 
@@ -70,7 +70,8 @@ class RolloutLedger(LedgerDB):
     ) -> list[RolloutRecord]:
         """Full records, oldest first, optionally only those of `ids`, a run or a task version."""
         conn = self._reader()
-        sql, args = "SELECT rollout_id, record_zlib FROM rollouts WHERE 1=1", []
+        sql = "SELECT rollout_id, record_zlib FROM rollouts WHERE 1=1"
+        args: list[str] = []
         if run_id is not None:
             sql, args = sql + " AND run_id = ?", [*args, run_id]
         if task_version is not None:

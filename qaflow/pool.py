@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, ValidationError, computed_field
 
 from qaflow.errors import QaflowError, TaskError
 from qaflow.ledger import Ledger
-from qaflow.records import (
+from qaflow.models.records import (
     Finding,
     Head,
     Result,

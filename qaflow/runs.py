@@ -4,7 +4,7 @@ and its sandboxes behind; the next run of the same kind on the pool reaps and cl
 from __future__ import annotations
 
 from qaflow.ledger import Ledger
-from qaflow.records import RunKind
+from qaflow.models.records import RunKind
 from qaflow.sandbox import reap_run
 
 

@@ -4,7 +4,7 @@
 agent timeout and user are the step's (`[steps.agent]` over `[agent]`), so every agent written for
 a single-step task (nop, oracle, the coding agent, the audit's probes) plays a step unchanged.
 The step's verifier side (tests folders, `[steps.verifier]` over `[verifier]`) is here too, as
-plain values; the trial turns them into a `VerifierPlan` (`qaflow.trial_steps`).
+plain values; the trial turns them into a `VerifierPlan` (`qaflow.trial.steps`).
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ def register(root: typer.Typer) -> None:
 
 def load_rollout_frame(source: Path) -> pl.DataFrame:
     """Rollouts of a pool folder (its ledger), else of a parquet file or folder of shards."""
+    from qaflow.models.frame import read_rollouts, records_to_frame
     from qaflow.pool import DEFAULT_LEDGER, Pool
-    from qaflow.rollouts.frame import read_rollouts, records_to_frame
 
     if source.is_dir() and (source / DEFAULT_LEDGER).is_file():
         with Pool.open(source, create=False) as pool:

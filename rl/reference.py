@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from qaflow.rollouts.record import EFFORT_RANK
+from qaflow.models.rollout import EFFORT_RANK
 from qaflow.rollouts.stats import passed_expr
 from rl.reward import RewardConfig
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import polars as pl
 from pydantic import BaseModel, Field
 
-from qaflow.rollouts.record import EFFORT_RANK
+from qaflow.models.rollout import EFFORT_RANK
 from qaflow.rollouts.stats import passed_expr
 
 InversionKind = Literal["thinking", "success"]

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.agents.harness import HarnessConfig
 from qaflow.config_file import load_yaml_config
-from qaflow.rollouts.frame import read_rollouts, records_to_frame
-from qaflow.rollouts.record import EFFORT_RANK, Effort
+from qaflow.models.frame import read_rollouts, records_to_frame
+from qaflow.models.rollout import EFFORT_RANK, Effort
 from rl.advantage import AdvantageMode, advantages, score
 from rl.reward import RewardConfig
 from rl.update import Trajectory, UpdateConfig, UpdateStats, load_policy, policy_update

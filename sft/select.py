@@ -16,9 +16,9 @@ from pydantic import BaseModel, Field
 
 from qaflow.agents.harness import HarnessConfig
 from qaflow.llm import LLMConfig
+from qaflow.models.frame import read_rollouts, write_shard
+from qaflow.models.rollout import Effort, RolloutRecord
 from qaflow.rollouts.attempt import run_attempt
-from qaflow.rollouts.frame import read_rollouts, write_shard
-from qaflow.rollouts.record import Effort, RolloutRecord
 from qaflow.rollouts.stats import passed_expr
 from qaflow.task import Task, find_task_dirs
 from sft.train import CheckpointInfo

@@ -5,7 +5,7 @@ from __future__ import annotations
 from qaflow.audit.judge import judge
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.runner import DEFAULT_REPEATS, repeats_for
-from qaflow.records import FindingCode as C
+from qaflow.models.records import FindingCode as C
 
 
 def run(probe: str, reward: float | None, **kw) -> ProbeRun:

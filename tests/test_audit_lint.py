@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from qaflow.audit.lint import LintConfig, lint_task
-from qaflow.audit.model import AuditFinding
 from qaflow.audit.similarity import heredocs, similarity
-from qaflow.records import FindingCode, Severity
+from qaflow.models.audit import AuditFinding
+from qaflow.models.records import FindingCode, Severity
 from qaflow.task import Task, find_task_dirs
 from tests.taskfactory import write_task
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from qaflow.ledger import Ledger
-from qaflow.records import RunKind
+from qaflow.models.records import RunKind
 from qaflow.task import tree_hash
 from tests.conftest import TASKS_REPO, require_backend
 

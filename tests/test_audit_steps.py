@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from qaflow.audit.model import TaskAudit, Verdict
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.ledger import Ledger
+from qaflow.models.audit import TaskAudit, Verdict
+from qaflow.models.records import FindingCode, RunKind
 from qaflow.pool import Pool
-from qaflow.records import FindingCode, RunKind
 from tests.conftest import require_backend
 from tests.stepfactory import WEAK_RESTOCK_TEST, write_stock_task
 

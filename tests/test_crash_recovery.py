@@ -27,7 +27,7 @@ CHILD = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from qaflow.ledger import Ledger
-    from qaflow.records import RunKind
+    from qaflow.models.records import RunKind
     from qaflow.sandbox import open_sandbox
     from qaflow.sandbox.spec import spec_for_task
     from qaflow.task import Task

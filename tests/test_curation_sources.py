@@ -41,9 +41,10 @@ from curation.task_filters import (
     length_filter,
 )
 from qaflow.agents import OracleAgent
+from qaflow.models.frame import records_to_frame
+from qaflow.models.records import VersionStatus
+from qaflow.models.rollout import RolloutRecord
 from qaflow.pool import Pool
-from qaflow.records import VersionStatus
-from qaflow.rollouts import RolloutRecord, records_to_frame
 from qaflow.task import Task
 from qaflow.trial import run_trial
 from tests.conftest import TASKS_REPO, require_backend

@@ -25,10 +25,11 @@ from typer.testing import CliRunner
 from qaflow.agents import OracleAgent
 from qaflow.cli import app
 from qaflow.errors import SandboxError
+from qaflow.models.trial import ErrorKind, ExitStatus, TrialResult
 from qaflow.sandbox import Limits, SandboxSpec, check_runtime, open_sandbox
 from qaflow.sandbox.base import Sandbox
 from qaflow.task import Task, tree_hash
-from qaflow.trial import ErrorKind, ExitStatus, TrialResult, run_trial
+from qaflow.trial import run_trial
 from tests.conftest import require_backend
 from tests.taskfactory import write_task
 

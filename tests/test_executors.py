@@ -35,10 +35,10 @@ from qaflow.executors import (
 )
 from qaflow.llm import LLMConfig, ScriptedReply
 from qaflow.llm.config import ScriptedToolCall as Call
+from qaflow.models.records import ResultKey, RunKind
+from qaflow.models.rollout import Effort
 from qaflow.pool import Pool
-from qaflow.records import ResultKey, RunKind
 from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
-from qaflow.rollouts.record import Effort
 from qaflow.sandbox import open_sandbox
 from qaflow.sandbox.spec import spec_for_task
 from qaflow.task import Task

@@ -30,10 +30,10 @@ from curation.export import (
 from curation.export_sharegpt import to_sharegpt
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.cli import app
+from qaflow.models.frame import records_to_frame, write_shard
+from qaflow.models.records import VersionStatus
+from qaflow.models.rollout import RolloutRecord, normalize_message
 from qaflow.pool import Pool
-from qaflow.records import VersionStatus
-from qaflow.rollouts.frame import records_to_frame, write_shard
-from qaflow.rollouts.record import RolloutRecord, normalize_message
 from qaflow.task import Task
 from tests.conftest import TASKS_REPO
 from tests.taskfactory import write_task

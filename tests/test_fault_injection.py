@@ -19,7 +19,7 @@ import pytest
 
 from qaflow.ledger import Ledger
 from qaflow.llm.config import ScriptedReply, ScriptedToolCall
-from qaflow.rollouts.frame import read_rollouts
+from qaflow.models.frame import read_rollouts
 from qaflow.task import Task
 from tests.conftest import TASKS_REPO, require_backend
 from tests.taskfactory import write_task

@@ -31,8 +31,8 @@ from curation.filters import (
 )
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.cli import app
-from qaflow.rollouts.frame import MESSAGE_DTYPE, ROLLOUT_SCHEMA, read_rollouts, records_to_frame, write_shard
-from qaflow.rollouts.record import RolloutRecord, SideCall
+from qaflow.models.frame import MESSAGE_DTYPE, ROLLOUT_SCHEMA, read_rollouts, records_to_frame, write_shard
+from qaflow.models.rollout import RolloutRecord, SideCall
 from tests.trajectories import make_record
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
@@ -713,7 +713,7 @@ def test_cli_default_out_and_usage_errors(tmp_path: Path) -> None:
 
 
 def _records(frame: pl.DataFrame) -> list[RolloutRecord]:
-    from qaflow.rollouts.frame import frame_to_records
+    from qaflow.models.frame import frame_to_records
 
     return frame_to_records(frame)
 

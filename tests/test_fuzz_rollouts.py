@@ -37,9 +37,10 @@ from curation.export import NothingToExport, export_sft
 from curation.export_common import RemovalReason
 from curation.filters import BUILTIN_RULES, FilterConfig, FilterResult, MinTurns, VerifierPassed, apply_filters
 from qaflow.agents.tool_specs import TOOLS
-from qaflow.rollouts.frame import ROLLOUT_SCHEMA, frame_to_records, read_rollouts, records_to_frame, write_shard
+from qaflow.models.frame import ROLLOUT_SCHEMA, frame_to_records, read_rollouts, records_to_frame, write_shard
+from qaflow.models.rollout import Effort, RolloutRecord, SideCallKind
+from qaflow.models.trial import ExitStatus
 from qaflow.rollouts.harbor_import import AtifError, HarborImportError, atif_to_messages, atif_tools, import_job
-from qaflow.rollouts.record import Effort, RolloutRecord, RolloutStatus, SideCallKind
 from tests.trajectories import tool_turns
 
 HARBOR_JOB = Path(__file__).parent / "data" / "harbor_job" / "2026-01-05__10-00-00"
@@ -232,7 +233,7 @@ record_fields = st.fixed_dictionaries(
         "task": weighted((6, st.just("demo/task")), (2, weird_text)),
         "model": weighted((8, st.just("openai/scripted")), (1, st.just("m")), (1, st.just("\udc80"))),
         "messages": weighted((4, mutated_trajectory()), (1, st.lists(random_message, max_size=6))),
-        "exit_status": weighted((6, st.just("ok")), (1, st.sampled_from([s.value for s in RolloutStatus]))),
+        "exit_status": weighted((6, st.just("ok")), (1, st.sampled_from([s.value for s in ExitStatus]))),
         "effort": st.sampled_from([e.value for e in Effort]),
         "reward": weighted((2, st.none()), (2, st.floats()), (6, st.sampled_from([0.0, 0.5, 1.0]))),
         "full_reward": st.booleans(),

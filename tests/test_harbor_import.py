@@ -13,7 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from qaflow.cli import app
-from qaflow.rollouts.frame import frame_to_records, read_rollouts
+from qaflow.models.frame import frame_to_records, read_rollouts
+from qaflow.models.rollout import Effort, RolloutRecord, SideCallKind
+from qaflow.models.trial import ExitStatus
 from qaflow.rollouts.harbor_import import (
     AtifError,
     HarborImportError,
@@ -25,7 +27,6 @@ from qaflow.rollouts.harbor_import import (
     map_effort,
     reward_of,
 )
-from qaflow.rollouts.record import Effort, RolloutRecord, RolloutStatus, SideCallKind
 
 runner = CliRunner()
 
@@ -373,7 +374,7 @@ def test_import_job_maps_each_trial() -> None:
         "claude-code",
     )
     assert (passing.reward, passing.rewards, passing.full_reward, passing.passed) == (1.0, {"reward": 1.0}, True, True)
-    assert (failing.reward, failing.full_reward, failing.exit_status) == (0.0, False, RolloutStatus.OK)
+    assert (failing.reward, failing.full_reward, failing.exit_status) == (0.0, False, ExitStatus.OK)
     assert (passing.attempt, failing.attempt) == (0, 1)
     assert passing.effort is Effort.XHIGH  # kwargs reasoning_effort "high"
     assert passing.source == "harbor:2026-01-05__10-00-00"
@@ -387,7 +388,7 @@ def test_import_job_maps_each_trial() -> None:
     assert passing.created_at.isoformat() == "2026-01-05T10:01:15+00:00"
 
     timeout = records[TIMEOUT]
-    assert (timeout.exit_status, timeout.stop_reason) == (RolloutStatus.AGENT_TIMEOUT, "wall_time")
+    assert (timeout.exit_status, timeout.stop_reason) == (ExitStatus.AGENT_TIMEOUT, "wall_time")
     assert timeout.error == "AgentTimeoutError: Agent execution timed out after 900.0 seconds"
     assert timeout.effort is Effort.MEDIUM  # kwargs llm_kwargs.reasoning_effort
     assert [(u.reasoning_tokens, u.reasoning_source) for u in timeout.usage] == [(512, "provider"), (256, "provider")]
@@ -401,7 +402,7 @@ def test_import_job_maps_each_trial() -> None:
 
     missing = records[NO_TRAJ]
     assert missing.messages == [] and missing.turns == 0 and missing.reward is None
-    assert missing.exit_status is RolloutStatus.ERROR
+    assert missing.exit_status is ExitStatus.ERROR
     reason = "RuntimeError: Docker compose command failed: image pull timed out; no agent/trajectory.json"
     assert missing.error == reason
     assert (compact.attempt, missing.attempt) == (0, 1)
@@ -438,13 +439,13 @@ def test_import_trial_raises_for_a_bad_trial() -> None:
 @pytest.mark.parametrize(
     ("exception_type", "status"),
     [
-        ("AgentTimeoutError", RolloutStatus.AGENT_TIMEOUT),
-        ("VerifierTimeoutError", RolloutStatus.VERIFIER_TIMEOUT),
-        ("AgentSetupTimeoutError", RolloutStatus.ERROR),
-        ("RewardFileNotFoundError", RolloutStatus.ERROR),
+        ("AgentTimeoutError", ExitStatus.AGENT_TIMEOUT),
+        ("VerifierTimeoutError", ExitStatus.VERIFIER_TIMEOUT),
+        ("AgentSetupTimeoutError", ExitStatus.ERROR),
+        ("RewardFileNotFoundError", ExitStatus.ERROR),
     ],
 )
-def test_exception_maps_to_exit_status(tmp_path: Path, exception_type: str, status: RolloutStatus) -> None:
+def test_exception_maps_to_exit_status(tmp_path: Path, exception_type: str, status: ExitStatus) -> None:
     trial = copy_trial(PASS, tmp_path)
     edit_result(
         trial,

@@ -11,10 +11,11 @@ import pytest
 from qaflow.agents import NopAgent, OracleAgent
 from qaflow.audit.judge import judge
 from qaflow.audit.probe_run import ProbeRun
-from qaflow.records import FindingCode
+from qaflow.models.records import FindingCode
+from qaflow.models.trial import ErrorKind
 from qaflow.sandbox.images import without_buildkit_copy_flags
 from qaflow.task import Task
-from qaflow.trial import ErrorKind, run_trial
+from qaflow.trial import run_trial
 from tests.conftest import require_backend
 from tests.taskfactory import write_task
 

@@ -14,8 +14,8 @@ from qaflow.harden.compose import ComposeConfig, Link, compose
 from qaflow.harden.errors import HardenError
 from qaflow.harden.graph import EdgeKind, RequirementGraph
 from qaflow.harden.versions import HardenRecord
+from qaflow.models.records import RunKind
 from qaflow.pool import Pool
-from qaflow.records import RunKind
 from qaflow.sandbox.base import ExecResult, Sandbox
 from qaflow.task import Task, _walk_files
 from qaflow.trial import run_trial

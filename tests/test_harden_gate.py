@@ -15,20 +15,20 @@ from qaflow.harden.errors import HardenError
 from qaflow.harden.gate import DECISION_PROBE, Band, EvidenceKind, GateConfig, GateDecision, decide, evaluate
 from qaflow.harden.versions import AUTHOR_PROBE
 from qaflow.ledger import Ledger
-from qaflow.pool import Pool
-from qaflow.records import (
+from qaflow.models.records import (
     Finding,
     FindingCode,
     Result,
     ResultKey,
-    ResultStatus,
     RunKind,
     Severity,
     TaskVersion,
     VersionStatus,
     utcnow,
 )
-from qaflow.rollouts.record import RolloutRecord, RolloutStatus
+from qaflow.models.rollout import RolloutRecord
+from qaflow.models.trial import ExitStatus
+from qaflow.pool import Pool
 from qaflow.task import Task
 from tests.conftest import require_backend
 from tests.taskfactory import write_task
@@ -52,7 +52,7 @@ class World:
             self.put(AUTHOR_PROBE, 0, payload={"author": author})
 
     def put(self, probe: str, attempt: int = 0, *, reward: float | None = None, run: str | None = None,
-            payload: dict | None = None, status: ResultStatus = ResultStatus.OK) -> None:  # fmt: skip
+            payload: dict | None = None, status: ExitStatus = ExitStatus.OK) -> None:  # fmt: skip
         self.ledger.put_result(
             Result(task_version=self.version.version, probe=probe, attempt=attempt, run_id=run or self.run,
                    backend="bwrap", status=status, reward=reward, payload=payload or {}),
@@ -76,7 +76,7 @@ class World:
         for i, passed in enumerate(outcomes):
             self.put(f"attempt:{solver}", i, reward=float(passed), payload={"passed": passed})
 
-    def rollouts(self, model: str, outcomes: list[bool], status: RolloutStatus = RolloutStatus.OK) -> None:
+    def rollouts(self, model: str, outcomes: list[bool], status: ExitStatus = ExitStatus.OK) -> None:
         for i, passed in enumerate(outcomes):
             self.ledger.put_rollout(
                 RolloutRecord(task=self.version.name, task_version=self.version.version, model=model, attempt=i,
@@ -163,7 +163,7 @@ def test_the_authors_own_attempts_do_not_count(tmp_path: Path) -> None:
     assert evidence[0] is False
     assert "0 attempts by other solvers, 1 needed; 4 by the author llm:openai/writer do not count" in evidence[1]
     world.rollouts("openai/other", [True, False])
-    world.rollouts("openai/broken", [True], status=RolloutStatus.ERROR)
+    world.rollouts("openai/broken", [True], status=ExitStatus.ERROR)
     decision = world.decide()
     assert decision.accepted and decision.author == "llm:openai/writer"
     attempts = next(e for e in decision.evidence if e.kind is EvidenceKind.ATTEMPTS)

@@ -13,17 +13,18 @@ import pytest
 from typer.testing import CliRunner
 
 from qaflow.agents import NopAgent, OracleAgent
-from qaflow.audit.model import TaskAudit, Verdict
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.cli import app
 from qaflow.harden.errors import HardenError
 from qaflow.harden.process_chain import ProcessChainConfig, process_chain
 from qaflow.harden.versions import AUTHOR_PROBE, GRAPH_FILE, GRAPH_PROBE, HardenRecord
+from qaflow.models.audit import TaskAudit, Verdict
+from qaflow.models.records import ResultKey, RunKind, VersionStatus
+from qaflow.models.trial import TrialResult
 from qaflow.pool import Pool
-from qaflow.records import ResultKey, RunKind, VersionStatus
 from qaflow.sandbox.base import ExecResult, Sandbox
 from qaflow.task import Task, _walk_files
-from qaflow.trial import TrialResult, run_trial
+from qaflow.trial import run_trial
 from tests.conftest import TASKS_REPO, require_backend
 from tests.taskfactory import write_task
 

@@ -13,8 +13,9 @@ from qaflow.agents.harness import HarnessConfig
 from qaflow.agents.tool_specs import TOOL_NAMES
 from qaflow.llm import LLM, LLMConfig, ScriptedReply
 from qaflow.llm.config import ScriptedToolCall as Call
+from qaflow.models.rollout import Effort
+from qaflow.models.trial import ExitStatus
 from qaflow.rollouts.attempt import run_attempt
-from qaflow.rollouts.record import Effort, RolloutStatus
 from qaflow.task import Task
 from tests.conftest import TASKS_REPO
 from tests.taskfactory import write_task
@@ -92,7 +93,7 @@ def test_runaway_agent_is_stopped_at_the_turn_limit(tmp_path: Path) -> None:
     loop = scripted(*[ScriptedReply(tool_calls=[Call(name="bash", arguments={"command": "true"})])] * 10)
     record = run_attempt(task, loop, harness=HarnessConfig(max_turns=3), backend="bwrap")
     assert record.stop_reason == "max_turns" and record.turns == 3
-    assert record.exit_status is RolloutStatus.AGENT_TIMEOUT
+    assert record.exit_status is ExitStatus.AGENT_TIMEOUT
     assert record.reward == 0.0  # the verifier still ran after the stopped agent
 
 
@@ -106,7 +107,7 @@ def test_runaway_agent_is_stopped_at_the_time_limit(tmp_path: Path) -> None:
     started = time.monotonic()
     record = run_attempt(task, sleepy, harness=HarnessConfig(max_wall_s=2.0), backend="bwrap")
     assert time.monotonic() - started < 15
-    assert record.stop_reason == "wall_time" and record.exit_status is RolloutStatus.AGENT_TIMEOUT
+    assert record.stop_reason == "wall_time" and record.exit_status is ExitStatus.AGENT_TIMEOUT
     assert "timed out" in record.messages[3]["content"]
     assert record.reward == 0.0
 
@@ -121,7 +122,7 @@ def test_token_budget_stops_the_agent(tmp_path: Path) -> None:
     # litellm's mock path reports 20 completion tokens per reply
     record = run_attempt(task, loop, harness=HarnessConfig(max_completion_tokens=50), backend="bwrap")
     assert record.stop_reason == "max_tokens" and record.turns == 3
-    assert record.exit_status is RolloutStatus.AGENT_TIMEOUT
+    assert record.exit_status is ExitStatus.AGENT_TIMEOUT
 
 
 @pytest.mark.bwrap

@@ -8,7 +8,7 @@ from curation.export import sft_rows
 from curation.filter_structure import structure_reasons
 from qaflow.llm import LLMConfig, ScriptedReply
 from qaflow.llm.config import ScriptedToolCall as Call
-from qaflow.rollouts import records_to_frame
+from qaflow.models.frame import records_to_frame
 from qaflow.rollouts.attempt import run_attempt
 from qaflow.task import Task
 from tests.stepfactory import COUNTER, RESTOCK, TOTAL, write_stock_task

@@ -18,18 +18,18 @@ import pytest
 
 from qaflow import ledger_db as ledger_module
 from qaflow.ledger import Ledger, LedgerError
-from qaflow.records import (
+from qaflow.models.records import (
     Finding,
     FindingCode,
     Result,
     ResultKey,
-    ResultStatus,
     RunKind,
     Severity,
     TaskVersion,
     VersionStatus,
     utcnow,
 )
+from qaflow.models.trial import ExitStatus
 
 
 def vid(label: str) -> str:
@@ -61,7 +61,7 @@ def result(run_id: str, label: str = "a", probe: str = "nop", attempt: int = 0, 
         attempt=attempt,
         run_id=run_id,
         backend="bwrap",
-        status=ResultStatus.OK,
+        status=ExitStatus.OK,
         reward=reward,
         payload={"stdout": "x"},
         duration_s=0.5,
@@ -305,7 +305,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from qaflow.ledger import Ledger
-    from qaflow.records import Result, ResultStatus, RunKind, TaskVersion, VersionStatus, utcnow
+    from qaflow.models.records import Result, ExitStatus, RunKind, TaskVersion, VersionStatus, utcnow
 
     led = Ledger(sys.argv[1])
     led.add_version(TaskVersion(version="v" * 64, name="t", source="local", path="t",
@@ -316,7 +316,7 @@ WRITER = textwrap.dedent(
         with led.transaction():  # two rows per transaction: both or neither survive
             for probe in ("a", "b"):
                 led.put_result(Result(task_version="v" * 64, probe=probe, attempt=i, run_id=run.run_id,
-                                      backend="bwrap", status=ResultStatus.OK, reward=1.0,
+                                      backend="bwrap", status=ExitStatus.OK, reward=1.0,
                                       payload={"pad": "x" * 2000}, duration_s=0.0))
         print(i, flush=True)
         i += 1

@@ -335,7 +335,7 @@ def test_offline_apt_build_is_an_infra_error_with_the_apt_line(tmp_path: Path):
 def test_recorded_trials_are_reused_only_under_the_same_runtime_network(tmp_path: Path):
     require_backend("bwrap")
     from qaflow.ledger import Ledger
-    from qaflow.records import ResultKey
+    from qaflow.models.records import ResultKey
 
     pool = tmp_path / "pool"
     pool.mkdir()

@@ -11,8 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from qaflow.cli import app
+from qaflow.models.records import Finding, FindingCode, Result, RunKind, Severity, VersionStatus
+from qaflow.models.trial import ExitStatus
 from qaflow.pool import Pool, PoolConfig, PoolError, ScanOutcome
-from qaflow.records import Finding, FindingCode, Result, ResultStatus, RunKind, Severity, VersionStatus
 from tests.taskfactory import write_task
 
 runner = CliRunner()
@@ -154,7 +155,7 @@ def test_list_show_and_results(pool_dir: Path) -> None:
                 probe="oracle",
                 run_id=run.run_id,
                 backend="bwrap",
-                status=ResultStatus.OK,
+                status=ExitStatus.OK,
                 reward=1.0,
             )
         )

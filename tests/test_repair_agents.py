@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.model import AuditFinding, TaskAudit, Verdict
 from qaflow.audit.runner import AuditConfig
 from qaflow.cli import app
 from qaflow.llm import LLM, LLMConfig, ScriptedReply, ScriptedToolCall
+from qaflow.models.audit import AuditFinding, TaskAudit, Verdict
+from qaflow.models.records import FindingCode, RunKind, Severity
+from qaflow.models.repair import TaskOutcome, UnresolvedReason
 from qaflow.pool import Pool
-from qaflow.records import FindingCode, RunKind, Severity
 from qaflow.repair.agent import LLMRepairer
 from qaflow.repair.base import Repairer, RepairError, Reviewer
-from qaflow.repair.model import TaskOutcome, UnresolvedReason
 from qaflow.repair.review import CRITERIA, review_task
 from qaflow.repair.reviewer import LLMReviewer
 from qaflow.repair.rounds import repair_pool

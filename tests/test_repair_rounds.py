@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.model import AuditFinding, TaskAudit, Verdict
 from qaflow.audit.runner import AuditConfig
 from qaflow.cli import app
 from qaflow.ledger import Ledger
+from qaflow.models.audit import AuditFinding, TaskAudit, Verdict
+from qaflow.models.records import FindingCode, ResultKey, Severity, VersionStatus
+from qaflow.models.repair import RepairRecord, ReviewReason, ReviewVerdict, TaskOutcome, UnresolvedReason
+from qaflow.models.trial import ExitStatus
 from qaflow.pool import Pool
-from qaflow.records import FindingCode, ResultKey, ResultStatus, Severity, VersionStatus
-from qaflow.repair.base import RepairError, RepairOutcome, ReviewReason, ReviewVerdict
-from qaflow.repair.model import RepairRecord, TaskOutcome, UnresolvedReason
+from qaflow.repair.base import RepairError, RepairOutcome
 from qaflow.repair.rounds import REPAIRS_JSON, repair_pool
 from qaflow.repair.rules import RuleRepairer
 from qaflow.task import Task, tree_hash
@@ -121,7 +122,7 @@ def test_rule_repairs_are_accepted_after_a_fresh_audit_with_lineage(backend: str
         errors = [f for f in ledger.findings(task_version=final.version) if f.severity is Severity.ERROR]
         assert errors == []
         result = ledger.get_result(ResultKey(task_version=final.version, probe="repair", attempt=1))
-        assert result is not None and result.status is ResultStatus.OK
+        assert result is not None and result.status is ExitStatus.OK
         payload = result.payload
         assert payload["outcome"] == "accepted" and payload["round"] == 1 and payload["repairer"] == "rules"
         assert payload["from_version"] == record.original_version and payload["changed_files"] == ["tests/test.sh"]
@@ -284,7 +285,7 @@ def test_a_model_failure_is_unresolved_and_a_rerun_tries_again(tmp_path: Path):
     assert not (root / ".qaflow" / "repaired" / "reconcile-bank-statement@1").exists()
     ledger = ledger_of(root)
     (result,) = [r for r in ledger.results() if r.probe == "repair"]
-    assert result.status is ResultStatus.ERROR and result.task_version == record.original_version
+    assert result.status is ExitStatus.ERROR and result.task_version == record.original_version
     ledger.close()
 
     record = run(root)["reconcile-bank-statement"]
@@ -377,7 +378,7 @@ def test_repair_cli_refuses_an_audit_model_alone_and_unknown_codes(tmp_path: Pat
 
 
 def test_a_repair_targets_the_latest_audit_not_advisory_findings_of_other_runs(tmp_path: Path):
-    from qaflow.records import Finding, RunKind, TaskVersion, utcnow
+    from qaflow.models.records import Finding, RunKind, TaskVersion, utcnow
     from qaflow.repair.chain import latest_findings
 
     ledger = Ledger(tmp_path / "ledger.sqlite")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from qaflow.audit.model import AuditFinding
-from qaflow.records import FindingCode, Severity
+from qaflow.models.audit import AuditFinding
+from qaflow.models.records import FindingCode, Severity
 from qaflow.repair import shell_fixes as sh
 from qaflow.repair.base import Repairer
 from qaflow.repair.rules import RULES, RuleRepairer, read_rule_files, set_default_timeouts

@@ -8,9 +8,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from qaflow.models.frame import records_to_frame, write_shard
+from qaflow.models.rollout import RolloutRecord
 from qaflow.pool import Pool
-from qaflow.rollouts.frame import records_to_frame, write_shard
-from qaflow.rollouts.record import RolloutRecord
 from rl.cli import register
 from rl.report import OVERALL, effort_report, plot_effort_report
 from tests.trajectories import make_record

@@ -7,7 +7,7 @@ import math
 import polars as pl
 import pytest
 
-from qaflow.rollouts.frame import records_to_frame
+from qaflow.models.frame import records_to_frame
 from rl.advantage import advantages, score
 from rl.reference import reference_table
 from rl.reward import RewardConfig, effort_reward

@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from qaflow.rollouts.frame import write_shard
+from qaflow.models.frame import write_shard
 from rl.round import RoundConfig, run_round
 from rl.update import IGNORE_INDEX, policy_loss
 from sft.masking import mask_sessions

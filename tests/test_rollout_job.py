@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 from qaflow.cli import app
 from qaflow.llm import LLMConfig, ScriptedReply
 from qaflow.llm.config import ScriptedToolCall as Call
+from qaflow.models.frame import read_rollouts
+from qaflow.models.rollout import Effort
 from qaflow.pool import Pool
-from qaflow.rollouts.frame import read_rollouts
 from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
-from qaflow.rollouts.record import Effort
 from qaflow.rollouts.stats import difficulty_band, pass_at_k, pass_table, task_bands
 from tests.conftest import require_backend
 from tests.taskfactory import write_task
@@ -100,7 +100,7 @@ def test_difficulty_bands(rate: float, band: str) -> None:
 
 
 def test_pass_table_counts_per_task_and_effort() -> None:
-    from qaflow.rollouts.frame import records_to_frame
+    from qaflow.models.frame import records_to_frame
 
     records = [
         make_record(task="t1", effort="low", attempt=0, reward=1.0, thinking_tokens=10),

@@ -11,11 +11,11 @@ import pytest
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.steps import judge_step, step_views
 from qaflow.errors import TaskError
-from qaflow.records import FindingCode
-from qaflow.step_rewards import min_reward_failure, roll_up
+from qaflow.models.records import FindingCode
+from qaflow.models.trial import StepResult
 from qaflow.task import MultiStepRewardStrategy, Task, VerifierEnvironmentMode
 from qaflow.task_steps import step_tasks
-from qaflow.trial import StepResult
+from qaflow.trial.step_rewards import min_reward_failure, roll_up
 from tests.stepfactory import write_stock_task
 
 

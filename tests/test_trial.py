@@ -10,8 +10,9 @@ from typer.testing import CliRunner
 
 from qaflow.agents import NopAgent, OracleAgent
 from qaflow.cli import app
+from qaflow.models.trial import ErrorKind, ExitStatus
 from qaflow.task import Task
-from qaflow.trial import ErrorKind, ExitStatus, run_trial
+from qaflow.trial import run_trial
 from tests.conftest import TASKS_REPO
 from tests.taskfactory import write_task
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from qaflow.agents import NopAgent, OracleAgent
+from qaflow.models.trial import ErrorKind, ExitStatus
 from qaflow.task import Task
-from qaflow.trial import ErrorKind, ExitStatus, run_trial
+from qaflow.trial import run_trial
 from tests.stepfactory import write_stock_task
 
 LENIENT_TOTAL_TEST = "#!/bin/bash\nsource /tests/grade.sh\nsame_as /app/total.txt 13 && grade 1\ngrade 0\n"

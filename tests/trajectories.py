@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from qaflow.agents.tool_specs import TOOLS
-from qaflow.rollouts.record import RolloutRecord, TurnUsage
+from qaflow.models.rollout import RolloutRecord, TurnUsage
 
 
 def tool_turns(n: int, *, prefix: str = "c") -> list[dict[str, Any]]:

@@ -16,8 +16,8 @@ from rich.markup import escape
 
 from curation.export_limits import DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_MAX_TASK_FILE_BYTES
 from qaflow.cli.output import console, emit_json, usage_error
+from qaflow.models.frame import read_rollouts
 from qaflow.pool import DEFAULT_LEDGER
-from qaflow.rollouts.frame import read_rollouts
 from qaflow.task import find_task_dirs
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from curation.filters import FilterConfig, FilterConfigError, FilterResult, apply_filters
 from qaflow.cli.output import console, emit_json, usage_error
-from qaflow.rollouts.frame import read_rollouts
+from qaflow.models.frame import read_rollouts
 
 CONFIG_HELP = (
     "Filter config (YAML, TOML or JSON): a `rules` list; the funnel runs them in that order. Default: "

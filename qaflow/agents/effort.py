@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.llm.config import LLMConfig
-from qaflow.rollouts.record import Effort
+from qaflow.models.rollout import Effort
 
 DEFAULT_EFFORTS: dict[Effort, dict[str, Any]] = {
     Effort.OFF: {},

@@ -26,7 +26,7 @@ from qaflow.llm import LLM, LLMConfig
 from qaflow.llm.account import UsageAccount
 from qaflow.llm.reply import LLMReply
 from qaflow.llm.tools import parse_tool_call
-from qaflow.rollouts.record import Effort, SideCall, TurnUsage, normalize_message
+from qaflow.models.rollout import Effort, SideCall, TurnUsage, normalize_message
 from qaflow.sandbox.base import ExecResult, Sandbox
 from qaflow.task import Task
 from qaflow.task_steps import StepTask

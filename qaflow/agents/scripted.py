@@ -42,7 +42,7 @@ class OracleAgent:
         )
 
 
-_AGENTS = {"nop": NopAgent, "oracle": OracleAgent}
+_AGENTS: dict[str, type[NopAgent | OracleAgent]] = {"nop": NopAgent, "oracle": OracleAgent}
 
 
 def agent_by_name(name: str) -> NopAgent | OracleAgent:

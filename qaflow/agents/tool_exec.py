@@ -37,7 +37,7 @@ class ToolContext:
 
     sandbox: Sandbox
     workdir: str
-    user: str | None
+    user: str | int | None
     env: Mapping[str, str]
     output_chars: int
     default_bash_timeout_s: float

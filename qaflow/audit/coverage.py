@@ -7,10 +7,10 @@ reading of its tests (`qaflow.harden.graph`). A task that declares no requiremen
 
 from __future__ import annotations
 
-from qaflow.audit.model import AuditFinding
 from qaflow.harden.graph import EdgeKind, RequirementGraph
 from qaflow.harden.spec import GraphSpec, GraphSpecError
-from qaflow.records import FindingCode, Severity
+from qaflow.models.audit import AuditFinding
+from qaflow.models.records import FindingCode, Severity
 from qaflow.task import Task
 
 

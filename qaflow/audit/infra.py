@@ -9,7 +9,7 @@ A failed run is an infrastructure failure (`infra_error`) only when its logs sho
 - `install_failed`: an install step failed (apt, pip, uv, npm, a `curl | sh` installer): the
   failed install is the evidence, and a later `X: command not found` is only its consequence;
 - `sandbox`: the sandbox itself failed: the trial's error is of kind `sandbox` or `unsupported`
-  (`qaflow.trial.ErrorKind`), the sandbox died under a command (OOM-killed whole, say), or the
+  (`qaflow.models.trial.ErrorKind`), the sandbox died under a command (OOM-killed whole, say), or the
   backend could not keep what the agent left running for the verifier (`verifier_note`).
 
 A `command not found` on its own is no evidence: a solution that calls a tool its image never

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from qaflow.audit.infra import InfraEvidence, classify
-from qaflow.audit.model import AuditFinding
 from qaflow.audit.probe_run import ProbeRun
-from qaflow.records import FindingCode, Severity
+from qaflow.models.audit import AuditFinding
+from qaflow.models.records import FindingCode, Severity
 
 SETUP_FAILED = "setup_failed"
 """`ErrorKind.SETUP`: the environment did not come up (a healthcheck or a step's setup.sh failed)."""

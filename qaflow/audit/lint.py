@@ -21,7 +21,6 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from qaflow.audit.coverage import coverage_findings
-from qaflow.audit.model import AuditFinding
 from qaflow.audit.similarity import (
     copy_words,
     dockerignore_patterns,
@@ -36,7 +35,8 @@ from qaflow.audit.similarity import (
     normalise_lines,
     similarity,
 )
-from qaflow.records import FindingCode, Severity
+from qaflow.models.audit import AuditFinding
+from qaflow.models.records import FindingCode, Severity
 from qaflow.task import Task, _walk_files, dockerfile_logical_lines
 
 BUILD_FILES = frozenset({"dockerfile", ".dockerignore", "docker-compose.yaml", "docker-compose.yml", ".gitkeep"})
@@ -164,24 +164,24 @@ def _timeouts(task: Task) -> list[AuditFinding]:
 
 def _reward_writes(task: Task) -> list[AuditFinding]:
     """Each verifier (per step: its tests/ merged with the top tests/) should name the reward file somewhere."""
-    verifiers = {}
+    verifiers: dict[str, tuple[Path, ...]] = {}
     for folder in _step_dirs(task, "tests")[1:] or [task.tests_dir]:
         dirs = (folder, task.tests_dir) if folder != task.tests_dir else (folder,)
         entry = next((d / n for d in dirs for n in ("test.sh", "test.bat") if (d / n).is_file()), None)
         if entry is not None:
             verifiers.setdefault(_rel(task, entry), dirs)
     findings = []
-    for entry, dirs in verifiers.items():
-        texts = [f.text or "" for f in _files(task, [d for d in dirs if d.is_dir()])]
+    for verifier, searched in verifiers.items():
+        texts = [f.text or "" for f in _files(task, [d for d in searched if d.is_dir()])]
         if any(REWARD_RE.search(t) or ("/logs/verifier" in t and "reward" in t) for t in texts):
             continue
         findings.append(
             AuditFinding(
                 code=FindingCode.LINT,
                 severity=Severity.WARNING,
-                message=f"{entry} does not appear to write a reward: no verifier file mentions "
+                message=f"{verifier} does not appear to write a reward: no verifier file mentions "
                 "/logs/verifier/reward.txt or reward.json; write 1 or 0 there on every path, failure included",
-                evidence={"file": entry, "searched": sorted({_rel(task, d) for d in dirs})},
+                evidence={"file": verifier, "searched": sorted({_rel(task, d) for d in searched})},
             )
         )
     return findings

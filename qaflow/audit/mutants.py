@@ -205,7 +205,7 @@ def _mutant(
 def _rank(c: FileChange, workdir: str | None, focus: str) -> tuple[int, int, int, str]:
     name = c.path.rsplit("/", 1)[-1]
     mentioned = bool(focus) and (c.path in focus or (len(name) >= 3 and name in focus))
-    in_workdir = bool(workdir) and c.path.startswith(workdir.rstrip("/") + "/")
+    in_workdir = bool(workdir and c.path.startswith(workdir.rstrip("/") + "/"))
     return (not mentioned, not in_workdir, c.kind is not ChangeKind.CREATED, c.path)
 
 

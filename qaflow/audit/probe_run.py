@@ -13,9 +13,8 @@ from qaflow.agents.stepwise import StepwiseAgent
 from qaflow.audit.effects import RecordingAgent
 from qaflow.audit.mutants import Mutant, MutantAgent
 from qaflow.audit.tamper import TamperAgent
-from qaflow.records import ResultStatus
+from qaflow.models.trial import ExitStatus, StepResult, TrialResult
 from qaflow.sandbox.base import ExecResult
-from qaflow.trial import StepResult, TrialResult
 
 TAIL_CHARS = 2000
 
@@ -82,8 +81,8 @@ class ProbeRun(BaseModel):
         return run
 
     @property
-    def status(self) -> ResultStatus:
-        return ResultStatus(self.exit_status)
+    def status(self) -> ExitStatus:
+        return ExitStatus(self.exit_status)
 
     @property
     def agent_failed(self) -> bool:

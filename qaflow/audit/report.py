@@ -11,8 +11,8 @@ import jinja2
 from rich.console import Console
 from rich.table import Table
 
-from qaflow.audit.model import TaskAudit, Verdict
-from qaflow.records import Severity
+from qaflow.models.audit import TaskAudit, Verdict
+from qaflow.models.records import Severity
 
 _VERDICT_STYLE = {Verdict.ACCEPTED: "green", Verdict.NEEDS_REPAIR: "red", Verdict.INVALID: "magenta"}
 

@@ -31,7 +31,6 @@ from qaflow.audit.effects import Effect
 from qaflow.audit.infra import classify
 from qaflow.audit.judge import judge
 from qaflow.audit.lint import LintConfig, lint_task
-from qaflow.audit.model import AuditFinding, TaskAudit, Verdict, verdict_for
 from qaflow.audit.mutants import make_mutants
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
 from qaflow.audit.steps import audit_task_steps
@@ -39,7 +38,9 @@ from qaflow.audit.tamper import trusted_paths
 from qaflow.errors import BuildError, QaflowError, TaskError, UnsupportedError
 from qaflow.executors import POLL_S, Executor, Handle, LocalExecutor, Resources, TaskRef, resolve_task
 from qaflow.ledger import Ledger
-from qaflow.records import Finding, FindingCode, Result, ResultKey, ResultStatus, Severity, VersionStatus
+from qaflow.models.audit import AuditFinding, TaskAudit, Verdict, verdict_for
+from qaflow.models.records import Finding, FindingCode, Result, ResultKey, Severity, VersionStatus
+from qaflow.models.trial import ExitStatus
 from qaflow.sandbox import backend_class, resolve_backend
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env, spec_for_task
 from qaflow.task import Task
@@ -387,7 +388,7 @@ class Auditor:
         if isinstance(outcome, BaseException):
             raise outcome
         payload = outcome.payload
-        status = ResultStatus.OK if payload["status"] == "ok" else ResultStatus.ERROR
+        status = ExitStatus.OK if payload["status"] == "ok" else ExitStatus.ERROR
         key = ResultKey(task_version=task.version, probe="build", attempt=0)
         known = self.ledger.get_result(key)
         if self.config.force or known is None or known.payload != payload or known.backend != self.backend:

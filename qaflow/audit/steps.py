@@ -21,11 +21,11 @@ from typing import Any
 
 from qaflow.audit.effects import Effect
 from qaflow.audit.judge import SETUP_FAILED, judge
-from qaflow.audit.model import AuditFinding, TaskAudit, verdict_for
 from qaflow.audit.mutants import Mutant, make_mutants
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun
 from qaflow.audit.tamper import trusted_paths
-from qaflow.records import FindingCode
+from qaflow.models.audit import AuditFinding, TaskAudit, verdict_for
+from qaflow.models.records import FindingCode
 from qaflow.task import Task
 from qaflow.task_steps import StepTask, step_tasks
 

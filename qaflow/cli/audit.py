@@ -8,17 +8,17 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from qaflow.audit.model import TaskAudit
 from qaflow.audit.report import print_summary, to_json, write_html
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig, Auditor
 from qaflow.cli.run import NetworkOpt, OfflineOpt
 from qaflow.cli.runs import close_crashed_runs
 from qaflow.errors import SandboxError, SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
+from qaflow.models.audit import TaskAudit
+from qaflow.models.records import RunKind, VersionStatus
 from qaflow.pool import Pool, ScanOutcome
-from qaflow.records import RunKind, VersionStatus
 from qaflow.sandbox import with_runtime
 from qaflow.sandbox.spec import RuntimeNetwork
 from qaflow.task import find_task_dirs
@@ -125,7 +125,7 @@ def audit(
                 with auditor_progress as progress:
                     bar = progress.add_task("", total=len(folders))
 
-                    def advance(message: str, bar: int = bar, progress: Progress = progress) -> None:
+                    def advance(message: str, bar: TaskID = bar, progress: Progress = progress) -> None:
                         progress.update(bar, advance=1, description=message)
 
                     try:

@@ -15,10 +15,11 @@ from rich.table import Table
 from qaflow.agents import NopAgent, OracleAgent
 from qaflow.cli.run import NetworkOpt, OfflineOpt
 from qaflow.errors import TaskError
+from qaflow.models.trial import TrialResult
 from qaflow.sandbox import resolve_backend
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork
 from qaflow.task import Task, find_task_dirs
-from qaflow.trial import TrialResult, run_trial
+from qaflow.trial import run_trial
 
 
 def register(app: typer.Typer) -> None:

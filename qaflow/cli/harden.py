@@ -34,8 +34,8 @@ from qaflow.harden.versions import (
     resolve_version,
 )
 from qaflow.ledger import LedgerError
+from qaflow.models.records import RunKind
 from qaflow.pool import DEFAULT_LEDGER, Pool, PoolError
-from qaflow.records import RunKind
 from qaflow.task import Task
 
 T = TypeVar("T")
@@ -385,9 +385,9 @@ def accept(
         style = "green" if d.accepted else "yellow"
         out.print(f"[bold]{escape(d.task)}[/bold] {d.version[:12]}: [{style}]{d.status.value}[/{style}]"
                   + (f" (author {escape(d.author)})" if d.author else ""))  # fmt: skip
-        for e in d.evidence:
-            mark = "[green]present[/green]" if e.ok else "[red]missing[/red]"
-            out.print(f"  {e.kind.value:<9} {mark}  {escape(e.summary)}")
+        for ev in d.evidence:
+            mark = "[green]present[/green]" if ev.ok else "[red]missing[/red]"
+            out.print(f"  {ev.kind.value:<9} {mark}  {escape(ev.summary)}")
 
 
 # -- attempts import ---------------------------------------------------------------------------------

@@ -12,9 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from qaflow.cli.output import console, emit_json, short, usage_error
-from qaflow.rollouts.frame import write_shard
+from qaflow.models.frame import write_shard
+from qaflow.models.rollout import Effort
 from qaflow.rollouts.harbor_import import HarborImportError, import_job
-from qaflow.rollouts.record import Effort
 from qaflow.tb_import import ImportReport, ImportStatus, TbImportError, import_tb
 
 app = typer.Typer(no_args_is_help=True)
@@ -106,7 +106,7 @@ def harbor_jobs(
         emit_json(summary)
         return
     console_out = console()
-    for e in report.errors:
-        console_out.print(f"[red]failed[/red] {escape(str(e.path))}: {escape(e.reason)}")
+    for err in report.errors:
+        console_out.print(f"[red]failed[/red] {escape(str(err.path))}: {escape(err.reason)}")
     console_out.print(report.summary())
     console_out.print(f"shard: {escape(str(shard))}" if shard else "no records: no shard written")

@@ -12,8 +12,8 @@ from rich.table import Table
 
 from qaflow.cli.output import console, emit_json, short, usage_error, when
 from qaflow.ledger import LedgerError
+from qaflow.models.records import TaskRow, VersionStatus
 from qaflow.pool import Pool, PoolConfig, PoolError, ScanOutcome, ScanReport, TaskHistory
-from qaflow.records import TaskRow, VersionStatus
 
 app = typer.Typer(
     no_args_is_help=True,

@@ -20,11 +20,11 @@ from qaflow.cli.runs import close_crashed_runs
 from qaflow.errors import SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.ledger import LedgerError
+from qaflow.models.records import FindingCode, RunKind
+from qaflow.models.repair import RepairRecord, TaskOutcome
 from qaflow.pool import Pool, PoolError
-from qaflow.records import FindingCode, RunKind
 from qaflow.repair.agent import LLMRepairer, LLMRepairerConfig
 from qaflow.repair.base import Repairer, RepairError, Reviewer
-from qaflow.repair.model import RepairRecord, TaskOutcome
 from qaflow.repair.reviewer import LLMReviewer
 from qaflow.repair.rounds import repair_pool
 from qaflow.repair.rules import RuleRepairer

@@ -21,11 +21,11 @@ from qaflow.cli.run import NetworkOpt, OfflineOpt
 from qaflow.errors import SandboxError, SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.ledger import LedgerError
+from qaflow.models.frame import read_rollouts, records_to_frame
+from qaflow.models.records import VersionStatus
+from qaflow.models.rollout import Effort, RolloutRecord
 from qaflow.pool import Pool, PoolError
-from qaflow.records import VersionStatus
-from qaflow.rollouts.frame import read_rollouts, records_to_frame
 from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
-from qaflow.rollouts.record import Effort, RolloutRecord
 from qaflow.rollouts.stats import pass_table, task_bands
 from qaflow.sandbox import with_runtime
 from qaflow.sandbox.spec import RuntimeNetwork

@@ -12,10 +12,11 @@ from rich.table import Table
 
 from qaflow.agents import agent_by_name
 from qaflow.errors import SandboxError, TaskError
+from qaflow.models.trial import TrialResult
 from qaflow.sandbox import with_runtime
 from qaflow.sandbox.spec import NETWORK_ENV, OFFLINE_ENV, RunNetwork, RuntimeNetwork
 from qaflow.task import Task
-from qaflow.trial import TrialResult, run_trial
+from qaflow.trial import run_trial
 
 AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="oracle (reference solution) or nop (do nothing)")]
 BackendOpt = Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from qaflow.ledger import Ledger
-from qaflow.records import RunKind
+from qaflow.models.records import RunKind
 from qaflow.runs import close_crashed_runs as close_runs
 
 

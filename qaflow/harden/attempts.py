@@ -21,8 +21,9 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from qaflow.harden.errors import HardenError
 from qaflow.harden.gate import ATTEMPT_PREFIX
 from qaflow.harden.versions import resolve_version
+from qaflow.models.records import Result
+from qaflow.models.trial import ExitStatus
 from qaflow.pool import Pool
-from qaflow.records import Result, ResultStatus
 
 TRUE = frozenset({"true", "1", "yes", "y", "pass", "passed"})
 FALSE = frozenset({"false", "0", "no", "n", "fail", "failed"})
@@ -128,16 +129,16 @@ def import_attempts(pool: Pool, path: Path, *, run_id: str) -> ImportReport:
         seen[key] = max(seen.get(key, 0), index + 1)
         resolved.append((n, row, version.version, index))
     report = ImportReport(file=str(path), rows=len(rows), imported=0, known=0)
-    for n, row, version, index in resolved:
+    for n, row, version_id, index in resolved:
         payload = {"solver": row.solver, "passed": row.passed, "reward": row.reward, "file": str(path), "line": n}
         new = pool.ledger.put_result(
-            Result(task_version=version, probe=f"{ATTEMPT_PREFIX}{row.solver}", attempt=index, run_id=run_id,
-                   backend="imported", status=ResultStatus.OK,
+            Result(task_version=version_id, probe=f"{ATTEMPT_PREFIX}{row.solver}", attempt=index, run_id=run_id,
+                   backend="imported", status=ExitStatus.OK,
                    reward=row.reward if row.reward is not None else float(bool(row.passed)), payload=payload),
         )  # fmt: skip
         report.imported += int(new)
         report.known += int(not new)
-        counts = report.by_version.setdefault(version, {"attempts": 0, "passed": 0})
+        counts = report.by_version.setdefault(version_id, {"attempts": 0, "passed": 0})
         counts["attempts"] += 1
         counts["passed"] += int(bool(row.passed))
     return report

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import networkx as nx
 
@@ -13,7 +13,11 @@ if TYPE_CHECKING:
 
 COLUMNS = {"requirement": 0, "artifact": 1, "check": 2}
 COLORS = {"requirement": "#f4a261", "artifact": "#8ecae6", "check": "#90be6d"}
-EDGE_STYLES = {"produces": "solid", "depends_on": "dashed", "verified_by": "dotted"}
+EDGE_STYLES: dict[str, Literal["solid", "dashed", "dotted"]] = {
+    "produces": "solid",
+    "depends_on": "dashed",
+    "verified_by": "dotted",
+}
 UNVERIFIED = "#e63946"
 
 

@@ -25,8 +25,8 @@ from pydantic import BaseModel, Field, model_validator
 
 from qaflow.harden.versions import author_of
 from qaflow.ledger import Ledger
-from qaflow.records import Finding, Result, ResultStatus, Severity, TaskVersion, VersionStatus
-from qaflow.rollouts.record import RolloutStatus
+from qaflow.models.records import Finding, Result, Severity, TaskVersion, VersionStatus
+from qaflow.models.trial import ExitStatus
 
 DECISION_PROBE = "gate:decision"
 ATTEMPT_PREFIX = "attempt:"
@@ -120,10 +120,10 @@ def audit_evidence(ledger: Ledger, version: str, results: list[Result], findings
     ran = {r.probe for r in probes}
     mutants = sorted(p for p in ran if p.startswith(MUTANT_PREFIX))
     absent = [p for p in AUDIT_PROBES if p not in ran] + ([] if mutants else ["mutants"])
-    detail = {"run_id": run_id, "errors": sorted({f.code.value for f in errors}), "mutants": len(mutants),
-              "missing_probes": absent}  # fmt: skip
+    error_codes = sorted({f.code.value for f in errors})
+    detail = {"run_id": run_id, "errors": error_codes, "mutants": len(mutants), "missing_probes": absent}
     if errors:
-        codes = ", ".join(detail["errors"])
+        codes = ", ".join(error_codes)
         return Evidence(kind=EvidenceKind.AUDIT, ok=False, summary=f"the latest audit found {codes}", detail=detail)
     if absent:
         why = " (mutants run only when the oracle passes)" if "mutants" in absent else ""
@@ -137,7 +137,7 @@ def oracle_evidence(results: list[Result]) -> Evidence:
     runs = [r for r in results if r.probe == "oracle"]
     if not runs:
         return Evidence(kind=EvidenceKind.ORACLE, ok=False, summary="the reference solution was never run")
-    full = [r for r in runs if r.status is ResultStatus.OK and bool(r.payload.get("full", (r.reward or 0) >= 1.0))]
+    full = [r for r in runs if r.status is ExitStatus.OK and bool(r.payload.get("full", (r.reward or 0) >= 1.0))]
     detail = {"runs": len(runs), "full": len(full)}
     if len(full) != len(runs):
         return Evidence(kind=EvidenceKind.ORACLE, ok=False, detail=detail,
@@ -151,7 +151,7 @@ def attempt_outcomes(ledger: Ledger, version: str, results: list[Result]) -> lis
     found = [
         (r.model, r.passed, f"rollout {r.rollout_id}")
         for r in ledger.rollouts(task_version=version)
-        if r.exit_status is not RolloutStatus.ERROR
+        if r.exit_status is not ExitStatus.ERROR
     ]
     for r in results:
         if r.probe.startswith(ATTEMPT_PREFIX):
@@ -220,6 +220,6 @@ def decide(ledger: Ledger, version: TaskVersion, *, run_id: str, config: GateCon
     earlier = [r for r in ledger.results(task_version=version.version) if r.probe == DECISION_PROBE]
     ledger.put_result(
         Result(task_version=version.version, probe=DECISION_PROBE, attempt=len(earlier), run_id=run_id,
-               backend="none", status=ResultStatus.OK, payload=decision.model_dump(mode="json")),
+               backend="none", status=ExitStatus.OK, payload=decision.model_dump(mode="json")),
     )  # fmt: skip
     return decision

@@ -28,8 +28,9 @@ from qaflow.errors import TaskError
 from qaflow.harden.errors import HardenError
 from qaflow.harden.graph import GraphMetrics, RequirementGraph
 from qaflow.ledger import Ledger
+from qaflow.models.records import Result, ResultKey, TaskVersion, VersionStatus, utcnow
+from qaflow.models.trial import ExitStatus
 from qaflow.pool import Pool, task_source
-from qaflow.records import Result, ResultKey, ResultStatus, TaskVersion, VersionStatus, utcnow
 from qaflow.task import IGNORED_NAMES, Task
 
 AUTHOR_PROBE = "harden:author"
@@ -181,7 +182,7 @@ def author_of(ledger: Ledger, version: TaskVersion) -> str | None:
 def _put(ledger: Ledger, version: str, probe: str, run_id: str, payload: dict[str, Any]) -> None:
     ledger.put_result(
         Result(task_version=version, probe=probe, attempt=0, run_id=run_id, backend="none",
-               status=ResultStatus.OK, payload=payload),
+               status=ExitStatus.OK, payload=payload),
         force=True,
     )  # fmt: skip
 

@@ -82,7 +82,8 @@ class UsageAccount:
         import polars as pl
 
         schema: dict[str, Any] = {"model": pl.String}
+        dtypes: dict[object, type[pl.DataType]] = {int: pl.Int64, float: pl.Float64, bool: pl.Boolean}
         for name, field in ModelTotals.model_fields.items():
-            schema[name] = {int: pl.Int64, float: pl.Float64, bool: pl.Boolean}[field.annotation]
+            schema[name] = dtypes[field.annotation]
         rows = [{"model": m, **t} for m, t in self.summary()["models"].items()]
         return pl.DataFrame(rows, schema=schema)

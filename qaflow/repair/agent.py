@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from qaflow.audit.model import AuditFinding
 from qaflow.errors import LLMError, QaflowError, ToolCallError
 from qaflow.llm import LLM, parse_tool_call
+from qaflow.models.audit import AuditFinding
 from qaflow.repair.base import RepairError, RepairOutcome
 from qaflow.repair.context import findings_json, list_task_files, render, task_files, view_file
 from qaflow.task import Task

@@ -16,8 +16,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from qaflow.audit.model import AuditFinding, TaskAudit
 from qaflow.errors import QaflowError
+from qaflow.models.audit import AuditFinding, TaskAudit
+from qaflow.models.repair import ReviewVerdict
 from qaflow.task import Task
 
 
@@ -49,25 +50,6 @@ class Repairer(Protocol):
     name: str
 
     def repair(self, task: Task, work_dir: Path, findings: list[AuditFinding], round: int) -> RepairOutcome: ...
-
-
-class ReviewReason(BaseModel):
-    """One requirement the reviewer checked (e.g. 'the verifier still checks the sorted order')."""
-
-    requirement: str
-    ok: bool
-    explanation: str = ""
-
-
-class ReviewVerdict(BaseModel):
-    accept: bool
-    reasons: list[ReviewReason] = Field(default_factory=list)
-    outputs: dict[str, Any] = Field(default_factory=dict, description="Transcript or raw output (JSON), kept.")
-
-    def objections(self) -> list[ReviewReason]:
-        """The reasons that failed (all of them when a rejection names none as failed)."""
-        failed = [r for r in self.reasons if not r.ok]
-        return failed or ([] if self.accept else self.reasons)
 
 
 @runtime_checkable

@@ -3,10 +3,10 @@ latest assessment left, why a chain stayed unresolved. Read-only; `rounds` write
 
 from __future__ import annotations
 
-from qaflow.audit.model import AuditFinding
 from qaflow.ledger import Ledger
-from qaflow.records import ResultKey, RunKind
-from qaflow.repair.model import REPAIR_PROBE, UNRESOLVED_PROBE, RoundRecord, UnresolvedReason
+from qaflow.models.audit import AuditFinding
+from qaflow.models.records import ResultKey, RunKind
+from qaflow.models.repair import REPAIR_PROBE, UNRESOLVED_PROBE, RoundRecord, UnresolvedReason
 
 ASSESSING_RUNS = frozenset({RunKind.AUDIT, RunKind.REPAIR})
 """Runs whose findings are an audit of the version (advisory findings of other runs, e.g. `qaflow

@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, Field
 
-from qaflow.audit.model import AuditFinding
+from qaflow.models.audit import AuditFinding
 from qaflow.task import IGNORED_NAMES
 
 FILE_CAP = 8_000

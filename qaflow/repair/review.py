@@ -10,9 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from qaflow.audit.model import AuditFinding
 from qaflow.llm import LLM
-from qaflow.records import Finding, FindingCode, RunKind, Severity
+from qaflow.models.audit import AuditFinding
+from qaflow.models.records import Finding, FindingCode, RunKind, Severity
 from qaflow.repair.context import FILE_CAP, render, task_files
 from qaflow.task import Task
 

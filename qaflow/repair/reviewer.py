@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from qaflow.audit.model import TaskAudit
 from qaflow.errors import LLMError
 from qaflow.llm import LLM
-from qaflow.repair.base import RepairError, ReviewReason, ReviewVerdict
+from qaflow.models.audit import TaskAudit
+from qaflow.models.repair import ReviewReason, ReviewVerdict
+from qaflow.repair.base import RepairError
 from qaflow.repair.context import FILE_CAP, findings_json, render, task_files
 from qaflow.task import Task
 

@@ -23,11 +23,8 @@ from pathlib import Path
 
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.executors import Executor
-from qaflow.pool import Pool
-from qaflow.records import FindingCode, Result, ResultStatus, RunKind, TaskRow, VersionStatus
-from qaflow.repair.base import Repairer, RepairError, Reviewer
-from qaflow.repair.chain import chain_records, latest_findings, round_base, unresolved_note
-from qaflow.repair.model import (
+from qaflow.models.records import FindingCode, Result, RunKind, TaskRow, VersionStatus
+from qaflow.models.repair import (
     CONTINUE,
     RETRYABLE,
     UNRESOLVED_PROBE,
@@ -37,6 +34,10 @@ from qaflow.repair.model import (
     TaskOutcome,
     UnresolvedReason,
 )
+from qaflow.models.trial import ExitStatus
+from qaflow.pool import Pool
+from qaflow.repair.base import Repairer, RepairError, Reviewer
+from qaflow.repair.chain import chain_records, latest_findings, round_base, unresolved_note
 from qaflow.repair.step import Chain, RoundRunner, labels
 
 ProgressFn = Callable[[str], None]
@@ -229,7 +230,7 @@ class _Session:
             self.ledger.put_result(
                 Result(
                     task_version=chain.original, probe=UNRESOLVED_PROBE, attempt=n, run_id=self.auditor.run_id,
-                    backend=self.auditor.backend, status=ResultStatus.ERROR,
+                    backend=self.auditor.backend, status=ExitStatus.ERROR,
                     payload={"reason": reason.value, "detail": detail, "rounds": n, "remaining": after,
                              "last_version": made.version if made else None},
                 )

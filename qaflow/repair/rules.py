@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qaflow.audit.model import AuditFinding
-from qaflow.records import FindingCode
+from qaflow.models.audit import AuditFinding
+from qaflow.models.records import FindingCode
 from qaflow.repair import shell_fixes as sh
 from qaflow.repair.base import RepairOutcome
 from qaflow.task import Task

@@ -182,7 +182,11 @@ def fix_always_true_status(text: str) -> str | None:
 
     def fix(code: str, _i: int, _codes: list[str]) -> str:
         for rx, template in patterns:
-            code = rx.sub(lambda m, t=template: t.format(m["tok"]), code)
+
+            def fill(m: re.Match[str], t: str = template) -> str:
+                return t.format(m["tok"])
+
+            code = rx.sub(fill, code)
         return code
 
     return _map_code(text, fix)
@@ -252,7 +256,11 @@ def exit5_is_failure(text: str) -> str | None:
 
     def fix(code: str, _i: int, _codes: list[str]) -> str:
         for rx, template in _EXIT5:
-            code = rx.sub(lambda m, t=template: _exit5_sub(m, t), code)
+
+            def fill(m: re.Match[str], t: str = template) -> str:
+                return _exit5_sub(m, t)
+
+            code = rx.sub(fill, code)
         return code
 
     return _map_code(text, fix)

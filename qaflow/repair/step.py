@@ -10,24 +10,15 @@ import traceback
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from qaflow.audit.model import AuditFinding, TaskAudit
 from qaflow.audit.runner import Auditor
 from qaflow.errors import QaflowError, TaskError
+from qaflow.models.audit import AuditFinding, TaskAudit
+from qaflow.models.records import Finding, FindingCode, Result, Severity, TaskRow, TaskVersion, VersionStatus, utcnow
+from qaflow.models.repair import REPAIR_PROBE, ReviewRecord, RoundOutcome, RoundRecord
+from qaflow.models.trial import ExitStatus
 from qaflow.pool import Pool
-from qaflow.records import (
-    Finding,
-    FindingCode,
-    Result,
-    ResultStatus,
-    Severity,
-    TaskRow,
-    TaskVersion,
-    VersionStatus,
-    utcnow,
-)
 from qaflow.repair.base import Repairer, RepairError, Reviewer
 from qaflow.repair.diff import folder_diff
-from qaflow.repair.model import REPAIR_PROBE, ReviewRecord, RoundOutcome, RoundRecord
 from qaflow.task import IGNORED_NAMES, Task, tree_hash
 
 REVIEWER_KEY = "reviewer"
@@ -228,7 +219,7 @@ class RoundRunner:
                 attempt=rec.round,
                 run_id=self.auditor.run_id,
                 backend=self.auditor.backend,
-                status=ResultStatus.ERROR if failed else ResultStatus.OK,
+                status=ExitStatus.ERROR if failed else ExitStatus.OK,
                 payload=rec.model_dump(mode="json"),
                 duration_s=rec.duration_s,
             ),

@@ -1,18 +1,4 @@
-"""Rollouts: the record contract, its polars frame, and (with the harness) rollout jobs."""
+"""Rollout jobs: run agents over a pool's tasks and record each attempt.
 
-from qaflow.rollouts.frame import ROLLOUT_SCHEMA, frame_to_records, read_rollouts, records_to_frame, write_shard
-from qaflow.rollouts.record import Effort, RolloutRecord, RolloutStatus, SideCall, SideCallKind, TurnUsage
-
-__all__ = [
-    "ROLLOUT_SCHEMA",
-    "Effort",
-    "RolloutRecord",
-    "RolloutStatus",
-    "SideCall",
-    "SideCallKind",
-    "TurnUsage",
-    "frame_to_records",
-    "read_rollouts",
-    "records_to_frame",
-    "write_shard",
-]
+The record contract itself (`RolloutRecord`) and its polars frame live in `qaflow.models`.
+"""

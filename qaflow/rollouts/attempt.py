@@ -6,8 +6,9 @@ from qaflow.agents.harness import CodingAgent, HarnessConfig
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.llm import LLMConfig
 from qaflow.llm.account import UsageAccount
+from qaflow.models.rollout import Effort, RolloutRecord
+from qaflow.models.trial import ExitStatus
 from qaflow.pool import task_source
-from qaflow.rollouts.record import Effort, RolloutRecord, RolloutStatus
 from qaflow.rollouts.steps import join_trajectories, step_meta, steps_verifier_output
 from qaflow.sandbox import Limits
 from qaflow.sandbox.spec import RunNetwork
@@ -66,7 +67,7 @@ def run_attempt(
         reward=result.reward,
         rewards=result.rewards,
         full_reward=result.full_reward,
-        exit_status=RolloutStatus(result.exit_status.value),
+        exit_status=ExitStatus(result.exit_status.value),
         stop_reason=traj.stop_reason,
         error=error,
         verifier_output=verifier_output,

@@ -48,11 +48,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from qaflow.errors import QaflowError
-from qaflow.records import utcnow
-from qaflow.rollouts.record import Effort, RolloutRecord, RolloutStatus, SideCall, SideCallKind, TurnUsage
+from qaflow.models.records import utcnow
+from qaflow.models.rollout import Effort, RolloutRecord, SideCall, SideCallKind, TurnUsage
+from qaflow.models.trial import ExitStatus
 
 TRAJECTORY_PATH = Path("agent") / "trajectory.json"
 VERIFIER_OUTPUT_CHARS = 20_000
@@ -77,8 +78,8 @@ EFFORT_KWARGS = ("reasoning_effort", "reasoning-effort", "effort", "model_reason
 NESTED_KWARGS = ("llm_kwargs", "llm_call_kwargs", "model_kwargs", "model_settings")
 REASONING_KEYS = ("reasoning_tokens", "reasoning_output_tokens", "thoughts_tokens")
 TIMEOUT_STATUS = {
-    "AgentTimeoutError": RolloutStatus.AGENT_TIMEOUT,
-    "VerifierTimeoutError": RolloutStatus.VERIFIER_TIMEOUT,
+    "AgentTimeoutError": ExitStatus.AGENT_TIMEOUT,
+    "VerifierTimeoutError": ExitStatus.VERIFIER_TIMEOUT,
 }
 JOB_RESULT_KEYS = ("n_total_trials", "trial_results", "stats")
 TRIAL_MARKERS = ("agent", "verifier", "trial.log")
@@ -137,7 +138,9 @@ class HarborVerifierResult(_Model):
 class HarborAgentConfig(_Model):
     name: str | None = None
     model_name: str | None = None
-    kwargs: dict[str, Any] = Field(default_factory=dict)
+    agent_kwargs: dict[str, Any] = Field(default_factory=dict, validation_alias=AliasChoices("kwargs"))
+    """Harbor's `kwargs`. Renamed because the pydantic mypy plugin gives `__init__` a `**kwargs` of its own;
+    an `AliasChoices` alias keeps the field out of that generated signature."""
 
 
 class HarborEnvironmentConfig(_Model):
@@ -221,10 +224,20 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    """`value` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
 def _turn_usage(metrics: Any) -> TurnUsage:
     if not isinstance(metrics, dict):
         return TurnUsage()
-    extra = metrics.get("extra") if isinstance(metrics.get("extra"), dict) else {}
+    extra = _dict(metrics.get("extra"))
     reasoning: Any = next((extra[k] for k in REASONING_KEYS if isinstance(extra.get(k), int)), None)
     details = extra.get("completion_tokens_details")
     if reasoning is None and isinstance(details, dict) and isinstance(details.get("reasoning_tokens"), int):
@@ -244,7 +257,7 @@ def _step_tokens(step: dict[str, Any]) -> int:
 
 def trajectory_tokens(trajectory: dict[str, Any]) -> int:
     """Prompt + completion tokens of a trajectory: its step metrics, else its final metrics."""
-    steps = trajectory.get("steps") if isinstance(trajectory.get("steps"), list) else []
+    steps = _list(trajectory.get("steps"))
     total = sum(_step_tokens(s) for s in steps if isinstance(s, dict) and not s.get("is_copied_context"))
     final = trajectory.get("final_metrics")
     if total == 0 and isinstance(final, dict):
@@ -299,7 +312,7 @@ class _Converter:
         source = step.get("source")
         if source not in ("system", "user", "agent"):
             raise AtifError(f"steps[{index}]: unknown source {source!r}")
-        extra = step.get("extra") if isinstance(step.get("extra"), dict) else {}
+        extra = _dict(step.get("extra"))
         if extra.get("is_sidechain") is True:
             self.sidechain_step(step)
             return
@@ -363,7 +376,7 @@ class _Converter:
         message: dict[str, Any] = {"role": "assistant", "content": _text(step.get("message"))}
         if isinstance(step.get("reasoning_content"), str) and step["reasoning_content"]:
             message["reasoning_content"] = step["reasoning_content"]
-        calls = []
+        calls: list[dict[str, Any]] = []
         for i, call in enumerate(c for c in step.get("tool_calls") or [] if isinstance(c, dict)):
             arguments = call.get("arguments", {})
             calls.append(
@@ -391,7 +404,7 @@ class _Converter:
                 self.side_calls.append(SideCall(kind=SideCallKind.SUBAGENT, turn=turn, tokens=self.ref_tokens(ref)))
             content = _text(result.get("content"))
             call_id = result.get("source_call_id")
-            if call_id in ids:
+            if isinstance(call_id, str) and call_id in ids:
                 answered[call_id].append(content or "")
             elif content is not None:
                 loose.append(content)
@@ -480,7 +493,7 @@ def atif_to_messages(
     for index, step in enumerate(steps):
         conv.step(index, step)
     conv.finish()
-    agent = trajectory.get("agent") if isinstance(trajectory.get("agent"), dict) else {}
+    agent = _dict(trajectory.get("agent"))
     meta: dict[str, Any] = {
         "schema_version": trajectory.get("schema_version"),
         "session_id": trajectory.get("session_id"),
@@ -516,7 +529,7 @@ def _json_type(value: Any) -> str:
 @_guarded
 def atif_tools(trajectory: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
     """OpenAI tool definitions of a trajectory, and whether they were derived from the calls made."""
-    agent = trajectory.get("agent") if isinstance(trajectory.get("agent"), dict) else {}
+    agent = _dict(trajectory.get("agent"))
     defined = agent.get("tool_definitions")
     if isinstance(defined, list) and defined:
         tools = []
@@ -739,16 +752,16 @@ def import_trial(
         except AtifError as e:
             trajectory_error = f"{TRAJECTORY_PATH.as_posix()}: {e}"
 
-    status = RolloutStatus.OK
+    status = ExitStatus.OK
     errors = []
     exc = result.exception_info
     if exc is not None:
-        status = TIMEOUT_STATUS.get(exc.exception_type, RolloutStatus.ERROR)
+        status = TIMEOUT_STATUS.get(exc.exception_type, ExitStatus.ERROR)
         errors.append(f"{exc.exception_type}: {exc.exception_message}".rstrip(": "))
     if trajectory_error:
         errors.append(trajectory_error)
 
-    raw_effort = _config_effort(result.config.agent.kwargs)
+    raw_effort = _config_effort(result.config.agent.agent_kwargs)
     if raw_effort is None:
         raw_effort = atif_meta.get("reasoning_effort")
     chosen = Effort(effort) if effort is not None else map_effort(raw_effort) or Effort.OFF
@@ -774,7 +787,7 @@ def import_trial(
         rewards=rewards,
         full_reward=full,
         exit_status=status,
-        stop_reason="wall_time" if status is RolloutStatus.AGENT_TIMEOUT else "imported",
+        stop_reason="wall_time" if status is ExitStatus.AGENT_TIMEOUT else "imported",
         error="; ".join(errors) or None,
         verifier_output=_verifier_output(trial_dir),
         side_calls=side_calls,

@@ -24,11 +24,11 @@ from qaflow.errors import QaflowError, TaskError
 from qaflow.executors import POLL_S, Executor, Handle, LocalExecutor, Resources, TaskRef, resolve_task
 from qaflow.llm import LLMConfig
 from qaflow.llm.account import ModelTotals, UsageAccount
+from qaflow.models.frame import write_shard
+from qaflow.models.records import RunKind, VersionStatus
+from qaflow.models.rollout import Effort, RolloutRecord, rollout_id
 from qaflow.pool import Pool
-from qaflow.records import RunKind, VersionStatus
 from qaflow.rollouts.attempt import run_attempt
-from qaflow.rollouts.frame import write_shard
-from qaflow.rollouts.record import Effort, RolloutRecord, rollout_id
 from qaflow.runs import close_crashed_runs
 from qaflow.sandbox import resolve_backend
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env

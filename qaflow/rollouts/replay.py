@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from qaflow.llm import LLMConfig, ScriptedReply
 from qaflow.llm.config import ScriptedToolCall
+from qaflow.models.records import VersionStatus
+from qaflow.models.rollout import Effort, RolloutRecord, rollout_id
 from qaflow.pool import Pool
-from qaflow.records import VersionStatus
-from qaflow.rollouts.record import Effort, RolloutRecord, rollout_id
 from qaflow.task import Task
 
 REPLAY_MODEL = "openai/replay-oracle"

@@ -10,7 +10,7 @@ from math import comb
 
 import polars as pl
 
-from qaflow.rollouts.record import EFFORT_RANK
+from qaflow.models.rollout import EFFORT_RANK
 
 BANDS: tuple[tuple[str, float], ...] = (
     ("impossible", 0.0),
@@ -82,13 +82,12 @@ def pass_table(frame: pl.DataFrame, ks: tuple[int, ...] = (1,)) -> pl.DataFrame:
         .with_columns(band_expr(pl.col("pass_rate")).alias("band"))
     )
     for k in ks:
+
+        def at_k(s: dict[str, int], k: int = k) -> float | None:
+            return pass_at_k(s["attempts"], s["passes"], k) if k <= s["attempts"] else None
+
         grouped = grouped.with_columns(
-            pl.struct("attempts", "passes")
-            .map_elements(
-                lambda s, k=k: pass_at_k(s["attempts"], s["passes"], k) if k <= s["attempts"] else None,
-                return_dtype=pl.Float64,
-            )
-            .alias(f"pass@{k}")
+            pl.struct("attempts", "passes").map_elements(at_k, return_dtype=pl.Float64).alias(f"pass@{k}")
         )
     return grouped.sort("task", "model", pl.col("effort").replace_strict(EFFORT_RANK, default=len(EFFORT_RANK)))
 

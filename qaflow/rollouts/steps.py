@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from qaflow.agents.harness import StopReason, Trajectory
-from qaflow.trial import StepResult, TrialResult
+from qaflow.models.trial import StepResult, TrialResult
 
 
 def join_trajectories(trajectories: list[Trajectory]) -> Trajectory:

@@ -17,6 +17,8 @@ from typing import Literal, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from qaflow.models.trial import ExecResult
+
 log = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT_BYTES = 1024 * 1024
@@ -41,29 +43,6 @@ def parse_runtime(value: object, where: str = "runtime") -> Runtime | None:
     if isinstance(value, str) and value.lower() in RUNTIMES:
         return RUNTIMES[value.lower()]
     raise ValueError(f"{where}: unknown runtime {value!r}; choose one of runc, runsc (gVisor)")
-
-
-class ExecResult(BaseModel):
-    exit_code: int
-    """Exit status; 137 (SIGKILL) style codes when killed, -1 when unknown."""
-    stdout: str = ""
-    stderr: str = ""
-    timed_out: bool = False
-    duration_s: float = 0.0
-    stdout_truncated: bool = False
-    stderr_truncated: bool = False
-    oom_killed: bool = False
-    storage_exceeded: bool = False
-    """The command pushed the sandbox's writable files past `limits.storage_mb` and was killed."""
-    sandbox_died: bool = False
-    """The whole sandbox died under the command (e.g. gVisor's sandbox OOM-killed as one process)."""
-    strays_killed: int = 0
-    """With `kill_strays_after`: processes still running when the command ended, killed then (bwrap's
-    per-exec pid namespace takes them down by itself: 0 there)."""
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
 
 
 class Limits(BaseModel):

@@ -556,9 +556,10 @@ class DockerBackend:
         """`wanted`, capped at the daemon's CPU count (docker refuses more); asks the daemon once."""
         if wanted <= 1.0:
             return wanted
-        if type(self)._ncpu is None:
-            type(self)._ncpu = int(self.client.api.info().get("NCPU") or 1)
-        return min(wanted, float(type(self)._ncpu))
+        ncpu = type(self)._ncpu
+        if ncpu is None:
+            ncpu = type(self)._ncpu = int(self.client.api.info().get("NCPU") or 1)
+        return min(wanted, float(ncpu))
 
     def _remove(self, container_id: str) -> None:
         with contextlib.suppress(docker.errors.NotFound):

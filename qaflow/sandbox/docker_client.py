@@ -48,12 +48,12 @@ def submit_removal(remove: Callable[[], None]) -> None:
             _removal_pools.clear()
             _removals.clear()
             pool = _removal_pools[pid] = ThreadPoolExecutor(max_workers=4, thread_name_prefix="qaflow-docker-rm")
+        future: Future[None] | None
         try:
             future = pool.submit(remove)
+            _removals.add(future)
         except RuntimeError:  # the interpreter is shutting down: no new threads, remove here
             future = None
-        else:
-            _removals.add(future)
     if future is None:
         remove()
     else:

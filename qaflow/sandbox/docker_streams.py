@@ -150,7 +150,7 @@ class FrameReader:
         if marker is None or self.exit_code is not None:
             self.stderr.write(payload)
             return
-        data = self._held + payload
+        data = bytes(self._held) + payload
         self._held = bytearray()
         at = data.find(marker)
         if at >= 0:

@@ -503,7 +503,7 @@ class _Planner:
         else:
             candidates = [self.context]
             for part in rel.split("/"):
-                nxt = []
+                nxt: list[Path] = []
                 for base in candidates:
                     if not base.is_dir() or base.is_symlink():
                         continue

@@ -55,7 +55,7 @@ def main() -> int:
         path = os.path.join(LOGS, name)
         if os.path.lexists(path):
             os.remove(path)
-    full = bool(found) and all(v is not None and v >= 1.0 for v in found.values())
+    full = bool(found and all(v is not None and v >= 1.0 for v in found.values()))
     print(f"{label}: reward {json.dumps(found)} -> {'full' if full else 'not full'}")
     return 0 if full else 1
 

@@ -17,23 +17,12 @@ import time
 from qaflow.agents.base import Agent
 from qaflow.errors import TaskError
 from qaflow.healthcheck import SetupError, wait_healthy
+from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, StepResult, TrialResult, VerifierSandbox
 from qaflow.sandbox.base import ExecResult, Sandbox, SandboxSpec
-from qaflow.step_rewards import min_reward_failure, roll_up
 from qaflow.task import Task
 from qaflow.task_steps import StepTask, step_tasks
-from qaflow.trial import (
-    TESTS_DIR,
-    VERIFIER_LOGS,
-    ErrorInfo,
-    ErrorKind,
-    ExitStatus,
-    StepResult,
-    TrialResult,
-    VerifierPlan,
-    VerifierSandbox,
-    _agent_phase,
-    verifier_phase,
-)
+from qaflow.trial.phases import TESTS_DIR, VERIFIER_LOGS, VerifierPlan, agent_phase, verifier_phase
+from qaflow.trial.step_rewards import min_reward_failure, roll_up
 
 SETUP_SCRIPT = "setup.sh"
 
@@ -73,7 +62,7 @@ def _run_step(step: StepTask, agent: Agent, box: Sandbox, spec: SandboxSpec, *, 
     try:
         setup_exec = _prepare(step, box)
         scratch.timings["setup"] = time.perf_counter() - started
-        _agent_phase(step, agent, box, scratch)
+        agent_phase(step, agent, box, scratch)
         verifier_phase(box, spec, step_plan(step), scratch, clear=clear)
         if more and scratch.verifier_sandbox is VerifierSandbox.SHARED:
             box.kill_strays(clear=[TESTS_DIR, VERIFIER_LOGS])  # the verifier's leftovers are dead already

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from qaflow.records import FindingCode, Severity
+from qaflow.models.records import FindingCode, Severity
 
 
 class Verdict(StrEnum):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from qaflow.models.trial import StepResult
 from qaflow.reward import Reward
 from qaflow.task import MultiStepRewardStrategy
-from qaflow.trial import StepResult
 
 
 def min_reward_failure(rewards: dict[str, float] | None, min_reward: float | dict[str, float] | None) -> str | None:

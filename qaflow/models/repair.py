@@ -7,8 +7,27 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from qaflow.audit.model import AuditFinding
-from qaflow.repair.base import ReviewReason
+from qaflow.models.audit import AuditFinding
+
+
+class ReviewReason(BaseModel):
+    """One requirement the reviewer checked (e.g. 'the verifier still checks the sorted order')."""
+
+    requirement: str
+    ok: bool
+    explanation: str = ""
+
+
+class ReviewVerdict(BaseModel):
+    accept: bool
+    reasons: list[ReviewReason] = Field(default_factory=list)
+    outputs: dict[str, Any] = Field(default_factory=dict, description="Transcript or raw output (JSON), kept.")
+
+    def objections(self) -> list[ReviewReason]:
+        """The reasons that failed (all of them when a rejection names none as failed)."""
+        failed = [r for r in self.reasons if not r.ok]
+        return failed or ([] if self.accept else self.reasons)
+
 
 REPAIR_PROBE = "repair"
 """Ledger probe of a round's result: on the version the round made, or (when it made none) on the

@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from qaflow.rollouts.record import RolloutRecord, normalize_message
+from qaflow.models.rollout import RolloutRecord, normalize_message
 
 TOOL_CALL_DTYPE = pl.Struct(
     {"id": pl.String, "type": pl.String, "function": pl.Struct({"name": pl.String, "arguments": pl.String})}

@@ -15,7 +15,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from qaflow.records import utcnow
+from qaflow.models.records import utcnow
+from qaflow.models.trial import ExitStatus
 
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 """An int the rollout frame (Int64 columns) can hold; a larger one is a validation error, not a crash later."""
@@ -40,15 +41,6 @@ class Effort(StrEnum):
 
 EFFORT_RANK: dict[str, int] = {e.value: e.rank for e in Effort}
 """Effort name -> its rank (off 0 < low < medium < xhigh), for sorting and comparing string columns."""
-
-
-class RolloutStatus(StrEnum):
-    """How an attempt ended (the trial's exit status)."""
-
-    OK = "ok"
-    AGENT_TIMEOUT = "agent_timeout"
-    VERIFIER_TIMEOUT = "verifier_timeout"
-    ERROR = "error"
 
 
 class SideCallKind(StrEnum):
@@ -98,7 +90,7 @@ class RolloutRecord(BaseModel):
     reward: float | None = None
     rewards: dict[str, float] | None = None
     full_reward: bool = False
-    exit_status: RolloutStatus = RolloutStatus.OK
+    exit_status: ExitStatus = ExitStatus.OK
     stop_reason: str = Field(
         "", description="Why the agent stopped: done, max_turns, max_tokens, wall_time, llm_error, imported..."
     )
@@ -134,7 +126,7 @@ class RolloutRecord(BaseModel):
 
     @property
     def passed(self) -> bool:
-        return self.exit_status is RolloutStatus.OK and self.full_reward
+        return self.exit_status is ExitStatus.OK and self.full_reward
 
 
 def _check_json_shape(value: Any, where: str) -> None:

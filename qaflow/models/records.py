@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qaflow.models.trial import ExitStatus
+
 
 def utcnow() -> datetime:
     """The current time, timezone-aware in UTC (the only kind of time the ledger stores)."""
@@ -51,17 +53,6 @@ class RunKind(StrEnum):
     ROLLOUT = "rollout"
     EVAL = "eval"
     REVIEW = "review"
-
-
-class ResultStatus(StrEnum):
-    """How one work item (a trial of a probe or agent on a task version) ended."""
-
-    OK = "ok"
-    """The agent phase and the verifier ran; `reward` holds the reward."""
-    AGENT_TIMEOUT = "agent_timeout"
-    VERIFIER_TIMEOUT = "verifier_timeout"
-    ERROR = "error"
-    """The trial could not complete (build failure, missing reward, sandbox error); the payload says which."""
 
 
 class Severity(StrEnum):
@@ -174,7 +165,7 @@ class Result(_Row):
     attempt: int = 0
     run_id: str
     backend: str
-    status: ResultStatus
+    status: ExitStatus
     reward: float | None = None
     payload: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = 0.0

@@ -1,0 +1,82 @@
+"""The trial: how any agent, oracle or probe runs a task (README, "The trial").
+
+1. a fresh sandbox from the task image; 2. the agent phase; 3. the verifier phase: remove whatever
+the agent put at /tests and in /logs/verifier, upload tests/, run test.sh under the verifier
+timeout; 4. kill every process still running (nothing may write after test.sh ends), then read the
+reward (reward.json first, else reward.txt). A trial always returns a `TrialResult`: failures
+become data with their type, message and traceback, never a silent reward.
+
+Processes the agent phase left running (servers a task asks for) stay alive and reachable by the
+verifier, without being able to touch it: when any are running, the verifier runs in a snapshot of
+the sandbox (`Sandbox.verifier_view`: a copy of its files at that moment, sharing its network
+namespace, none of its processes), with its own fresh /tests and /logs/verifier. When nothing is
+left running the verifier runs in the sandbox itself, the cheaper path. A backend that cannot make
+a view records why in `TrialResult.verifier_note`, and the leftovers are killed as before.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from qaflow.agents.base import Agent
+from qaflow.errors import QaflowError
+from qaflow.healthcheck import SetupError
+from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, TrialResult
+from qaflow.sandbox import Limits, open_sandbox, resolve_backend
+from qaflow.sandbox.spec import RunNetwork, spec_for_task
+from qaflow.task import Task
+from qaflow.trial.phases import (
+    TESTS_DIR,
+    VERIFIER_LOGS,
+    VerifierPlan,
+    agent_phase,
+    environment_healthcheck,
+    verifier_phase,
+)
+from qaflow.trial.steps import run_steps
+
+__all__ = ["TESTS_DIR", "VERIFIER_LOGS", "VerifierPlan", "run_trial"]
+
+
+def run_trial(
+    task: Task,
+    agent: Agent,
+    *,
+    backend: str = "auto",
+    run_id: str | None = None,
+    limits: Limits | None = None,
+    clear_verifier_logs: bool = True,
+    network: RunNetwork | None = None,
+    last_step: str | None = None,
+) -> TrialResult:
+    """Run one trial of `agent` on `task` and return its result; never raises for task or sandbox failures.
+
+    `clear_verifier_logs=False` leaves whatever the agent wrote in /logs/verifier in place, as a
+    harness that does not clear it would: the tamper probe uses it to see whether the verifier
+    overwrites a planted reward. `last_step` ends a multi-step trial after that step (audit probes).
+    """
+    started = time.perf_counter()
+    run_id = run_id or uuid.uuid4().hex[:12]
+    result = TrialResult(task=task.name, version=task.version, agent=agent.name, backend=backend, run_id=run_id)
+    try:
+        spec = spec_for_task(task, run_id=run_id, defaults=limits, network=network)
+        result.backend = resolve_backend(backend, spec.runtime)
+        with open_sandbox(spec, result.backend) as box:
+            environment_healthcheck(task, box)
+            result.timings["setup"] = time.perf_counter() - started
+            if task.config.steps:
+                run_steps(task, agent, box, spec, result, clear=clear_verifier_logs, last_step=last_step)
+            else:
+                agent_phase(task, agent, box, result)
+                verifier_phase(box, spec, VerifierPlan.of(task), result, clear=clear_verifier_logs)
+    except SetupError as exc:
+        result.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
+    except QaflowError as exc:
+        result.error = ErrorInfo.of(exc)
+    except Exception as exc:  # a bug of ours: recorded with its traceback, never passed off as a task failure
+        result.error = ErrorInfo.of(exc)
+    if result.error is not None and result.exit_status is ExitStatus.OK:
+        result.exit_status = ExitStatus.ERROR
+    result.timings["total"] = time.perf_counter() - started
+    return result

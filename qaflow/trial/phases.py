@@ -1,0 +1,164 @@
+"""The phases of a trial (agent, verifier) and the verifier's plan; `qaflow.trial` runs them in order."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from qaflow.agents.base import Agent
+from qaflow.errors import TaskError, UnsupportedError
+from qaflow.healthcheck import wait_healthy
+from qaflow.models.trial import ExitStatus, TrialResult, VerifierSandbox
+from qaflow.reward import Reward, read_reward
+from qaflow.sandbox import open_sandbox
+from qaflow.sandbox.base import Sandbox, SandboxSpec
+from qaflow.task import Task, VerifierEnvironmentMode, tree_hash
+
+TESTS_DIR = "/tests"
+VERIFIER_LOGS = "/logs/verifier"
+
+
+class VerifierPlan(BaseModel):
+    """What one verifier run needs: which folders become /tests (later ones override earlier files),
+    its timeout, environment and user, and where it runs."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    tests: list[Path]
+    timeout_sec: float
+    env: dict[str, str] = Field(default_factory=dict)
+    user: str | int | None = None
+    mode: VerifierEnvironmentMode = VerifierEnvironmentMode.SHARED
+    network: bool = False
+    """Network for a separate verifier's sandbox (a shared verifier has the agent's)."""
+    separate_context: Path | None = None
+    """The build context of the verifier's own image (separate mode): the folder with its Dockerfile."""
+
+    @classmethod
+    def of(cls, task: Task) -> VerifierPlan:
+        """The plan of a single-step task: tests/, [verifier] timeout, env and user, its mode."""
+        return cls(
+            tests=[task.tests_dir],
+            timeout_sec=task.verifier_timeout_sec,
+            env=dict(task.config.verifier.env or {}),
+            user=task.config.verifier.user,
+            mode=task.verifier_mode,
+            network=task.config.verifier_network(),
+            separate_context=task.tests_dir,
+        )
+
+
+def environment_healthcheck(task: Task, box: Sandbox) -> None:
+    """`[environment.healthcheck]` (Harbor): the environment's own services are up before the agent starts.
+
+    Raises:
+        SetupError: it never passed.
+    """
+    check = task.config.environment.healthcheck
+    if check:
+        wait_healthy(box, check, user=task.config.agent.user, toml=task.path / "task.toml", what="[environment]")
+
+
+def agent_phase(task: Task, agent: Agent, box: Sandbox, result: TrialResult) -> None:
+    t0 = time.perf_counter()
+    result.agent_exec = agent.run(task, box)
+    result.timings["agent"] = time.perf_counter() - t0
+    if result.agent_exec is not None and result.agent_exec.timed_out:
+        result.exit_status = ExitStatus.AGENT_TIMEOUT
+
+
+def verifier_phase(box: Sandbox, spec: SandboxSpec, plan: VerifierPlan, result: TrialResult, *, clear: bool) -> None:
+    """Step 3 and 4 of the trial, after the agent phase in `box`, by `plan`; sets the reward on `result`.
+
+    Separate mode: the agent's processes are killed and its workdir copied into the verifier's own
+    image. Shared mode: when nothing is left running, the verifier runs in `box` (cleared first);
+    when processes are, in a view of `box` that shares its network but none of its files or
+    processes (see the module doc). `clear=False` keeps what the agent wrote in /logs/verifier.
+    """
+    if plan.mode is VerifierEnvironmentMode.SEPARATE:
+        result.verifier_sandbox = VerifierSandbox.SEPARATE
+        result.strays_killed["agent"] = box.kill_strays()
+        _verify_separately(box, spec, plan, result)
+        return
+    paths = [TESTS_DIR, VERIFIER_LOGS] if clear else [TESTS_DIR]
+    running = box.settle(clear=paths)
+    result.services_left = running
+    if running:
+        try:
+            view = box.verifier_view()
+        except UnsupportedError as exc:
+            result.verifier_note = str(exc)
+        else:
+            result.verifier_sandbox = VerifierSandbox.VIEW
+            with view:
+                view.kill_strays(clear=paths)  # nothing runs in a fresh view: this empties the copied paths
+                _verify(view, plan, result, clear=clear)
+            return
+        result.strays_killed["agent"] = box.kill_strays(clear=paths)
+    result.verifier_sandbox = VerifierSandbox.SHARED
+    _verify(box, plan, result, clear=clear)
+
+
+def _verify(box: Sandbox, plan: VerifierPlan, result: TrialResult, *, clear: bool = True) -> None:
+    """Upload the plan's tests, run test.sh in `box` and read its reward.
+
+    The caller has emptied /tests (and /logs/verifier unless `clear` is False) and nothing of the
+    agent runs in `box`. Whatever test.sh leaves running is killed the moment it ends, before the
+    reward is read: nothing writes /logs/verifier after the verifier.
+    """
+    t0 = time.perf_counter()
+    for folder in plan.tests:
+        box.put(TESTS_DIR, folder)
+    prepare = f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS}" if clear else f"mkdir -p {VERIFIER_LOGS}"
+    script = f"{prepare} && exec bash {TESTS_DIR}/test.sh"
+    result.verifier_exec = box.exec(
+        script,
+        timeout=plan.timeout_sec,
+        env=plan.env,
+        user=plan.user,
+        kill_strays_after=True,
+    )
+    result.strays_killed["verifier"] = result.verifier_exec.strays_killed
+    try:
+        if result.verifier_exec.timed_out:
+            if result.exit_status is ExitStatus.OK:
+                result.exit_status = ExitStatus.VERIFIER_TIMEOUT
+            return
+        with tempfile.TemporaryDirectory(prefix="qaflow-verifier-") as tmp:
+            box.get_dir(VERIFIER_LOGS, Path(tmp))
+            _set_reward(result, read_reward(Path(tmp)))
+    finally:
+        result.timings["verifier"] = time.perf_counter() - t0
+
+
+def _verify_separately(box: Sandbox, agent_spec: SandboxSpec, plan: VerifierPlan, result: TrialResult) -> None:
+    """`environment_mode = "separate"`: the verifier image comes from the plan's context (tests/Dockerfile),
+    with the agent's final workdir copied in at the same path."""
+    context = plan.separate_context
+    if context is None or not (context / "Dockerfile").is_file():
+        where = (context or Path("tests")) / "Dockerfile"
+        raise TaskError(where, "separate verifier mode needs tests/Dockerfile")
+    verifier_spec = agent_spec.model_copy(
+        update={
+            "context_dir": context,
+            "env_hash": tree_hash(context),
+            "docker_image": None,
+            "network": plan.network,
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="qaflow-workdir-") as tmp:
+        workdir_copy = Path(tmp) / "work"  # the agent's strays are dead: nothing changes it mid-copy
+        box.get_dir(box.workdir, workdir_copy)
+        with open_sandbox(verifier_spec, result.backend) as verifier_box:
+            verifier_box.put(box.workdir, workdir_copy)
+            _verify(verifier_box, plan, result)
+
+
+def _set_reward(result: TrialResult, reward: Reward) -> None:
+    result.reward = reward.value
+    result.rewards = reward.values
+    result.reward_source = reward.source
+    result.full_reward = reward.full
