@@ -42,10 +42,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from curation.dedup import DedupConfig, near_duplicate_pairs, near_duplicates_against, normalise
 from curation.sources import TASK_SCHEMA, StageResult, removed_frame, safe_folder_name
-from qaflow.audit.runner import AuditConfig, Auditor
+from qaflow.audit.runner import AuditConfig
+from qaflow.audit.service import audit_folders
 from qaflow.errors import LLMError, TaskError
 from qaflow.llm import LLM, LLMConfig
-from qaflow.models.records import RunKind
 from qaflow.pool import Pool
 from qaflow.task import IGNORED_NAMES, Task, dockerfile_logical_lines
 
@@ -263,14 +263,7 @@ def augment_tasks(
     verdicts: dict[str, int] = {}
     if written:
         with Pool.open(out_dir) as pool:
-            pool.scan()
-            run = pool.ledger.start_run(RunKind.AUDIT, config.audit)
-            auditor = Auditor(pool.ledger, run.run_id, config.audit, progress=say)
-            try:
-                audits = auditor.audit([task.path for _, task in written])
-            finally:
-                auditor.close()
-                pool.ledger.end_run(run.run_id)
+            audits = audit_folders(pool, [task.path for _, task in written], config.audit, progress=say).audits
         for (c, task), audit in zip(written, audits, strict=True):
             verdicts[audit.verdict.value] = verdicts.get(audit.verdict.value, 0) + 1
             if audit.verdict.value != "accepted":

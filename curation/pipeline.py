@@ -26,6 +26,7 @@ from curation.dedup import DedupConfig
 from curation.mixing import MixConfig
 from curation.sources import SourceSpec, StageResult, empty_removed
 from qaflow.config_file import load_yaml_config
+from qaflow.ledger.status import StatusWriter
 from qaflow.sandbox.spec import RuntimeNetwork, network_from_env, offline_from_env
 
 if TYPE_CHECKING:
@@ -338,13 +339,16 @@ class Pipeline:
 
     def _audit(self, tasks: pl.DataFrame, info: StageInfo) -> tuple[StageResult, None]:
         from curation.task_filters import attach_status, audit_filter
+        from qaflow.audit.service import audit_folders
         from qaflow.pool import Pool
 
         placed = self._materialise(tasks)
         tasks = tasks.with_columns(pl.col("path").replace_strict(placed, default=None).alias("pool_path"))
         with Pool.open(self.pool_dir) as pool:
             folders = sorted({self.pool_dir / p for p in placed.values()})
-            audits = audit_folders(pool, folders, self.config.audit, executor=self.executor, progress=self.say)
+            audits = audit_folders(
+                pool, folders, self.config.audit.audit_config(), executor=self.executor, progress=self.say
+            ).audits
             info.info["verdicts"] = _counts(a.verdict.value for a in audits)
             tasks = attach_status(tasks, pool.ledger)
         return audit_filter(tasks, allowed=("accepted", "needs_repair")), None
@@ -396,14 +400,15 @@ class Pipeline:
             info.skipped = "not configured" if self.config.harden is None else "nothing to harden"
             return StageResult(tasks, empty_removed()), None
         from curation.sources import removed_frame
+        from qaflow.audit.service import audit_folders
         from qaflow.harden.process_chain import ProcessChainConfig, process_chain
         from qaflow.models.records import RunKind
         from qaflow.pool import Pool
+        from qaflow.runs import open_run
 
         hardened, failures = [], []
         with Pool.open(self.pool_dir) as pool:
-            run = pool.ledger.start_run(RunKind.HARDEN, {"transform": "process_chain"})
-            try:
+            with open_run(pool.ledger, RunKind.HARDEN, {"transform": "process_chain"}) as run:
                 for row in tasks.iter_rows(named=True):
                     folder = self.pool_dir / row["pool_path"]
                     target = self.pool_dir / ".qaflow" / "hardened"
@@ -415,10 +420,10 @@ class Pipeline:
                         failures.append((f"{row['id']}@process-chain", "harden", f"{type(e).__name__}: {e}"))
                         continue
                     hardened.append((row, rec))
-            finally:
-                pool.ledger.end_run(run.run_id)
             folders = [self.pool_dir / rec.pool_path for _, rec in hardened]
-            audits = audit_folders(pool, folders, self.config.audit, executor=self.executor, progress=self.say)
+            audits = audit_folders(
+                pool, folders, self.config.audit.audit_config(), executor=self.executor, progress=self.say
+            ).audits
             verdicts = {a.version: a.verdict.value for a in audits}
         new_rows = []
         for row, rec in hardened:
@@ -539,7 +544,10 @@ class Pipeline:
                 status = wanted.get(version.version)
                 if status is not None and status != version.status.value:
                     pool.ledger.set_status(
-                        version.version, VersionStatus(status), reason="pipeline: status in OUT/pool"
+                        version.version,
+                        VersionStatus(status),
+                        by=StatusWriter.PIPELINE,
+                        reason="pipeline: status in OUT/pool",
                     )
         return final
 
@@ -564,30 +572,6 @@ class Pipeline:
             pl.DataFrame(rows).write_csv(self.out / "funnel.csv")
         draw_sankey(report, self.out / "funnel.png")
         (self.out / "report.json").write_text(report.model_dump_json(indent=2))
-
-
-def audit_folders(pool: Any, folders: list[Path], stage: AuditStage, *, executor: Any = None,
-                  progress: Progress | None = None) -> list[Any]:  # fmt: skip
-    """Audit `folders` of `pool` as `qaflow audit` does: a run in the ledger, crashed runs reaped first."""
-    from qaflow.audit.runner import Auditor
-    from qaflow.models.records import RunKind
-    from qaflow.runs import close_crashed_runs
-
-    if not folders:
-        return []
-    pool.scan()
-    close_crashed_runs(pool.ledger, RunKind.AUDIT)
-    config = stage.audit_config()
-    run = pool.ledger.start_run(RunKind.AUDIT, config)
-    try:
-        extra = {"executor": executor} if executor is not None else {}
-        auditor = Auditor(pool.ledger, run.run_id, config, progress=progress, **extra)
-        try:
-            return auditor.audit(folders)
-        finally:
-            auditor.close()
-    finally:
-        pool.ledger.end_run(run.run_id)
 
 
 def _slug(text: str) -> str:

@@ -18,7 +18,7 @@ import polars as pl
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
 from qaflow.errors import QaflowError, TaskError
-from qaflow.ledger import Ledger
+from qaflow.ledger import Ledger, StatusWriter
 from qaflow.models.records import (
     Finding,
     Head,
@@ -242,9 +242,13 @@ class Pool:
     def _revalidate(self, known: TaskVersion, error: str | None) -> TaskVersion:
         """Bring a recorded version's validity (and error text) in line with what loading it says now."""
         if error is not None and (known.status != VersionStatus.INVALID or known.error != error):
-            return self.ledger.set_status(known.version, VersionStatus.INVALID, reason=f"scan: {error}", error=error)
+            return self.ledger.set_status(
+                known.version, VersionStatus.INVALID, by=StatusWriter.SCAN, reason=f"scan: {error}", error=error
+            )
         if error is None and known.status == VersionStatus.INVALID:
-            return self.ledger.set_status(known.version, VersionStatus.NEW, reason="scan: loads now")
+            return self.ledger.set_status(
+                known.version, VersionStatus.NEW, by=StatusWriter.SCAN, reason="scan: loads now"
+            )
         return known
 
     @staticmethod

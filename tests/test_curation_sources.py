@@ -41,6 +41,7 @@ from curation.task_filters import (
     length_filter,
 )
 from qaflow.agents import OracleAgent
+from qaflow.ledger.status import StatusWriter
 from qaflow.models.frame import records_to_frame
 from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import RolloutRecord
@@ -316,9 +317,12 @@ def test_audit_filter_keeps_only_accepted_versions(tmp_path: Path):
     with Pool.open(tmp_path / "pool") as pool:
         pool.scan()
         version = tasks.filter(pl.col("original_id") == "csv-sum")["version"][0]
-        pool.ledger.set_status(version, VersionStatus.ACCEPTED, reason="test")
+        pool.ledger.set_status(version, VersionStatus.ACCEPTED, by=StatusWriter.AUDIT, reason="test")
         pool.ledger.set_status(
-            tasks.filter(pl.col("original_id") == "fix-calc")["version"][0], VersionStatus.NEEDS_REPAIR, reason="test"
+            tasks.filter(pl.col("original_id") == "fix-calc")["version"][0],
+            VersionStatus.NEEDS_REPAIR,
+            by=StatusWriter.AUDIT,
+            reason="test",
         )
         with_status = attach_status(tasks, pool.ledger)
     (tmp_path / "pool" / "json-merge" / "instruction.md").write_text("changed\n")

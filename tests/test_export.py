@@ -30,6 +30,7 @@ from curation.export import (
 from curation.export_sharegpt import to_sharegpt
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.cli import app
+from qaflow.ledger.status import StatusWriter
 from qaflow.models.frame import records_to_frame, write_shard
 from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import RolloutRecord, normalize_message
@@ -382,7 +383,7 @@ def make_pool(root: Path) -> Path:
         assert report.invalid == 0, report.summary()
         for entry in report.entries:
             if not entry.path.endswith("beta"):
-                pool.ledger.set_status(entry.version, VersionStatus.ACCEPTED, reason="test")
+                pool.ledger.set_status(entry.version, VersionStatus.ACCEPTED, by=StatusWriter.AUDIT, reason="test")
     return pool_dir
 
 

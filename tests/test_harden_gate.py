@@ -14,7 +14,7 @@ from qaflow.harden.attempts import import_attempts, read_attempts
 from qaflow.harden.errors import HardenError
 from qaflow.harden.gate import DECISION_PROBE, Band, EvidenceKind, GateConfig, GateDecision, decide, evaluate
 from qaflow.harden.versions import AUTHOR_PROBE
-from qaflow.ledger import Ledger
+from qaflow.ledger import Ledger, StatusWriter
 from qaflow.models.records import (
     Finding,
     FindingCode,
@@ -182,7 +182,9 @@ def test_a_repaired_versions_author_is_its_repairer(tmp_path: Path) -> None:
 
 
 def test_audit_evidence_follows_the_latest_audit(world: World) -> None:
-    world.ledger.set_status(world.version.version, VersionStatus.NEEDS_REPAIR, reason="audit: weak_verifier")
+    world.ledger.set_status(
+        world.version.version, VersionStatus.NEEDS_REPAIR, by=StatusWriter.AUDIT, reason="audit: weak_verifier"
+    )
     world.audit(finding=FindingCode.WEAK_VERIFIER)
     world.attempts("model-a", [True, False])
     decision = world.decide()

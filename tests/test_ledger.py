@@ -16,8 +16,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from qaflow import ledger_db as ledger_module
-from qaflow.ledger import Ledger, LedgerError
+from qaflow.ledger import Ledger, LedgerError, StatusWriter
+from qaflow.ledger import db as ledger_module
 from qaflow.models.records import (
     Finding,
     FindingCode,
@@ -143,10 +143,10 @@ def test_versions_status_and_lineage(ledger: Ledger) -> None:
     assert ledger.latest_version("t").version == vid("c")  # type: ignore[union-attr]
     assert ledger.find_versions(vid("other")[:8])[0].name == "u"
 
-    updated = ledger.set_status(vid("b"), VersionStatus.NEEDS_REPAIR, reason="audit: false_pass")
+    updated = ledger.set_status(vid("b"), VersionStatus.NEEDS_REPAIR, by=StatusWriter.AUDIT, reason="audit: false_pass")
     assert updated.status is VersionStatus.NEEDS_REPAIR
     assert ledger.get_version(vid("b")).status is VersionStatus.NEEDS_REPAIR  # type: ignore[union-attr]
-    ledger.set_status(vid("b"), VersionStatus.NEEDS_REPAIR, reason="again")  # same status: no-op
+    ledger.set_status(vid("b"), VersionStatus.NEEDS_REPAIR, by=StatusWriter.AUDIT, reason="again")  # same status: no-op
     log = ledger.status_log(vid("b"))
     assert [(c.old_status, c.new_status, c.reason) for c in log] == [
         (None, VersionStatus.NEW, "recorded"),
@@ -157,9 +157,11 @@ def test_versions_status_and_lineage(ledger: Ledger) -> None:
 
 def test_invalid_keeps_error_until_status_changes(ledger: Ledger) -> None:
     ledger.add_version(version("a"))
-    bad = ledger.set_status(vid("a"), VersionStatus.INVALID, reason="scan", error="task.toml: malformed TOML")
+    bad = ledger.set_status(
+        vid("a"), VersionStatus.INVALID, by=StatusWriter.SCAN, reason="scan", error="task.toml: malformed TOML"
+    )
     assert bad.error == "task.toml: malformed TOML"
-    fine = ledger.set_status(vid("a"), VersionStatus.NEW, reason="loads now")
+    fine = ledger.set_status(vid("a"), VersionStatus.NEW, by=StatusWriter.SCAN, reason="loads now")
     assert fine.error is None
     assert ledger.get_version(vid("a")).error is None  # type: ignore[union-attr]
 
@@ -171,7 +173,64 @@ def test_version_rules(ledger: Ledger) -> None:
     with pytest.raises(LedgerError, match=r"parent version \w+ is not recorded"):
         ledger.add_version(version("b", parent="missing"))
     with pytest.raises(LedgerError, match="unknown task version"):
-        ledger.set_status(vid("zzz"), VersionStatus.RETIRED, reason="x")
+        ledger.set_status(vid("zzz"), VersionStatus.RETIRED, by=StatusWriter.PIPELINE, reason="x")
+
+
+def test_status_moves_outside_the_table_are_refused_and_leave_nothing(ledger: Ledger) -> None:
+    ledger.add_version(version("a"))
+    for writer, status in [
+        (StatusWriter.SCAN, VersionStatus.ACCEPTED),  # loading a folder never accepts it
+        (StatusWriter.REPAIR, VersionStatus.ACCEPTED),  # a repair is accepted by a fresh audit, not by itself
+        (StatusWriter.AUDIT, VersionStatus.REPAIRED),
+        (StatusWriter.GATE, VersionStatus.NEEDS_REPAIR),
+    ]:
+        with pytest.raises(LedgerError, match=f"{writer.value} may not move .* from new to {status.value}"):
+            ledger.set_status(vid("a"), status, by=writer, reason="x")
+    assert ledger.get_version(vid("a")).status is VersionStatus.NEW  # type: ignore[union-attr]
+    assert len(ledger.status_log(vid("a"))) == 1
+    ledger.set_status(vid("a"), VersionStatus.NEEDS_REPAIR, by=StatusWriter.AUDIT, reason="audit: flaky")
+    ledger.set_status(vid("a"), VersionStatus.UNRESOLVED, by=StatusWriter.REPAIR, reason="repair: gave up")
+    ledger.add_version(version("r", status=VersionStatus.RETIRED))
+    with pytest.raises(LedgerError, match="audit may not move .* from retired"):
+        ledger.set_status(vid("r"), VersionStatus.ACCEPTED, by=StatusWriter.AUDIT, reason="x")
+
+
+def test_an_audit_verdict_accepts_a_loaded_version_and_only_the_gate_accepts_a_hardened_one(ledger: Ledger) -> None:
+    ledger.add_version(version("a"))
+    hardened = version("h", parent="a").model_copy(update={"source": "harden:process_chain"})
+    repaired = version("r", parent="a").model_copy(update={"source": "repair:rules"})
+    ledger.add_version(hardened)
+    ledger.add_version(repaired)
+    assert (hardened.origin, repaired.origin, version("x").origin) == ("harden", "repair", None)
+    assert ledger.record_verdict(vid("a"), clean=True, reason="audit: clean").status is VersionStatus.ACCEPTED
+    assert ledger.record_verdict(vid("h"), clean=True, reason="audit: clean").status is VersionStatus.CANDIDATE
+    assert ledger.record_verdict(vid("r"), clean=True, reason="audit: clean").status is VersionStatus.ACCEPTED
+    assert ledger.record_verdict(vid("h"), clean=False, reason="audit: leak").status is VersionStatus.NEEDS_REPAIR
+    gate = ledger.set_status(vid("h"), VersionStatus.ACCEPTED, by=StatusWriter.GATE, reason="gate: accepted")
+    assert gate.status is VersionStatus.ACCEPTED
+
+
+def test_a_run_block_ends_its_run_however_it_ends(ledger: Ledger) -> None:
+    with ledger.run(RunKind.AUDIT, {"repeats": 3}) as run:
+        assert ledger.get_run(run.run_id).ended_at is None  # type: ignore[union-attr]
+    assert ledger.get_run(run.run_id).ended_at is not None  # type: ignore[union-attr]
+    with pytest.raises(RuntimeError), ledger.run(RunKind.REPAIR) as failed:
+        raise RuntimeError("boom")
+    assert ledger.get_run(failed.run_id).ended_at is not None  # type: ignore[union-attr]
+    assert ledger.get_run(run.run_id).config == {"repeats": 3}  # type: ignore[union-attr]
+
+
+def test_open_run_closes_crashed_runs_of_its_kind_first(ledger: Ledger) -> None:
+    from qaflow.runs import open_run
+
+    crashed = ledger.start_run(RunKind.AUDIT)  # a killed process never ends its run
+    other = ledger.start_run(RunKind.ROLLOUT)
+    told: list[tuple[str, int]] = []
+    with open_run(ledger, RunKind.AUDIT, on_reaped=lambda rid, n: told.append((rid, n))) as run:
+        assert ledger.get_run(crashed.run_id).ended_at is not None  # type: ignore[union-attr]
+    assert [rid for rid, _ in told] == [crashed.run_id]
+    assert ledger.get_run(other.run_id).ended_at is None  # type: ignore[union-attr]
+    assert ledger.get_run(run.run_id).ended_at is not None  # type: ignore[union-attr]
 
 
 def test_failed_transaction_rolls_back(ledger: Ledger) -> None:

@@ -39,7 +39,7 @@ from qaflow.errors import BuildError, QaflowError, TaskError, UnsupportedError
 from qaflow.executors import POLL_S, Executor, Handle, LocalExecutor, Resources, TaskRef, resolve_task
 from qaflow.ledger import Ledger
 from qaflow.models.audit import AuditFinding, TaskAudit, Verdict, verdict_for
-from qaflow.models.records import Finding, FindingCode, Result, ResultKey, Severity, VersionStatus
+from qaflow.models.records import Finding, FindingCode, Result, ResultKey, Severity
 from qaflow.models.trial import ExitStatus
 from qaflow.sandbox import backend_class, resolve_backend
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env, spec_for_task
@@ -471,14 +471,12 @@ class Auditor:
                     evidence=f.evidence,
                 )
             )
-        status = VersionStatus.ACCEPTED if audit.verdict is Verdict.ACCEPTED else VersionStatus.NEEDS_REPAIR
-        recorded = self.ledger.get_version(task.version)
-        if status is VersionStatus.ACCEPTED and recorded is not None and recorded.source.startswith("harden:"):
-            # a clean audit is one of the gate's three pieces of evidence, not acceptance (`qaflow accept`)
-            status = VersionStatus.CANDIDATE
         codes = sorted({f.code.value for f in audit.findings if f.severity is Severity.ERROR})
-        self.ledger.set_status(
-            task.version, status, reason="audit: " + (", ".join(codes) or "clean"), run_id=self.run_id
+        self.ledger.record_verdict(
+            task.version,
+            clean=audit.verdict is Verdict.ACCEPTED,
+            reason="audit: " + (", ".join(codes) or "clean"),
+            run_id=self.run_id,
         )
 
 

@@ -11,13 +11,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from qaflow.audit.report import print_summary, to_json, write_html
-from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig, Auditor
+from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig
+from qaflow.audit.service import audit_folders
 from qaflow.cli.run import NetworkOpt, OfflineOpt
-from qaflow.cli.runs import close_crashed_runs
+from qaflow.cli.runs import reaped_notice
 from qaflow.errors import SandboxError, SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.models.audit import TaskAudit
-from qaflow.models.records import RunKind, VersionStatus
+from qaflow.models.records import VersionStatus
 from qaflow.pool import Pool, ScanOutcome
 from qaflow.sandbox import with_runtime
 from qaflow.sandbox.spec import RuntimeNetwork
@@ -114,32 +115,26 @@ def audit(
                     if e.status is VersionStatus.NEW or e.outcome in (ScanOutcome.ADDED, ScanOutcome.CHANGED)
                 }
                 folders = [f for f in folders if pool.rel(f) in fresh]
-            close_crashed_runs(pool.ledger, RunKind.AUDIT, console)
-            run = pool.ledger.start_run(RunKind.AUDIT, config)
-            run_ids.append(run.run_id)
-            try:
-                auditor_progress = Progress(
-                    TextColumn("[bold]audit[/bold]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TextColumn("{task.description}"), console=console, transient=True,
-                )  # fmt: skip
-                with auditor_progress as progress:
-                    bar = progress.add_task("", total=len(folders))
+            auditor_progress = Progress(
+                TextColumn("[bold]audit[/bold]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("{task.description}"), console=console, transient=True,
+            )  # fmt: skip
+            with auditor_progress as progress:
+                bar = progress.add_task("", total=len(folders))
 
-                    def advance(message: str, bar: TaskID = bar, progress: Progress = progress) -> None:
-                        progress.update(bar, advance=1, description=message)
+                def advance(message: str, bar: TaskID = bar, progress: Progress = progress) -> None:
+                    progress.update(bar, advance=1, description=message)
 
-                    try:
-                        auditor = Auditor(pool.ledger, run.run_id, config, progress=advance, executor=workers)
-                    except SandboxUnavailableError as e:
-                        console.print(f"[red]error:[/red] {e}")
-                        raise typer.Exit(2) from e
-                    chosen = auditor.backend
-                    try:
-                        audits += auditor.audit(folders)
-                    finally:
-                        auditor.close()
-            finally:
-                pool.ledger.end_run(run.run_id)
+                try:
+                    batch = audit_folders(pool, folders, config, executor=workers, progress=advance,
+                                          on_reaped=reaped_notice(console), scan=False)  # fmt: skip
+                except SandboxUnavailableError as e:
+                    console.print(f"[red]error:[/red] {e}")
+                    raise typer.Exit(2) from e
+            chosen = batch.backend
+            audits += batch.audits
+            if batch.run_id is not None:
+                run_ids.append(batch.run_id)
     seconds = time.perf_counter() - started
     print_summary(Console(), audits, backend=chosen, seconds=seconds)
     if json_file:

@@ -83,11 +83,8 @@ def _task_dir(path: Path) -> Path:
 
 
 def _run(pool: Pool, kind: RunKind, config: dict[str, Any], work: Callable[[str], T]) -> T:
-    run = pool.ledger.start_run(kind, config)
-    try:
+    with pool.ledger.run(kind, config) as run:
         return work(run.run_id)
-    finally:
-        pool.ledger.end_run(run.run_id)
 
 
 def _print_records(records: list[HardenRecord], failures: list[tuple[str, str]], seconds: float) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from qaflow.harden.versions import author_of
-from qaflow.ledger import Ledger
+from qaflow.ledger import Ledger, StatusWriter
 from qaflow.models.records import Finding, Result, Severity, TaskVersion, VersionStatus
 from qaflow.models.trial import ExitStatus
 
@@ -216,7 +216,7 @@ def decide(ledger: Ledger, version: TaskVersion, *, run_id: str, config: GateCon
         reason = "gate: accepted: " + "; ".join(e.summary for e in decision.evidence)
     else:
         reason = "gate: missing: " + "; ".join(f"{e.kind.value}: {e.summary}" for e in decision.missing)
-    ledger.set_status(version.version, decision.status, reason=reason[:1000], run_id=run_id)
+    ledger.set_status(version.version, decision.status, by=StatusWriter.GATE, reason=reason[:1000], run_id=run_id)
     earlier = [r for r in ledger.results(task_version=version.version) if r.probe == DECISION_PROBE]
     ledger.put_result(
         Result(task_version=version.version, probe=DECISION_PROBE, attempt=len(earlier), run_id=run_id,

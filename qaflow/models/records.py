@@ -103,6 +103,13 @@ class TaskVersion(_Row):
     def short(self) -> str:
         return self.version[:12]
 
+    @property
+    def origin(self) -> str | None:
+        """The step that made this version from another (`harden`, `repair`), from its `source`; None for
+        a version loaded from a task folder as it was written."""
+        kind, sep, _ = self.source.partition(":")
+        return kind if sep and kind in {"harden", "repair"} else None
+
 
 class Head(_Row):
     """The version currently found at a pool path (the pool's present state, not history)."""

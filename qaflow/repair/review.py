@@ -135,13 +135,10 @@ def store_review(review: TaskReview) -> Path | None:
     with Pool.open(root, create=False) as pool:
         if pool.ledger.get_version(review.version) is None:
             pool.scan()
-        run = pool.ledger.start_run(RunKind.REVIEW, {"model": review.model, "criteria": list(CRITERIA)})
-        try:
+        with pool.ledger.run(RunKind.REVIEW, {"model": review.model, "criteria": list(CRITERIA)}) as run:
             for f in review.findings:
                 pool.ledger.add_finding(
                     Finding(task_version=review.version, run_id=run.run_id, code=f.code, severity=f.severity,
                             message=f.message, evidence=f.evidence)
                 )  # fmt: skip
-        finally:
-            pool.ledger.end_run(run.run_id)
         return pool.ledger.path

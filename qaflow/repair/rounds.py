@@ -23,6 +23,7 @@ from pathlib import Path
 
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.executors import Executor
+from qaflow.ledger.status import StatusWriter
 from qaflow.models.records import FindingCode, Result, RunKind, TaskRow, VersionStatus
 from qaflow.models.repair import (
     CONTINUE,
@@ -39,6 +40,7 @@ from qaflow.pool import Pool
 from qaflow.repair.base import Repairer, RepairError, Reviewer
 from qaflow.repair.chain import chain_records, latest_findings, round_base, unresolved_note
 from qaflow.repair.step import Chain, RoundRunner, labels
+from qaflow.runs import open_run
 
 ProgressFn = Callable[[str], None]
 CANDIDATES = frozenset(
@@ -101,8 +103,7 @@ def repair_pool(
         "out_dir": str(out),
         "audit": audit_config.model_dump(mode="json"),
     }
-    run = pool.ledger.start_run(RunKind.REPAIR, config)
-    try:
+    with open_run(pool.ledger, RunKind.REPAIR, config) as run:
         auditor = Auditor(pool.ledger, run.run_id, audit_config, executor=executor)
         try:
             session = _Session(pool, auditor, repairer, reviewer, out, max_rounds, codes, progress)
@@ -112,8 +113,6 @@ def repair_pool(
                 records = [r for r in tasks.map(session.repair_task, heads) if r is not None]
         finally:
             auditor.close()
-    finally:
-        pool.ledger.end_run(run.run_id)
     out.mkdir(parents=True, exist_ok=True)
     (out / REPAIRS_JSON).write_text(
         json.dumps([r.model_dump(mode="json") for r in records], indent=2) + "\n", encoding="utf-8"
@@ -202,11 +201,15 @@ class _Session:
                 known = self.ledger.get_version(other.version)
                 if known is not None and known.status is VersionStatus.NEEDS_REPAIR:
                     self.ledger.set_status(
-                        other.version, VersionStatus.REPAIRED, reason=f"repair: superseded by {rec.version[:12]}"
+                        other.version,
+                        VersionStatus.REPAIRED,
+                        by=StatusWriter.REPAIR,
+                        reason=f"repair: superseded by {rec.version[:12]}",
                     )
         self.ledger.set_status(
             chain.original,
             VersionStatus.REPAIRED,
+            by=StatusWriter.REPAIR,
             reason=f"repair: accepted as {rec.version[:12]} in round {rec.round} ({rec.repairer})",
             run_id=self.auditor.run_id,
         )
@@ -236,8 +239,8 @@ class _Session:
                 )
             )  # fmt: skip
         self.ledger.set_status(
-            chain.original, VersionStatus.UNRESOLVED, reason=f"repair: {reason.value}: {detail}"[:1000],
-            run_id=self.auditor.run_id,
+            chain.original, VersionStatus.UNRESOLVED, by=StatusWriter.REPAIR,
+            reason=f"repair: {reason.value}: {detail}"[:1000], run_id=self.auditor.run_id,
         )  # fmt: skip
         return self._record(
             chain, TaskOutcome.UNRESOLVED, final=made, reason=reason, detail=detail, codes_after=after, resumed=resumed

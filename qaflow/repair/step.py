@@ -12,6 +12,7 @@ from pathlib import Path
 
 from qaflow.audit.runner import Auditor
 from qaflow.errors import QaflowError, TaskError
+from qaflow.ledger.status import StatusWriter
 from qaflow.models.audit import AuditFinding, TaskAudit
 from qaflow.models.records import Finding, FindingCode, Result, Severity, TaskRow, TaskVersion, VersionStatus, utcnow
 from qaflow.models.repair import REPAIR_PROBE, ReviewRecord, RoundOutcome, RoundRecord
@@ -141,7 +142,10 @@ class RoundRunner:
             except Exception as e:
                 # unreviewed is not accepted; a retry redoes the round (the same files are adopted)
                 self.ledger.set_status(
-                    version, VersionStatus.NEEDS_REPAIR, reason=f"review: could not run: {type(e).__name__}: {e}"[:500]
+                    version,
+                    VersionStatus.NEEDS_REPAIR,
+                    by=StatusWriter.REPAIR,
+                    reason=f"review: could not run: {type(e).__name__}: {e}"[:500],
                 )
                 return _failed(rec, e)
         rejected = rec.review is not None and not rec.review.accept
@@ -192,6 +196,7 @@ class RoundRunner:
         self.ledger.set_status(
             rec.version,
             VersionStatus.NEEDS_REPAIR,
+            by=StatusWriter.REPAIR,
             reason=f"review: {self.reviewer.name} rejected: " + "; ".join(r.requirement for r in objections)[:500],
             run_id=self.auditor.run_id,
         )

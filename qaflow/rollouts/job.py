@@ -29,7 +29,7 @@ from qaflow.models.records import RunKind, VersionStatus
 from qaflow.models.rollout import Effort, RolloutRecord, rollout_id
 from qaflow.pool import Pool
 from qaflow.rollouts.attempt import run_attempt
-from qaflow.runs import close_crashed_runs
+from qaflow.runs import open_run
 from qaflow.sandbox import resolve_backend
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env
 from qaflow.task import Task
@@ -208,61 +208,60 @@ def run_rollouts(
     ledger = pool.ledger
     backend = resolve_backend(config.backend)
     pool.scan()
-    close_crashed_runs(ledger, RunKind.ROLLOUT)
-    run = ledger.start_run(RunKind.ROLLOUT, config.model_dump(mode="json", exclude={"model": {"script"}}))
-    report = RolloutReport(run_id=run.run_id)
-    items, report.invalid_tasks = plan_items(pool, config)
-    report.planned = len(items)
-    if not force:
-        done = ledger.rollout_ids(i.rollout_id for i in items)
-        report.skipped = sum(1 for i in items if i.rollout_id in done)
-        items = [i for i in items if i.rollout_id not in done]
-    if on_plan is not None:
-        on_plan(len(items))
-    owned = executor is None
-    workers: Executor = executor if executor is not None else LocalExecutor(config.jobs)
-    # a cluster gets a second item per slot queued, so that a freed CPU never waits for the driver
-    limit = workers.slots * (2 if workers.kind == "ray" else 1)
-    usage: dict[str, ModelTotals] = {}
-    pending: dict[Handle, RolloutItem] = {}
-    try:
-        queue = list(reversed(items))
+    with open_run(ledger, RunKind.ROLLOUT, config.model_dump(mode="json", exclude={"model": {"script"}})) as run:
+        report = RolloutReport(run_id=run.run_id)
+        items, report.invalid_tasks = plan_items(pool, config)
+        report.planned = len(items)
+        if not force:
+            done = ledger.rollout_ids(i.rollout_id for i in items)
+            report.skipped = sum(1 for i in items if i.rollout_id in done)
+            items = [i for i in items if i.rollout_id not in done]
+        if on_plan is not None:
+            on_plan(len(items))
+        owned = executor is None
+        workers: Executor = executor if executor is not None else LocalExecutor(config.jobs)
+        # a cluster gets a second item per slot queued, so that a freed CPU never waits for the driver
+        limit = workers.slots * (2 if workers.kind == "ray" else 1)
+        usage: dict[str, ModelTotals] = {}
+        pending: dict[Handle, RolloutItem] = {}
         try:
-            while queue or pending:
-                while queue and len(pending) < limit:
-                    item = queue.pop()
-                    env = item.task.config.environment
-                    resources = Resources(
-                        cpus=env.cpus or workers.resources.cpus, memory_mb=env.memory_mb or workers.resources.memory_mb
-                    )
-                    args = (item.effort, item.attempt, config.round, backend, config.harness, run.run_id)
-                    net = (config.offline, config.network.value)
-                    handle = workers.submit(
-                        attempt_item, workers.share_task(item.task), config.model, *args, *net, resources=resources
-                    )
-                    pending[handle] = item
-                for handle in workers.wait(list(pending), timeout=POLL_S):
-                    item = pending.pop(handle)
-                    try:
-                        outcome: AttemptOutcome = handle.result()
-                    except QaflowError as e:
-                        report.failed.append((item.rollout_id, f"{item.task.name}: {type(e).__name__}: {e}"))
-                        continue
-                    _add_usage(usage, outcome.usage)
-                    ledger.put_rollout(outcome.record, force=force)
-                    report.records.append(outcome.record)
-                    if on_record is not None:
-                        on_record(outcome.record)
-        except BaseException:
-            report.interrupted = True
-            workers.cancel(list(pending))
-            with contextlib.suppress(Exception):
-                workers.reap([run.run_id])
-            raise
-    finally:
-        if owned:
-            workers.close()
-        report.usage = usage_summary(usage)
-        report.shards = sync_shards(pool, shard_dir(pool, config))
-        ledger.end_run(run.run_id)
+            queue = list(reversed(items))
+            try:
+                while queue or pending:
+                    while queue and len(pending) < limit:
+                        item = queue.pop()
+                        env = item.task.config.environment
+                        resources = Resources(
+                            cpus=env.cpus or workers.resources.cpus,
+                            memory_mb=env.memory_mb or workers.resources.memory_mb,
+                        )
+                        args = (item.effort, item.attempt, config.round, backend, config.harness, run.run_id)
+                        net = (config.offline, config.network.value)
+                        handle = workers.submit(
+                            attempt_item, workers.share_task(item.task), config.model, *args, *net, resources=resources
+                        )
+                        pending[handle] = item
+                    for handle in workers.wait(list(pending), timeout=POLL_S):
+                        item = pending.pop(handle)
+                        try:
+                            outcome: AttemptOutcome = handle.result()
+                        except QaflowError as e:
+                            report.failed.append((item.rollout_id, f"{item.task.name}: {type(e).__name__}: {e}"))
+                            continue
+                        _add_usage(usage, outcome.usage)
+                        ledger.put_rollout(outcome.record, force=force)
+                        report.records.append(outcome.record)
+                        if on_record is not None:
+                            on_record(outcome.record)
+            except BaseException:
+                report.interrupted = True
+                workers.cancel(list(pending))
+                with contextlib.suppress(Exception):
+                    workers.reap([run.run_id])
+                raise
+        finally:
+            if owned:
+                workers.close()
+            report.usage = usage_summary(usage)
+            report.shards = sync_shards(pool, shard_dir(pool, config))
     return report

@@ -23,7 +23,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from qaflow.errors import QaflowError
-from qaflow.ledger_schema import LATEST_VERSION, MIGRATIONS, TABLES
+from qaflow.ledger.schema import LATEST_VERSION, MIGRATIONS, TABLES
 from qaflow.models.records import utcnow
 
 _POLARS_TYPES: dict[str, Any] = {"TEXT": pl.String, "INTEGER": pl.Int64, "REAL": pl.Float64, "BLOB": pl.Binary}

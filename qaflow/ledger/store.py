@@ -5,7 +5,7 @@ Append-only in spirit: rows are inserted; a version's status changes only throug
 `(task_version, probe, attempt)` so repeated work is found (`has_result`, `pending`) and
 skipped, which is what makes long runs resumable.
 
-The plumbing (connections, transactions, migrations, frames) is `qaflow.ledger_db.LedgerDB`.
+The plumbing (connections, transactions, migrations, frames) is `qaflow.ledger.db.LedgerDB`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ import json
 import socket
 import sqlite3
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import BaseModel
 
-from qaflow.ledger_db import LedgerDB, LedgerError, to_json, ts
-from qaflow.ledger_rollouts import RolloutLedger
+from qaflow.ledger.db import LedgerDB, LedgerError, to_json, ts
+from qaflow.ledger.rollouts import RolloutLedger
+from qaflow.ledger.status import StatusWriter, allowed, status_after_audit
 from qaflow.models.records import (
     Finding,
     Head,
@@ -125,19 +127,29 @@ class Ledger(RolloutLedger, LedgerDB):
         version: str,
         status: VersionStatus,
         *,
+        by: StatusWriter,
         reason: str,
         run_id: str | None = None,
         error: str | None = None,
     ) -> TaskVersion:
         """Change a version's status, recording why in `status_log`. Setting the same status is a no-op.
 
+        `by` is the step asking; a move `qaflow.ledger.status.TRANSITIONS` does not allow it is refused.
         `error` replaces the stored error text; without it an `invalid` version keeps its error and
         any other status clears it.
+
+        Raises:
+            LedgerError: an unknown version, or a transition `by` may not make.
         """
         with self.transaction() as conn:
             current = self.get_version(version)
             if current is None:
                 raise LedgerError(self.path, f"unknown task version {version[:12]}")
+            if not allowed(by, current.status, status):
+                raise LedgerError(
+                    self.path,
+                    f"{by.value} may not move {version[:12]} from {current.status.value} to {status.value}",
+                )
             if error is None:
                 error = current.error if status == VersionStatus.INVALID else None
             if current.status == status and current.error == error:
@@ -147,6 +159,18 @@ class Ledger(RolloutLedger, LedgerDB):
             )
             self._log_status(conn, version, current.status, status, reason, run_id)
         return current.model_copy(update={"status": status, "error": error})
+
+    def record_verdict(self, version: str, *, clean: bool, reason: str, run_id: str | None = None) -> TaskVersion:
+        """Record an audit's verdict on `version` as its status (`qaflow.ledger.status.status_after_audit`).
+
+        Raises:
+            LedgerError: an unknown version, or one whose status an audit may not change (retired, invalid).
+        """
+        current = self.get_version(version)
+        if current is None:
+            raise LedgerError(self.path, f"unknown task version {version[:12]}")
+        status = status_after_audit(current, clean)
+        return self.set_status(version, status, by=StatusWriter.AUDIT, reason=reason, run_id=run_id)
 
     def _log_status(
         self,
@@ -218,6 +242,16 @@ class Ledger(RolloutLedger, LedgerDB):
                 (run.run_id, run.kind.value, ts(run.started_at), to_json(run.config), run.host),
             )
         return run
+
+    @contextmanager
+    def run(self, kind: RunKind, config: BaseModel | dict[str, Any] | None = None) -> Iterator[Run]:
+        """`with ledger.run(kind, config) as run:` a run recorded as started, and as ended when the block
+        ends, however it ends. (A process killed inside it leaves the run open: `qaflow.runs` reaps it.)"""
+        run = self.start_run(kind, config)
+        try:
+            yield run
+        finally:
+            self.end_run(run.run_id)
 
     def end_run(self, run_id: str) -> Run:
         with self.transaction() as conn:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-from qaflow.ledger_db import LedgerDB, ts
+from qaflow.ledger.db import LedgerDB, ts
 from qaflow.models.rollout import RolloutRecord
 
 _CHUNK = 500

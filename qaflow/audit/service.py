@@ -1,0 +1,57 @@
+"""Audit task folders of a pool inside one recorded run: what `qaflow audit`, the pipeline and
+augmentation all call, so that each reaps crashed audit runs first and records the run the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from qaflow.audit.runner import AuditConfig, Auditor, ProgressFn
+from qaflow.executors import Executor
+from qaflow.models.audit import TaskAudit
+from qaflow.models.records import RunKind
+from qaflow.runs import Reaped, open_run
+
+if TYPE_CHECKING:
+    from qaflow.pool import Pool
+
+
+class AuditBatch(BaseModel):
+    """The audits of one call, with the run they were recorded under and the backend that ran them."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    audits: list[TaskAudit]
+    run_id: str | None
+    """None when there was nothing to audit (no run is recorded then)."""
+    backend: str
+
+
+def audit_folders(
+    pool: Pool,
+    folders: list[Path],
+    config: AuditConfig,
+    *,
+    executor: Executor | None = None,
+    progress: ProgressFn | None = None,
+    on_reaped: Reaped | None = None,
+    scan: bool = True,
+) -> AuditBatch:
+    """Audit `folders` of `pool` (scanned first unless `scan=False`) in a new audit run, crashed audit
+    runs reaped first. With no folders nothing is recorded.
+
+    Raises:
+        SandboxUnavailableError: no backend can run the audit (nothing is audited; the run is closed).
+    """
+    if not folders:
+        return AuditBatch(audits=[], run_id=None, backend=config.backend)
+    if scan:
+        pool.scan()
+    with open_run(pool.ledger, RunKind.AUDIT, config, on_reaped=on_reaped) as run:
+        auditor = Auditor(pool.ledger, run.run_id, config, progress=progress, executor=executor)
+        try:
+            audits = auditor.audit(folders)
+        finally:
+            auditor.close()
+        return AuditBatch(audits=audits, run_id=run.run_id, backend=auditor.backend)
