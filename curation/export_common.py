@@ -30,7 +30,7 @@ from datasets import Dataset, Features, List, Value
 from pydantic import BaseModel, Field, computed_field
 
 import qaflow
-from qaflow.errors import QaflowError
+from qaflow.errors import PathError
 from qaflow.ledger import LedgerError
 from qaflow.models.frame import ROLLOUT_SCHEMA
 from qaflow.models.records import TaskRow, VersionStatus, utcnow
@@ -60,14 +60,12 @@ MESSAGE_FEATURE = {
 MESSAGE_KEYS = tuple(MESSAGE_FEATURE)
 
 
-class ExportError(QaflowError):
+class ExportError(PathError):
     """An export cannot be done at all (bad input, existing output, nothing left, no hub token)."""
 
     def __init__(self, path: Path | str, reason: str, removed: Sequence[Removed] = ()):
-        self.path = Path(path)
-        self.reason = reason
+        super().__init__(path, reason)
         self.removed = list(removed)
-        super().__init__(f"{self.path}: {reason}")
 
 
 class NothingToExport(ExportError):

@@ -25,29 +25,22 @@ with joins and group-bys; nothing loops over rows in Python.
 from __future__ import annotations
 
 import importlib
-import json
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import polars as pl
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from curation.filter_structure import field_of, structure_reasons
-from qaflow.errors import QaflowError
+from qaflow.config_file import load_config
+from qaflow.errors import ConfigError
 from qaflow.models.frame import ROLLOUT_SCHEMA, empty_frame
 
 
-class FilterConfigError(QaflowError):
+class FilterConfigError(ConfigError):
     """A filter config file cannot be used. `path` names the file, `reason` says why."""
-
-    def __init__(self, path: Path | str, reason: str):
-        self.path = Path(path)
-        self.reason = reason
-        super().__init__(f"{self.path}: {reason}")
 
 
 @dataclass(frozen=True)
@@ -406,27 +399,12 @@ class FilterConfig(BaseModel):
 
     @classmethod
     def load(cls, path: Path | str) -> FilterConfig:
-        """A config from a YAML, TOML or JSON file (by suffix): a `rules` list, or the list itself."""
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-            if path.suffix == ".toml":
-                data: Any = tomllib.loads(text)
-            elif path.suffix == ".json":
-                data = json.loads(text)
-            else:
-                data = yaml.safe_load(text)
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, json.JSONDecodeError, yaml.YAMLError) as e:
-            raise FilterConfigError(path, f"cannot read: {e}") from e
-        if isinstance(data, list):
-            data = {"rules": data}
-        if not isinstance(data, dict):
-            raise FilterConfigError(path, "expected a mapping with a `rules` list")
-        try:
-            return cls.model_validate(data)
-        except ValidationError as e:
-            problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
-            raise FilterConfigError(path, problems) from e
+        """A config from a YAML, TOML or JSON file (by suffix): a `rules` list, or the list itself.
+
+        Raises:
+            FilterConfigError: unreadable or invalid, naming the file and every problem.
+        """
+        return load_config(path, cls, what="filter config", list_key="rules", error=FilterConfigError)
 
 
 GROUP_KEYS = ("source", "effort")

@@ -17,20 +17,18 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from curation.dedup import DedupConfig
 from curation.mixing import MixConfig
 from curation.sources import SourceSpec, StageResult, empty_removed
-from qaflow.config_file import load_yaml_config
+from qaflow.audit.runner import AuditConfig
+from qaflow.config_file import load_yaml_config, validation_reason
+from qaflow.errors import ConfigError
 from qaflow.ledger.status import StatusWriter
-from qaflow.sandbox.spec import RuntimeNetwork, network_from_env, offline_from_env
-
-if TYPE_CHECKING:
-    from qaflow.audit.runner import AuditConfig
 
 STAGES = (
     "source",
@@ -60,33 +58,6 @@ class DecontamStage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     benchmarks: list[dict[str, Any]] = Field(description="BenchmarkSpec mappings (path, name, ...).")
     config: dict[str, Any] = Field(default_factory=dict, description="DecontamConfig fields.")
-
-
-class AuditStage(BaseModel):
-    """The sandbox settings of every sandboxed stage (audit, repair, augment's audit, rollout)."""
-
-    model_config = ConfigDict(extra="forbid")
-    backend: str = "auto"
-    repeats: int = Field(2, ge=1)
-    max_mutants: int = Field(6, ge=0)
-    jobs: int = Field(2, ge=1)
-    offline: bool = Field(default_factory=offline_from_env, description="Build without network ($QAFLOW_OFFLINE).")
-    network: RuntimeNetwork = Field(
-        default_factory=network_from_env, description="Runtime network: task (as declared) or none ($QAFLOW_NETWORK)."
-    )
-
-    def audit_config(self) -> AuditConfig:
-        """The `AuditConfig` of these settings."""
-        from qaflow.audit.runner import AuditConfig
-
-        return AuditConfig(
-            backend=self.backend,
-            repeats=self.repeats,
-            max_mutants=self.max_mutants,
-            jobs=self.jobs,
-            offline=self.offline,
-            network=self.network,
-        )
 
 
 class RepairStage(BaseModel):
@@ -125,7 +96,9 @@ class PipelineConfig(BaseModel):
     length: LengthStage | None = None
     mix: MixConfig | None = None
     augment: list[str] | None = Field(None, description="Augmentation styles (needs a model).")
-    audit: AuditStage = Field(default_factory=AuditStage)
+    audit: AuditConfig = Field(
+        default_factory=AuditConfig, description="As `qaflow audit` (same names, same defaults)."
+    )
     repair: RepairStage | None = Field(default_factory=RepairStage)
     harden: HardenStage | None = Field(default_factory=HardenStage)
     rollout: RolloutStage | None = Field(default_factory=RolloutStage)
@@ -134,8 +107,13 @@ class PipelineConfig(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> PipelineConfig:
-        """Read YAML; relative paths (output_dir, source paths) are taken from the config file's folder."""
-        data = load_yaml_config(path, what="a pipeline config")
+        """Read a YAML, TOML or JSON config; relative paths (output_dir, source paths) are taken from the
+        config file's folder.
+
+        Raises:
+            ConfigError: unreadable or invalid, naming the file and every problem.
+        """
+        data = load_yaml_config(path, what="pipeline config")
         base = Path(path).resolve().parent
 
         def absolute(value: Any) -> Any:
@@ -149,7 +127,10 @@ class PipelineConfig(BaseModel):
         for bench in (data.get("decontam") or {}).get("benchmarks") or []:
             if "path" in bench:
                 bench["path"] = absolute(bench["path"])
-        return cls.model_validate(data)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            raise ConfigError(path, f"invalid pipeline config: {validation_reason(e)}") from e
 
 
 class StageInfo(BaseModel):
@@ -316,7 +297,7 @@ class Pipeline:
             out_dir=self.out / "augmented",
             llm=LLMConfig(model=self.config.model),
             styles=self.config.augment,
-            audit=self.config.audit.audit_config(),
+            audit=self.config.audit,
         )
         result = augment_tasks(tasks, config, existing=tasks["instruction"].to_list(), progress=self.say)
         merged = pl.concat([tasks, result.kept], how="diagonal_relaxed")
@@ -346,9 +327,7 @@ class Pipeline:
         tasks = tasks.with_columns(pl.col("path").replace_strict(placed, default=None).alias("pool_path"))
         with Pool.open(self.pool_dir) as pool:
             folders = sorted({self.pool_dir / p for p in placed.values()})
-            audits = audit_folders(
-                pool, folders, self.config.audit.audit_config(), executor=self.executor, progress=self.say
-            ).audits
+            audits = audit_folders(pool, folders, self.config.audit, executor=self.executor, progress=self.say).audits
             info.info["verdicts"] = _counts(a.verdict.value for a in audits)
             tasks = attach_status(tasks, pool.ledger)
         return audit_filter(tasks, allowed=("accepted", "needs_repair")), None
@@ -367,7 +346,7 @@ class Pipeline:
         from qaflow.repair.rounds import repair_pool
         from qaflow.repair.rules import RuleRepairer
 
-        config = self.config.audit.audit_config()
+        config = self.config.audit
         with Pool.open(self.pool_dir) as pool:
             records = repair_pool(
                 pool,
@@ -421,9 +400,7 @@ class Pipeline:
                         continue
                     hardened.append((row, rec))
             folders = [self.pool_dir / rec.pool_path for _, rec in hardened]
-            audits = audit_folders(
-                pool, folders, self.config.audit.audit_config(), executor=self.executor, progress=self.say
-            ).audits
+            audits = audit_folders(pool, folders, self.config.audit, executor=self.executor, progress=self.say).audits
             verdicts = {a.version: a.verdict.value for a in audits}
         new_rows = []
         for row, rec in hardened:

@@ -14,13 +14,18 @@ class QaflowError(Exception):
     """Base of every error qaflow raises on purpose."""
 
 
-class TaskError(QaflowError):
-    """A task folder is invalid. `path` names the offending file, `reason` says why."""
+class PathError(QaflowError):
+    """Something is wrong with a file or folder: `path` names it, `reason` says why; the message is
+    `path: reason`. Domain errors about files (tasks, pools, ledgers, imports, configs) subclass it."""
 
     def __init__(self, path: Path | str, reason: str):
         self.path = Path(path)
         self.reason = reason
         super().__init__(f"{self.path}: {reason}")
+
+
+class TaskError(PathError):
+    """A task folder is invalid. `path` names the offending file, `reason` says why."""
 
 
 class SandboxError(QaflowError):
@@ -45,6 +50,10 @@ class UnsupportedError(SandboxError):
 
 class RewardError(QaflowError):
     """The verifier left no usable reward: missing, empty or unparsable reward file."""
+
+
+class ConfigError(PathError):
+    """A config file (YAML, TOML or JSON) cannot be read or does not match its schema."""
 
 
 class LLMError(QaflowError):

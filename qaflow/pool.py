@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
-from qaflow.errors import QaflowError, TaskError
+from qaflow.errors import PathError, TaskError
 from qaflow.ledger import Ledger, StatusWriter
 from qaflow.models.records import (
     Finding,
@@ -35,13 +35,8 @@ DEFAULT_LEDGER = Path(".qaflow") / "ledger.sqlite"
 """Where a pool keeps its ledger, relative to the pool folder."""
 
 
-class PoolError(QaflowError):
+class PoolError(PathError):
     """The pool cannot be opened or the thing asked for is not in it."""
-
-    def __init__(self, path: Path | str, reason: str):
-        self.path = Path(path)
-        self.reason = reason
-        super().__init__(f"{self.path}: {reason}")
 
 
 class PoolConfig(BaseModel):

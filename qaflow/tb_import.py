@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
 
-from qaflow.errors import QaflowError, TaskError
+from qaflow.errors import PathError, TaskError
 from qaflow.task import IGNORED_NAMES, Task, TaskConfig, copy_sources, dockerfile_logical_lines, tree_hash
 
 TB_DEFAULT_AGENT_TIMEOUT_SEC = 360.0
@@ -58,13 +58,8 @@ exit "$status"
 """
 
 
-class TbImportError(QaflowError):
+class TbImportError(PathError):
     """The import cannot start: SRC is missing or holds no TB task, or DST is not a folder."""
-
-    def __init__(self, path: Path | str, reason: str):
-        self.path = Path(path)
-        self.reason = reason
-        super().__init__(f"{self.path}: {reason}")
 
 
 class TbTaskYaml(BaseModel):

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.table import Table
 
 from qaflow.cli.output import console, emit_json, usage_error
+from qaflow.errors import ConfigError
 
 
 def round_cmd(
@@ -27,8 +27,8 @@ def round_cmd(
 
     try:
         config = RoundConfig.load(config_file)
-    except (OSError, ValueError, ValidationError) as e:
-        usage_error(f"{config_file}: {e}")
+    except ConfigError as e:
+        usage_error(str(e))
     try:
         report = run_round(config)
     except ValueError as e:

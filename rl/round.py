@@ -16,7 +16,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.agents.harness import HarnessConfig
-from qaflow.config_file import load_yaml_config
+from qaflow.config_file import load_config
 from qaflow.models.frame import read_rollouts, records_to_frame
 from qaflow.models.rollout import EFFORT_RANK, Effort
 from rl.advantage import AdvantageMode, advantages, score
@@ -47,13 +47,18 @@ class RoundConfig(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> RoundConfig:
-        data = load_yaml_config(
+        """Read a YAML, TOML or JSON config; relative paths are taken from the config file's folder.
+
+        Raises:
+            ConfigError: unreadable or invalid, naming the file and every problem.
+        """
+        return load_config(
             path,
-            what="a round config",
+            cls,
+            what="round config",
             path_keys=("adapter", "output_dir", "pool", "rollouts", "chat_template"),
             model_keys=("policy",),
         )
-        return cls.model_validate(data)
 
 
 class RoundReport(BaseModel):

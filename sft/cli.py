@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
 from qaflow.cli.output import console, emit_json, usage_error
+from qaflow.errors import ConfigError
 
 app = typer.Typer(
     help="Supervised fine-tuning on whole agent sessions, tool observations masked.", no_args_is_help=True
@@ -35,8 +35,8 @@ def train_cmd(config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help
 
     try:
         config = SFTTrainConfig.load(config_file)
-    except (OSError, ValueError, ValidationError) as e:
-        usage_error(f"{config_file}: {e}")
+    except ConfigError as e:
+        usage_error(str(e))
     report = train(config)
     out = console()
     out.print(

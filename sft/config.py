@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qaflow.config_file import load_yaml_config
+from qaflow.config_file import load_config
 from sft.masking import MaskingConfig
 
 
@@ -45,11 +45,15 @@ class SFTTrainConfig(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> SFTTrainConfig:
-        """Read a YAML config; relative paths are taken from the config file's folder."""
-        data = load_yaml_config(
+        """Read a YAML, TOML or JSON config; relative paths are taken from the config file's folder.
+
+        Raises:
+            ConfigError: unreadable or invalid, naming the file and every problem.
+        """
+        return load_config(
             path,
-            what="an SFT config",
+            cls,
+            what="SFT config",
             path_keys=("dataset", "output_dir", "eval_dataset", "chat_template"),
             model_keys=("model",),
         )
-        return cls.model_validate(data)

@@ -191,7 +191,7 @@ def test_status_moves_outside_the_table_are_refused_and_leave_nothing(ledger: Le
     ledger.set_status(vid("a"), VersionStatus.NEEDS_REPAIR, by=StatusWriter.AUDIT, reason="audit: flaky")
     ledger.set_status(vid("a"), VersionStatus.UNRESOLVED, by=StatusWriter.REPAIR, reason="repair: gave up")
     ledger.add_version(version("r", status=VersionStatus.RETIRED))
-    with pytest.raises(LedgerError, match="audit may not move .* from retired"):
+    with pytest.raises(LedgerError, match=r"audit may not move .* from retired"):
         ledger.set_status(vid("r"), VersionStatus.ACCEPTED, by=StatusWriter.AUDIT, reason="x")
 
 

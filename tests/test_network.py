@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from curation.pipeline import AuditStage
+from curation.pipeline import PipelineConfig
 from qaflow.audit.runner import AuditConfig
 from qaflow.cli import app
 from qaflow.errors import BuildError, UnsupportedError
@@ -106,11 +106,14 @@ def test_run_settings_come_from_the_environment(tmp_path: Path, monkeypatch: pyt
         RunNetwork()
 
 
-def test_pipeline_audit_settings_reach_the_audit_config():
-    stage = AuditStage.model_validate({"backend": "bwrap", "offline": True, "network": "none"})
-    config = stage.audit_config()
+def test_pipeline_audit_settings_reach_the_audit_config(tmp_path: Path):
+    path = tmp_path / "pipeline.yaml"
+    path.write_text("name: p\nsources: []\naudit: {backend: bwrap, offline: true, network: none}\n")
+    config = PipelineConfig.load(path).audit
     assert (config.backend, config.offline, config.network) == ("bwrap", True, RuntimeNetwork.NONE)
-    assert AuditStage().audit_config().network is RuntimeNetwork.TASK
+    default = PipelineConfig.model_validate({"name": "p", "output_dir": "out", "sources": []}).audit
+    assert default == AuditConfig()  # the batch job audits as `qaflow audit` does by default
+    assert default.network is RuntimeNetwork.TASK
 
 
 # ----- allowlist ------------------------------------------------------------------------------------

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
 from qaflow.cli.output import console, emit_json, usage_error
+from qaflow.errors import ConfigError
 
 app = typer.Typer(help="Run the curation pipeline as one resumable batch job.", no_args_is_help=True)
 
@@ -37,8 +37,8 @@ def run_cmd(
 
     try:
         config = PipelineConfig.load(config_file)
-    except (OSError, ValueError, ValidationError) as e:
-        usage_error(f"{config_file}: {e}")
+    except ConfigError as e:
+        usage_error(str(e))
     workers = None
     if executor != "local" or address:
         from qaflow.executors import ExecutorError, executor_from_options

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.audit.effects import Effect
 from qaflow.audit.infra import classify
@@ -60,6 +60,9 @@ DEFAULT_REPEATS = repeats_for()  # 6: a 50% coin-flip verifier is caught with pr
 
 
 class AuditConfig(BaseModel):
+    """How `qaflow audit` audits; the pipeline's `audit:` section is this same model."""
+
+    model_config = ConfigDict(extra="forbid")
     backend: str = Field("auto", description="auto, docker or bwrap")
     repeats: int = Field(DEFAULT_REPEATS, ge=1, description="Runs of each of nop and oracle (flakiness)")
     jobs: int = Field(2, ge=1, description="Trials run concurrently")

@@ -36,8 +36,9 @@ def emit_json(value: BaseModel | list[Any] | dict[str, Any]) -> None:
 
 
 def usage_error(message: str) -> NoReturn:
-    """Print `error: message` on stderr and exit with the usage-error status."""
-    console(stderr=True).print(f"[red]error:[/red] {escape(message)}", markup=True)
+    """Print `error: message` on stderr, on one line however long (a path must stay whole), and exit with
+    the usage-error status."""
+    console(stderr=True).print(f"[red]error:[/red] {escape(message)}", markup=True, soft_wrap=True)
     raise typer.Exit(USAGE_ERROR)
 
 

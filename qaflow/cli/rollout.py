@@ -3,13 +3,11 @@ prints pass rates, pass@k and difficulty bands."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
 import polars as pl
 import typer
-import yaml
 from pydantic import ValidationError
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -18,7 +16,8 @@ from rich.table import Table
 from qaflow.cli.llm_options import MODEL_ENV, load_script
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.cli.run import NetworkOpt, OfflineOpt
-from qaflow.errors import SandboxError, SandboxUnavailableError
+from qaflow.config_file import read_config_data
+from qaflow.errors import ConfigError, SandboxError, SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.ledger import LedgerError
 from qaflow.models.frame import read_rollouts, records_to_frame
@@ -38,10 +37,9 @@ def register(app: typer.Typer) -> None:
 
 def _config_file(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except (OSError, UnicodeError, tomllib.TOMLDecodeError, yaml.YAMLError) as e:
-        usage_error(f"{path}: cannot read the rollout config: {e}")
+        data = read_config_data(path, what="the rollout config")
+    except ConfigError as e:
+        usage_error(str(e))
     if not isinstance(data, dict):
         usage_error(f"{path}: the rollout config must be a mapping")
     return data

@@ -28,13 +28,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from qaflow.errors import QaflowError
+
 SECTION = "qaflow"
 """The `[metadata.<SECTION>]` table of task.toml that holds the declared graph."""
 KEYS = ("requirements", "artifacts", "checks")
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]*$")
 
 
-class GraphSpecError(ValueError):
+class GraphSpecError(QaflowError, ValueError):
     """The declared graph is malformed (wrong types, duplicate ids, references to undeclared ids)."""
 
 

@@ -22,20 +22,15 @@ from typing import Any, Self
 import polars as pl
 from pydantic import BaseModel
 
-from qaflow.errors import QaflowError
+from qaflow.errors import PathError
 from qaflow.ledger.schema import LATEST_VERSION, MIGRATIONS, TABLES
 from qaflow.models.records import utcnow
 
 _POLARS_TYPES: dict[str, Any] = {"TEXT": pl.String, "INTEGER": pl.Int64, "REAL": pl.Float64, "BLOB": pl.Binary}
 
 
-class LedgerError(QaflowError):
+class LedgerError(PathError):
     """The ledger file cannot be used (newer schema, corrupt file) or a write broke a rule."""
-
-    def __init__(self, path: Path | str, reason: str):
-        self.path = Path(path)
-        self.reason = reason
-        super().__init__(f"{self.path}: {reason}")
 
 
 def storage_hint(path: Path) -> str:

@@ -10,12 +10,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from qaflow.errors import QaflowError
+
 M = TypeVar("M", bound=BaseModel)
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n(.*?)```", re.DOTALL)
 
 
-class StructuredOutputError(ValueError):
+class StructuredOutputError(QaflowError, ValueError):
     """The reply holds no JSON object, or one that does not match the schema."""
 
 

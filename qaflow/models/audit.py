@@ -1,4 +1,4 @@
-"""The audit's boundary types: findings with evidence, and the per-task report (DESIGN.md contract)."""
+"""The audit's boundary types: findings with evidence, and the per-task report (docs/contracts.md, "JSON shapes")."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class AuditFinding(BaseModel):
 
 
 class TaskAudit(BaseModel):
-    """One task's audit, as written by `qaflow audit --json` (the contract of DESIGN.md)."""
+    """One task's audit, as written by `qaflow audit --json` (docs/contracts.md, "JSON shapes")."""
 
     task: str
     path: str

@@ -1,4 +1,4 @@
-"""The rollout record (DESIGN.md, "Trajectories and datasets"): one attempt of one agent at one task.
+"""The rollout record (docs/contracts.md, "Trajectories and datasets"): one attempt of one agent at one task.
 
 This is the boundary type every later stage reads: filters, exporters, SFT and RL. Messages are
 OpenAI chat dicts (system, user, assistant with optional `reasoning_content` and `tool_calls`,

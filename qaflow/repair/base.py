@@ -16,19 +16,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from qaflow.errors import QaflowError
+from qaflow.errors import PathError
 from qaflow.models.audit import AuditFinding, TaskAudit
 from qaflow.models.repair import ReviewVerdict
 from qaflow.task import Task
 
 
-class RepairError(QaflowError):
+class RepairError(PathError):
     """A repair could not be done: a model failure, or a repair setup that cannot work (`path` says where)."""
-
-    def __init__(self, path: Path | str, reason: str):
-        self.path = Path(path)
-        self.reason = reason
-        super().__init__(f"{self.path}: {reason}")
 
 
 class RepairOutcome(BaseModel):

@@ -50,7 +50,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from qaflow.errors import QaflowError
+from qaflow.errors import PathError, QaflowError
 from qaflow.models.records import utcnow
 from qaflow.models.rollout import Effort, RolloutRecord, SideCall, SideCallKind, TurnUsage
 from qaflow.models.trial import ExitStatus
@@ -85,16 +85,11 @@ JOB_RESULT_KEYS = ("n_total_trials", "trial_results", "stats")
 TRIAL_MARKERS = ("agent", "verifier", "trial.log")
 
 
-class HarborImportError(QaflowError):
+class HarborImportError(PathError):
     """A trial (or the whole source) cannot be imported. `path` names the file, `reason` says why."""
 
-    def __init__(self, path: Path | str, reason: str):
-        self.path = Path(path)
-        self.reason = reason
-        super().__init__(f"{self.path}: {reason}")
 
-
-class AtifError(ValueError):
+class AtifError(QaflowError, ValueError):
     """A trajectory is not ATIF (wrong shape, unknown schema version or step source)."""
 
 

@@ -1,6 +1,6 @@
 """The `Sandbox` protocol, its result type and the spec every backend is opened from.
 
-Contract (DESIGN.md): `exec` returns an `ExecResult` whenever the command ran, whatever its
+Contract (docs/contracts.md, "Sandboxes"): `exec` returns an `ExecResult` whenever the command ran, whatever its
 exit code; it raises `SandboxError` only when the command could not run at all. A timeout
 kills the command's whole process tree and is reported with `timed_out=True`.
 """

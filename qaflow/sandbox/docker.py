@@ -442,6 +442,7 @@ class DockerBackend:
             spec,
             image_user=info.user,
             storage_enforced=self._storage_opt is True,
+            open_view=self.open_view,
         )
         if not spec.runtime_network:
             box.put("/etc/hosts", _HOSTS)  # sent with the first exec
@@ -501,6 +502,7 @@ class DockerBackend:
             image_user=box._image_user,
             storage_enforced=storage,
             owned_image=image,
+            open_view=self.open_view,
         )
 
     def _create(self, spec: SandboxSpec, info: _ImageInfo) -> str:

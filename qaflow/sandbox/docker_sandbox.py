@@ -31,7 +31,7 @@ import tarfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, Self
@@ -40,7 +40,7 @@ import docker
 import docker.errors
 import requests
 
-from qaflow.errors import SandboxError
+from qaflow.errors import SandboxError, UnsupportedError
 from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, tree_usage
 from qaflow.sandbox.docker_client import submit_removal
 from qaflow.sandbox.docker_streams import (
@@ -188,8 +188,11 @@ class DockerSandbox:
         *,
         storage_enforced: bool = False,
         owned_image: str | None = None,
+        open_view: Callable[[DockerSandbox], DockerSandbox] | None = None,
     ):
         self.client = client
+        self._open_view = open_view
+        """How the backend that made this sandbox starts a verifier view of it (`DockerBackend.open_view`)."""
         self.owned_image = owned_image
         """A snapshot image this sandbox was started from and removes on close (a verifier view)."""
         self.id = container_id
@@ -446,9 +449,9 @@ class DockerSandbox:
         """
         self._require_open()
         self._flush()
-        from qaflow.sandbox.docker import DockerBackend  # docker.py imports this module
-
-        return DockerBackend(self.client).open_view(self)
+        if self._open_view is None:
+            raise UnsupportedError(f"the sandbox of {self.spec.name} was made without a way to start a view of it")
+        return self._open_view(self)
 
     def _dead_why(self, error: object) -> str:
         """`error`, or why the container is dead when it is (the sandbox died, e.g. out of memory)."""

@@ -22,6 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from qaflow.errors import QaflowError
+
 DAEMON_JSON = Path("/etc/docker/daemon.json")
 DOCKER_PIDFILE = Path("/var/run/docker.pid")
 RUNTIME_NAME = "runsc"
@@ -29,7 +31,7 @@ RUNTIME_ARGS = ["--network=none"]
 INSTALL_HINT = "apt-get install -y runsc"
 
 
-class GvisorError(Exception):
+class GvisorError(QaflowError):
     """gVisor could not be registered; the message says what to do."""
 
 
