@@ -12,10 +12,10 @@ from qaflow.agents import NopAgent, OracleAgent
 from qaflow.cli import app
 from qaflow.harden.compose import ComposeConfig, Link, compose
 from qaflow.harden.errors import HardenError
-from qaflow.harden.graph import EdgeKind, RequirementGraph
 from qaflow.harden.versions import HardenRecord
 from qaflow.models.records import RunKind
 from qaflow.pool import Pool
+from qaflow.requirements.graph import EdgeKind, RequirementGraph
 from qaflow.sandbox.base import ExecResult, Sandbox
 from qaflow.task import Task, _walk_files
 from qaflow.trial import run_trial

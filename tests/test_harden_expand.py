@@ -12,11 +12,11 @@ from qaflow.agents import NopAgent, OracleAgent
 from qaflow.cli import app
 from qaflow.errors import LLMError
 from qaflow.harden.expand import Expansion, expand
-from qaflow.harden.graph import RequirementGraph
 from qaflow.harden.versions import AUTHOR_PROBE, PROPOSED_FILE
 from qaflow.llm import LLM, LLMConfig, ScriptedReply
 from qaflow.models.records import ResultKey, RunKind
 from qaflow.pool import Pool
+from qaflow.requirements.graph import RequirementGraph
 from qaflow.sandbox.base import ExecResult, Sandbox
 from qaflow.task import Task
 from qaflow.trial import run_trial

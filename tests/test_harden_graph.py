@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 from qaflow.audit.coverage import coverage_findings
 from qaflow.audit.lint import lint_task
 from qaflow.cli import app
-from qaflow.harden.graph import EdgeKind, NodeKind, RequirementGraph
-from qaflow.harden.reading import read_tests, workdir_of
-from qaflow.harden.spec import GraphSpec, GraphSpecError
 from qaflow.models.audit import Verdict, verdict_for
 from qaflow.models.records import FindingCode, Severity
+from qaflow.requirements.graph import EdgeKind, NodeKind, RequirementGraph
+from qaflow.requirements.reading import read_tests, workdir_of
+from qaflow.requirements.spec import GraphSpec, GraphSpecError
 from qaflow.task import Task, tree_hash
 from tests.conftest import TASKS_REPO
 from tests.taskfactory import write_task

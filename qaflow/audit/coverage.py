@@ -1,16 +1,16 @@
 """Requirement coverage (part of the lint probe): declared requirements that no verifier check reaches.
 
 The graph is the task's `[metadata.qaflow]` requirements, artifacts and checks merged with a static
-reading of its tests (`qaflow.harden.graph`). A task that declares no requirement is not judged
+reading of its tests (`qaflow.requirements.graph`). A task that declares no requirement is not judged
 (every control of tasks_repo declares none). A malformed declaration is a `lint` warning.
 """
 
 from __future__ import annotations
 
-from qaflow.harden.graph import EdgeKind, RequirementGraph
-from qaflow.harden.spec import GraphSpec, GraphSpecError
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode, Severity
+from qaflow.requirements.graph import EdgeKind, RequirementGraph
+from qaflow.requirements.spec import GraphSpec, GraphSpecError
 from qaflow.task import Task
 
 

@@ -21,10 +21,8 @@ from qaflow.harden.compose import ComposeConfig, Link, compose
 from qaflow.harden.errors import HardenError
 from qaflow.harden.expand import ExpandConfig, expand
 from qaflow.harden.gate import Band, GateConfig, GateDecision, decide
-from qaflow.harden.graph import RequirementGraph, labels
 from qaflow.harden.process_chain import ProcessChainConfig, process_chain
 from qaflow.harden.propose import propose_graph, save_proposal, with_proposal
-from qaflow.harden.spec import GraphSpecError
 from qaflow.harden.versions import (
     DEFAULT_OUT,
     GRAPH_FILE,
@@ -36,6 +34,8 @@ from qaflow.harden.versions import (
 from qaflow.ledger import LedgerError
 from qaflow.models.records import RunKind
 from qaflow.pool import DEFAULT_LEDGER, Pool, PoolError
+from qaflow.requirements.graph import RequirementGraph, labels
+from qaflow.requirements.spec import GraphSpecError
 from qaflow.task import Task
 
 T = TypeVar("T")

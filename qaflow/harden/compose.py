@@ -34,11 +34,11 @@ from qaflow.errors import TaskError
 from qaflow.harden.errors import HardenError
 from qaflow.harden.observe import Observation, observe
 from qaflow.harden.process_chain import check_transformable, grouped, harden_markers
-from qaflow.harden.reading import workdir_of
-from qaflow.harden.spec import SECTION, ArtifactSpec, CheckSpec, GraphSpec, GraphSpecError, RequirementSpec
 from qaflow.harden.verifier import Step, StepKind, write_composite
 from qaflow.harden.versions import HardenRecord, Transform, building, ensure_recorded, record
 from qaflow.pool import Pool
+from qaflow.requirements.reading import workdir_of
+from qaflow.requirements.spec import SECTION, ArtifactSpec, CheckSpec, GraphSpec, GraphSpecError, RequirementSpec
 from qaflow.task import IGNORED_NAMES, Task, TaskConfig, dockerfile_logical_lines
 
 PART2_CONTEXT = "qaflow_part2"

@@ -24,11 +24,11 @@ from qaflow.errors import TaskError
 from qaflow.harden.errors import HardenError
 from qaflow.harden.process_chain import check_transformable, write_task_toml
 from qaflow.harden.prompts import expand_messages
-from qaflow.harden.spec import ArtifactSpec, CheckSpec, GraphSpec, GraphSpecError, RequirementSpec
 from qaflow.harden.verifier import Step, StepKind, free_name, write_composite
 from qaflow.harden.versions import HardenRecord, Transform, building, ensure_recorded, record
 from qaflow.llm import LLM
 from qaflow.pool import Pool
+from qaflow.requirements.spec import ArtifactSpec, CheckSpec, GraphSpec, GraphSpecError, RequirementSpec
 from qaflow.task import Task
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")

@@ -27,10 +27,10 @@ from qaflow.errors import TaskError
 from qaflow.harden.errors import HardenError
 from qaflow.harden.observe import Observation, observe
 from qaflow.harden.scripts import script_text
-from qaflow.harden.spec import SECTION, ArtifactSpec, CheckSpec, GraphSpec, GraphSpecError, RequirementSpec
 from qaflow.harden.verifier import Step, StepKind, free_name, write_composite
 from qaflow.harden.versions import HardenRecord, Transform, building, ensure_recorded, record
 from qaflow.pool import Pool
+from qaflow.requirements.spec import SECTION, ArtifactSpec, CheckSpec, GraphSpec, GraphSpecError, RequirementSpec
 from qaflow.task import Task, VerifierEnvironmentMode
 
 PLAN, LOG, REPORT = "plan.md", "exec.log", "report.json"

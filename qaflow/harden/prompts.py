@@ -6,7 +6,7 @@ from typing import Any
 
 import jinja2
 
-from qaflow.harden.reading import workdir_of
+from qaflow.requirements.reading import workdir_of
 from qaflow.task import Task, _walk_files
 
 FILE_CHARS = 6000

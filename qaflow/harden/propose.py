@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 
 from qaflow.harden.errors import HardenError
-from qaflow.harden.graph import RequirementGraph
 from qaflow.harden.prompts import graph_messages
-from qaflow.harden.spec import GraphSpec, GraphSpecError
 from qaflow.harden.versions import PROPOSED_FILE
 from qaflow.llm import LLM
+from qaflow.requirements.graph import RequirementGraph
+from qaflow.requirements.spec import GraphSpec, GraphSpecError
 from qaflow.task import Task
 
 PREFIX = "llm:"

@@ -26,11 +26,11 @@ from pydantic import BaseModel, Field
 
 from qaflow.errors import TaskError
 from qaflow.harden.errors import HardenError
-from qaflow.harden.graph import GraphMetrics, RequirementGraph
 from qaflow.ledger import Ledger
 from qaflow.models.records import Result, ResultKey, TaskVersion, VersionStatus, utcnow
 from qaflow.models.trial import ExitStatus
 from qaflow.pool import Pool, task_source
+from qaflow.requirements.graph import GraphMetrics, RequirementGraph
 from qaflow.task import IGNORED_NAMES, Task
 
 AUTHOR_PROBE = "harden:author"

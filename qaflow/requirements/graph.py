@@ -26,8 +26,8 @@ from typing import Any
 import networkx as nx
 from pydantic import BaseModel, Field
 
-from qaflow.harden.reading import normalise, read_tests, workdir_of
-from qaflow.harden.spec import GraphSpec
+from qaflow.requirements.reading import normalise, read_tests, workdir_of
+from qaflow.requirements.spec import GraphSpec
 from qaflow.task import Task
 
 FORMAT = 1
@@ -139,7 +139,7 @@ class RequirementGraph:
 
     @classmethod
     def from_tests(cls, task: Task) -> RequirementGraph:
-        """Checks and the state paths they name, read statically from tests/ (see `qaflow.harden.reading`)."""
+        """Checks and the state paths they name, read statically from tests/ (see `qaflow.requirements.reading`)."""
         graph = cls()
         graph.g.graph["workdir"] = normalise(workdir_of(task))
         for check in read_tests(task):
@@ -307,9 +307,9 @@ class RequirementGraph:
         return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
 
     def draw_png(self, path: Path, *, title: str | None = None) -> Path:
-        from qaflow.harden.draw import draw_png
+        from qaflow.requirements.draw import draw_png
 
-        return draw_png(self, path, title=title or self.g.graph.get("task"))
+        return draw_png(self.g, set(self.unverified_requirements()), path, title=title or self.g.graph.get("task"))
 
 
 def labels(nodes: Iterable[str]) -> list[str]:

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import networkx as nx
-
-if TYPE_CHECKING:
-    from qaflow.harden.graph import RequirementGraph
 
 COLUMNS = {"requirement": 0, "artifact": 1, "check": 2}
 COLORS = {"requirement": "#f4a261", "artifact": "#8ecae6", "check": "#90be6d"}
@@ -21,15 +18,14 @@ EDGE_STYLES: dict[str, Literal["solid", "dashed", "dotted"]] = {
 UNVERIFIED = "#e63946"
 
 
-def draw_png(graph: RequirementGraph, path: Path, *, title: str | None = None) -> Path:
-    """Write the picture to `path`; unverified requirements are outlined in red."""
+def draw_png(g: nx.DiGraph, unverified: set[str], path: Path, *, title: str | None = None) -> Path:
+    """Write the picture of the requirement graph `g` to `path`; `unverified` requirements are outlined in red."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    g = graph.g
     layout = nx.DiGraph()
     for node, data in g.nodes(data=True):
         layout.add_node(node, layer=COLUMNS.get(data.get("kind", "artifact"), 1))
@@ -40,7 +36,6 @@ def draw_png(graph: RequirementGraph, path: Path, *, title: str | None = None) -
     rows = max(1, max(sum(1 for _, d in layout.nodes(data=True) if d["layer"] == c) for c in COLUMNS.values()))
     fig, ax = plt.subplots(figsize=(14, max(4.0, 0.55 * rows + 1.5)))
     nodes = list(g.nodes)
-    unverified = set(graph.unverified_requirements())
     nx.draw_networkx_nodes(
         g, pos, nodelist=nodes, ax=ax, node_size=500,
         node_color=[COLORS.get(g.nodes[n].get("kind", ""), "#cccccc") for n in nodes],
