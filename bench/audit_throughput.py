@@ -86,7 +86,7 @@ def bare_seconds(tasks: list[Task], backend: str, trials_per_task: float) -> flo
 
 def _bare_cmd(task: Task, backend: str, script: str) -> list[str]:
     if backend == "docker":
-        from qaflow.sandbox.docker import DockerBackend
+        from qaflow.sandbox.docker.backend import DockerBackend
 
         spec = spec_for_task(task)
         image = DockerBackend().build(spec)

@@ -61,7 +61,7 @@ def oracle_trial(task: Task, backend: str) -> None:
 
 
 def bench_docker(task: Task, repeats: int) -> tuple[float, float]:
-    from qaflow.sandbox.docker import DockerBackend
+    from qaflow.sandbox.docker.backend import DockerBackend
 
     spec = spec_for_task(task, run_id="bench")
     first = time.perf_counter()

@@ -107,7 +107,7 @@ def load_benchmark(spec: BenchmarkSpec) -> list[BenchmarkItem]:
 
 
 def _folder_items(root: Path, label: str) -> list[BenchmarkItem]:
-    from qaflow.tb_import import TbImportError, find_tb_tasks, load_task_yaml
+    from qaflow.importers.tb import TbImportError, find_tb_tasks, load_task_yaml
 
     items = []
     for folder in find_task_dirs(root):

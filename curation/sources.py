@@ -3,7 +3,7 @@
 A source adapter yields `SourcedTask`s with provenance (source name, original id, licence):
 
 - `HarborSource`: Harbor task folders under a root (`find_task_dirs`).
-- `TerminalBenchSource`: Terminal-Bench folders, converted with `qaflow.tb_import` into `out_dir` first.
+- `TerminalBenchSource`: Terminal-Bench folders, converted with `qaflow.importers.tb` into `out_dir` first.
 - `DatasetSource`: rows of a Hugging Face dataset (a local .jsonl/.json/.csv/.parquet file, a folder written
   by `save_to_disk`, or a hub id when the hub is reachable) with instruction / Dockerfile / tests / solution
   columns named by a `ColumnMap`. Rows are materialised as Harbor task folders under `out_dir` so the rest
@@ -285,7 +285,7 @@ def _harbor(spec: HarborSource) -> Iterator[SourcedTask | SourceProblem]:
 
 
 def _terminal_bench(spec: TerminalBenchSource) -> Iterator[SourcedTask | SourceProblem]:
-    from qaflow.tb_import import TbImportError, import_tb
+    from qaflow.importers.tb import TbImportError, import_tb
 
     try:
         report = import_tb(spec.path, spec.out_dir)

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from qaflow.cli import app
 from qaflow.models.records import FindingCode
-from qaflow.sandbox.images import BASE_IMAGE
+from qaflow.sandbox.docker.images import BASE_IMAGE
 from qaflow.task import tree_hash
 from tests.conftest import TASKS_REPO, require_backend
 

@@ -15,8 +15,8 @@ import pytest
 
 from qaflow.errors import BuildError, SandboxError, UnsupportedError
 from qaflow.sandbox import Limits, SandboxSpec, cgroups
-from qaflow.sandbox.bwrap import BwrapBackend, BwrapSandbox
-from qaflow.sandbox.rootfs import host_root
+from qaflow.sandbox.bwrap.backend import BwrapBackend, BwrapSandbox
+from qaflow.sandbox.bwrap.rootfs import host_root
 from qaflow.task import tree_hash
 from tests.conftest import require_backend
 
@@ -342,6 +342,6 @@ def test_user_is_an_identity_only(open_box):
 
 
 def test_check_explains_a_missing_bwrap(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr("qaflow.sandbox.bwrap.shutil.which", lambda name: None)
+    monkeypatch.setattr("qaflow.sandbox.bwrap.backend.shutil.which", lambda name: None)
     ok, reason = BwrapBackend.check()
     assert not ok and "bwrap not found" in reason

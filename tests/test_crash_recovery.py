@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from qaflow.cli import app
 from qaflow.ledger import Ledger
-from qaflow.sandbox.bwrap import TEMP_PREFIX
+from qaflow.sandbox.bwrap.backend import TEMP_PREFIX
 from tests.conftest import TASKS_REPO, require_backend
 
 CHILD = textwrap.dedent(

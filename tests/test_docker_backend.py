@@ -15,9 +15,9 @@ from qaflow.cli import app
 from qaflow.errors import BuildError, SandboxError, TaskError, UnsupportedError
 from qaflow.sandbox import Limits, SandboxSpec, split_backend, with_runtime
 from qaflow.sandbox.base import DEFAULT_STORAGE_MB
-from qaflow.sandbox.docker import CONTAINER_CAPS, RUNSC_PIDS_BASE, RUNSC_PIDS_PER_TASK, host_config_args
-from qaflow.sandbox.gvisor import GvisorError, merge_daemon_json, runtime_entry
-from qaflow.sandbox.images import BASE_IMAGE, DEFAULT_ALIASES, AliasTable, load_aliases, rewrite_from
+from qaflow.sandbox.docker.backend import CONTAINER_CAPS, RUNSC_PIDS_BASE, RUNSC_PIDS_PER_TASK, host_config_args
+from qaflow.sandbox.docker.gvisor import GvisorError, merge_daemon_json, runtime_entry
+from qaflow.sandbox.docker.images import BASE_IMAGE, DEFAULT_ALIASES, AliasTable, load_aliases, rewrite_from
 from qaflow.sandbox.spec import spec_for_task
 from qaflow.task import Task, tree_hash
 from tests.taskfactory import write_task
@@ -84,7 +84,7 @@ def test_rewrite_from_resolves_images_but_not_stages_or_scratch():
 @pytest.fixture
 def docker_backend() -> Iterator[object]:
     require_backend("docker")
-    from qaflow.sandbox.docker import DockerBackend
+    from qaflow.sandbox.docker.backend import DockerBackend
 
     yield DockerBackend()
 
@@ -108,7 +108,7 @@ def _inspect(box) -> dict:
 
 @pytest.mark.docker
 def test_second_open_builds_nothing(docker_backend, make_spec: SpecFactory):
-    from qaflow.sandbox.docker import DockerBackend
+    from qaflow.sandbox.docker.backend import DockerBackend
 
     marker = uuid.uuid4().hex
     spec = make_spec(f"FROM python:3.11-slim\nRUN echo {marker} > /marker\n")
@@ -128,7 +128,7 @@ def test_second_open_builds_nothing(docker_backend, make_spec: SpecFactory):
 
 @pytest.mark.docker
 def test_from_alias_resolves_to_the_base_image_without_touching_the_task(docker_backend, make_spec: SpecFactory):
-    from qaflow.sandbox.images import resolve_from
+    from qaflow.sandbox.docker.images import resolve_from
 
     dockerfile = "FROM ubuntu:22.04\nRUN test -f /etc/debian_version\n"
     spec = make_spec(dockerfile)
@@ -203,7 +203,7 @@ def test_reap_removes_labelled_orphans(docker_backend, make_spec: SpecFactory):
 def test_close_removes_the_container_now_or_in_the_background(docker_backend, make_spec: SpecFactory):
     import docker.errors
 
-    from qaflow.sandbox.docker import wait_for_removals
+    from qaflow.sandbox.docker.backend import wait_for_removals
 
     now = docker_backend.open(make_spec())
     now.close(wait=True)
@@ -392,7 +392,7 @@ def test_puts_reach_images_without_tar_and_non_root_execs(docker_backend, make_s
 def test_oom_is_detected_from_inside_when_the_host_cgroup_is_unreadable(
     docker_backend, make_spec: SpecFactory, monkeypatch: pytest.MonkeyPatch
 ):
-    from qaflow.sandbox.docker import DockerSandbox
+    from qaflow.sandbox.docker.backend import DockerSandbox
 
     monkeypatch.setattr(DockerSandbox, "_host_oom_count", lambda self: None)
     with docker_backend.open(make_spec(limits=Limits(memory_mb=128))) as box:
@@ -415,7 +415,7 @@ def test_exec_in_a_dead_container_raises_sandbox_error(docker_backend, make_spec
 def test_build_base_skips_when_present_and_reimports_from_the_cached_tarball(
     docker_backend, monkeypatch: pytest.MonkeyPatch
 ):
-    from qaflow.sandbox import images
+    from qaflow.sandbox.docker.backend import images
 
     if not images.base_tarball().is_file():
         pytest.skip(f"no cached base tarball at {images.base_tarball()}")

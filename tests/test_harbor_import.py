@@ -13,10 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from qaflow.cli import app
-from qaflow.models.frame import frame_to_records, read_rollouts
-from qaflow.models.rollout import Effort, RolloutRecord, SideCallKind
-from qaflow.models.trial import ExitStatus
-from qaflow.rollouts.harbor_import import (
+from qaflow.importers.harbor_jobs import (
     AtifError,
     HarborImportError,
     atif_to_messages,
@@ -27,6 +24,9 @@ from qaflow.rollouts.harbor_import import (
     map_effort,
     reward_of,
 )
+from qaflow.models.frame import frame_to_records, read_rollouts
+from qaflow.models.rollout import Effort, RolloutRecord, SideCallKind
+from qaflow.models.trial import ExitStatus
 
 runner = CliRunner()
 

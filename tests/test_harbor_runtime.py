@@ -13,7 +13,7 @@ from qaflow.audit.judge import judge
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.models.records import FindingCode
 from qaflow.models.trial import ErrorKind
-from qaflow.sandbox.images import without_buildkit_copy_flags
+from qaflow.sandbox.docker.images import without_buildkit_copy_flags
 from qaflow.task import Task
 from qaflow.trial import run_trial
 from tests.conftest import require_backend

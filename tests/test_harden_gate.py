@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from qaflow.cli import app
-from qaflow.harden.attempts import import_attempts, read_attempts
 from qaflow.harden.errors import HardenError
 from qaflow.harden.gate import DECISION_PROBE, Band, EvidenceKind, GateConfig, GateDecision, decide, evaluate
 from qaflow.harden.versions import AUTHOR_PROBE
+from qaflow.importers.attempts import import_attempts, read_attempts
 from qaflow.ledger import Ledger, StatusWriter
 from qaflow.models.records import (
     Finding,

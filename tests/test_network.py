@@ -22,7 +22,7 @@ from qaflow.audit.runner import AuditConfig
 from qaflow.cli import app
 from qaflow.errors import BuildError, UnsupportedError
 from qaflow.sandbox import SandboxSpec, bwrap_sandbox
-from qaflow.sandbox.docker import host_config_args
+from qaflow.sandbox.docker.backend import host_config_args
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, spec_for_task
 from qaflow.task import Task, TaskConfig, tree_hash
 from tests.conftest import require_backend
@@ -183,7 +183,7 @@ def _ifaces_task(tmp_path: Path, toml_extra: str = "") -> Task:
 
 @pytest.mark.bwrap
 def test_bwrap_shares_the_host_network_only_with_a_task_that_declares_public(bwrap_nets: list[bool], tmp_path: Path):
-    from qaflow.sandbox.bwrap import BwrapBackend
+    from qaflow.sandbox.bwrap.backend import BwrapBackend
 
     undeclared = _ifaces_task(tmp_path)
     with BwrapBackend().open(spec_for_task(undeclared, network=TASK)) as box:
@@ -206,7 +206,7 @@ def test_bwrap_shares_the_host_network_only_with_a_task_that_declares_public(bwr
 
 @pytest.mark.bwrap
 def test_bwrap_offline_build_has_no_network(bwrap_nets: list[bool], tmp_path: Path):
-    from qaflow.sandbox.bwrap import BwrapBackend
+    from qaflow.sandbox.bwrap.backend import BwrapBackend
 
     task = _ifaces_task(tmp_path, PUBLIC)
     with BwrapBackend().open(spec_for_task(task, network=RunNetwork(offline=True, network=RuntimeNetwork.TASK))) as box:
@@ -226,7 +226,7 @@ def test_bwrap_offline_build_has_no_network(bwrap_nets: list[bool], tmp_path: Pa
     ],
 )
 def test_bwrap_refuses_system_package_installs(bwrap_nets: list[bool], tmp_path: Path, run: str, what: str):
-    from qaflow.sandbox.bwrap import BwrapBackend
+    from qaflow.sandbox.bwrap.backend import BwrapBackend
 
     task = _task(tmp_path, dockerfile=f"FROM debian:12\nWORKDIR /app\nRUN true\nRUN {run}\n")
     with pytest.raises(UnsupportedError) as info:
@@ -251,7 +251,7 @@ def _spec(tmp_path: Path, dockerfile: str, **fields: object) -> SandboxSpec:
 @pytest.mark.docker
 def test_an_offline_build_never_reuses_what_a_build_with_network_made(tmp_path: Path):
     require_backend("docker")
-    from qaflow.sandbox.docker import DockerBackend
+    from qaflow.sandbox.docker.backend import DockerBackend
 
     # The same Dockerfile both times: only the network differs, so a shared tag or layer would show.
     dockerfile = f'FROM python:3.11-slim\nRUN echo {uuid.uuid4().hex} && test "$({IFACES})" != lo\n'
@@ -266,7 +266,7 @@ def test_an_offline_build_never_reuses_what_a_build_with_network_made(tmp_path: 
 @pytest.mark.docker
 def test_docker_builds_with_network_by_default_and_without_when_offline(tmp_path: Path):
     require_backend("docker")
-    from qaflow.sandbox.docker import DockerBackend
+    from qaflow.sandbox.docker.backend import DockerBackend
 
     def check() -> str:
         """A RUN (never cached) that fails unless its build has an interface beyond loopback."""
@@ -283,7 +283,7 @@ def test_docker_builds_with_network_by_default_and_without_when_offline(tmp_path
 @pytest.mark.docker
 def test_docker_runtime_network_follows_the_task_and_none_forces_it_off(tmp_path: Path):
     require_backend("docker")
-    from qaflow.sandbox.docker import DockerBackend
+    from qaflow.sandbox.docker.backend import DockerBackend
 
     task = _task(tmp_path)
     backend = DockerBackend()

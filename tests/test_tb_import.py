@@ -14,9 +14,7 @@ from typer.testing import CliRunner
 
 from qaflow.cli import app
 from qaflow.errors import TaskError
-from qaflow.pool import Pool
-from qaflow.task import Task
-from qaflow.tb_import import (
+from qaflow.importers.tb import (
     TB_DEFAULT_AGENT_TIMEOUT_SEC,
     TB_DEFAULT_TEST_TIMEOUT_SEC,
     ImportStatus,
@@ -24,6 +22,8 @@ from qaflow.tb_import import (
     convert_task,
     import_tb,
 )
+from qaflow.pool import Pool
+from qaflow.task import Task
 
 runner = CliRunner()
 

@@ -16,7 +16,6 @@ from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig, Auditor
 from qaflow.cli.llm_options import llm_from_cli
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import LLMError, QaflowError, TaskError
-from qaflow.harden.attempts import import_attempts
 from qaflow.harden.compose import ComposeConfig, Link, compose
 from qaflow.harden.errors import HardenError
 from qaflow.harden.expand import ExpandConfig, expand
@@ -31,6 +30,7 @@ from qaflow.harden.versions import (
     record_graph,
     resolve_version,
 )
+from qaflow.importers.attempts import import_attempts
 from qaflow.ledger import LedgerError
 from qaflow.models.records import RunKind
 from qaflow.pool import DEFAULT_LEDGER, Pool, PoolError
@@ -401,7 +401,9 @@ def attempts_import(
     Each row: task (folder, version id, pool path or name), solver, and passed (true/false) or reward (passed
     when >= 1); attempt (an integer) is optional. Re-importing a file records nothing twice.
 
-    Example: qaflow attempts import attempts.csv --pool tasks_repo
+    Also spelled `qaflow import attempts`.
+
+    Example: qaflow import attempts attempts.csv --pool tasks_repo
     """
     if not file.is_file():
         usage_error(f"{file}: no such file")

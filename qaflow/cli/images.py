@@ -18,7 +18,7 @@ def build_base(force: Annotated[bool, typer.Option("--force", help="Rebuild even
 
     Example: qaflow images build-base
     """
-    from qaflow.sandbox.images import build_base as build
+    from qaflow.sandbox.docker.images import build_base as build
 
     console = Console()
     try:

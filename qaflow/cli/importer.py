@@ -1,4 +1,5 @@
-"""CLI: `qaflow import tb SRC DST` and `qaflow import harbor-jobs SRC --out DIR`.
+"""CLI: `qaflow import tb SRC DST`, `qaflow import harbor-jobs SRC --out DIR` (and `qaflow import attempts`,
+registered from `qaflow.cli.harden`).
 
 A task or trial that fails to import is reported (exit 0); usage errors exit 2.
 """
@@ -12,10 +13,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from qaflow.cli.output import console, emit_json, short, usage_error
+from qaflow.importers.harbor_jobs import HarborImportError, import_job
+from qaflow.importers.tb import ImportReport, ImportStatus, TbImportError, import_tb
 from qaflow.models.frame import write_shard
 from qaflow.models.rollout import Effort
-from qaflow.rollouts.harbor_import import HarborImportError, import_job
-from qaflow.tb_import import ImportReport, ImportStatus, TbImportError, import_tb
 
 app = typer.Typer(no_args_is_help=True)
 

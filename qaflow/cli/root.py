@@ -35,6 +35,8 @@ repair_cli.register(app)
 review_cli.register(app)
 rollout_cli.register(app)
 harden_cli.register(app)
+# nouns group verbs: `import attempts` is `attempts import` (kept) under the `import` noun
+import_cli.app.command("attempts")(harden_cli.attempts_import)
 
 # The later stages (curation, sft, rl) import qaflow, never the reverse; the CLI is the one place
 # that composes them, by module name, so `qaflow` stays importable without them.
@@ -55,5 +57,7 @@ def main() -> None:
     try:
         app()
     except (QaflowError, sqlite3.OperationalError, sqlite3.DatabaseError, OSError) as e:
-        console(stderr=True).print(f"[red]error:[/red] {type(e).__name__}: {e}", markup=True, highlight=False)
+        console(stderr=True).print(
+            f"[red]error:[/red] {type(e).__name__}: {e}", markup=True, highlight=False, soft_wrap=True
+        )
         raise SystemExit(USAGE_ERROR) from None

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from qaflow.errors import SandboxUnavailableError
 from qaflow.sandbox import backend_class, check_backend, check_runtime, resolve_backend
-from qaflow.sandbox.gvisor import DAEMON_JSON, GvisorError, install
+from qaflow.sandbox.docker.gvisor import DAEMON_JSON, GvisorError, install
 
 app = typer.Typer(no_args_is_help=True, help="Inspect and clean up sandbox backends.")
 

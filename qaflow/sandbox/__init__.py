@@ -17,8 +17,8 @@ from qaflow.sandbox.base import ExecResult, Limits, Runtime, Sandbox, SandboxSpe
 BackendName = Literal["auto", "docker", "bwrap"]
 
 _BACKENDS: dict[str, str] = {
-    "docker": "qaflow.sandbox.docker:DockerBackend",
-    "bwrap": "qaflow.sandbox.bwrap:BwrapBackend",
+    "docker": "qaflow.sandbox.docker.backend:DockerBackend",
+    "bwrap": "qaflow.sandbox.bwrap.backend:BwrapBackend",
 }
 RUNTIME_BACKEND = "docker"
 """The only backend that takes a runtime."""

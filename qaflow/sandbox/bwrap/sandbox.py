@@ -10,7 +10,7 @@ zombie for the host's init; like `docker run`, pid 1 ignores signals it has no h
 `--hostname`, `--clearenv` plus PATH/HOME/LANG/HOSTNAME, Dockerfile ENV, spec.env and the exec's
 env. Network: bwrap has none of its own to give, so a sandbox shares the host's network namespace
 (`--share-net`) only when the task itself declares `public` (`spec.network_declared`); otherwise its
-execs share one loopback-only namespace of their own (`bwrap_process.NetHolder`).
+execs share one loopback-only namespace of their own (`qaflow.sandbox.bwrap.process.NetHolder`).
 
 Limits: with cgroup v1 (as root), each sandbox gets its own pids, memory (+memsw) and cpu (CFS
 quota = `limits.cpus`) groups under the caller's own groups. bwrap starts with `--block-fd`; its
@@ -62,11 +62,11 @@ from types import TracebackType
 from typing import Any, Self
 
 from qaflow.errors import SandboxError, UnsupportedError
-from qaflow.sandbox import cgroups
 from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, tree_usage
-from qaflow.sandbox.bwrap_process import HOST_ENV as HOST_ENV
-from qaflow.sandbox.bwrap_process import KILL_GRACE_S, NSENTER, SHIM, NetHolder, Report, kill, pump
-from qaflow.sandbox.rootfs import ContainerFS, HostRoot, host_root, under
+from qaflow.sandbox.bwrap import cgroups
+from qaflow.sandbox.bwrap.process import HOST_ENV as HOST_ENV
+from qaflow.sandbox.bwrap.process import KILL_GRACE_S, NSENTER, SHIM, NetHolder, Report, kill, pump
+from qaflow.sandbox.bwrap.rootfs import ContainerFS, HostRoot, host_root, under
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +269,8 @@ class BwrapSandbox:
         keep: bool = False,
     ) -> ExecResult:
         """`exec` of an argv with `env` over the base environment instead of the image's (a build's RUN).
-        `keep`: processes the command leaves running live on (see `bwrap_process`), where this sandbox can.
+        `keep`: processes the command leaves running live on (see `qaflow.sandbox.bwrap.process`), where this
+        sandbox can.
 
         Raises:
             SandboxError: as `exec`.

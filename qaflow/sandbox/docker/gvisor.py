@@ -122,7 +122,7 @@ def registered_runtimes() -> dict[str, Any]:
     import docker.errors
     import requests
 
-    from qaflow.sandbox.docker_client import shared_client
+    from qaflow.sandbox.docker.client import shared_client
 
     try:
         return dict(shared_client().api.info().get("Runtimes") or {})

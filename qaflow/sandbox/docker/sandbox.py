@@ -42,8 +42,8 @@ import requests
 
 from qaflow.errors import SandboxError, UnsupportedError
 from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, tree_usage
-from qaflow.sandbox.docker_client import submit_removal
-from qaflow.sandbox.docker_streams import (
+from qaflow.sandbox.docker.client import submit_removal
+from qaflow.sandbox.docker.streams import (
     UNTAR_MARK,
     ChunkReader,
     FrameReader,

@@ -12,14 +12,14 @@ so that orphans of a crashed run can be reaped (images carry `qaflow.env_hash`/`
 `qaflow sandbox install-gvisor`, see `gvisor`). Every exec runs under a small wrapper that
 reports its pid (the session id: docker makes each exec a session leader) as the first line of
 stderr and its exit code in an end marker; on timeout a second exec stops and kills that session
-and every descendant of it (see `docker_sandbox`).
+and every descendant of it (see `qaflow.sandbox.docker.sandbox`).
 
 The backend (check, image build and cache, open, reap) lives here; the sandbox it opens is
-`qaflow.sandbox.docker_sandbox`, the shared client and remover `qaflow.sandbox.docker_client`,
-and the stream and socket helpers `qaflow.sandbox.docker_streams`. `DockerSandbox` and
+`qaflow.sandbox.docker.sandbox`, the shared client and remover `qaflow.sandbox.docker.client`,
+and the stream and socket helpers `qaflow.sandbox.docker.streams`. `DockerSandbox` and
 `wait_for_removals` are re-exported from here.
 
-Only this module and the `docker_*` modules it imports import the docker SDK at import time;
+Only this package imports the docker SDK at import time;
 the registry imports it lazily.
 """
 
@@ -45,12 +45,9 @@ import requests
 
 from qaflow.errors import BuildError, SandboxError, SandboxUnavailableError, UnsupportedError
 from qaflow.sandbox.base import SandboxSpec
-from qaflow.sandbox.docker_client import shared_client
-from qaflow.sandbox.docker_client import wait_for_removals as wait_for_removals
-from qaflow.sandbox.docker_sandbox import KILL_GRACE_S as KILL_GRACE_S
-from qaflow.sandbox.docker_sandbox import DockerSandbox
-from qaflow.sandbox.docker_streams import shutdown_socket
-from qaflow.sandbox.images import (
+from qaflow.sandbox.docker.client import shared_client
+from qaflow.sandbox.docker.client import wait_for_removals as wait_for_removals
+from qaflow.sandbox.docker.images import (
     BASE_IMAGE,
     BUILD_BASE_HINT,
     AliasTable,
@@ -61,6 +58,9 @@ from qaflow.sandbox.images import (
     rewrite_from,
     without_buildkit_copy_flags,
 )
+from qaflow.sandbox.docker.sandbox import KILL_GRACE_S as KILL_GRACE_S
+from qaflow.sandbox.docker.sandbox import DockerSandbox
+from qaflow.sandbox.docker.streams import shutdown_socket
 
 log = logging.getLogger(__name__)
 

@@ -35,11 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from qaflow.errors import BuildError, SandboxError, SandboxUnavailableError, UnsupportedError
-from qaflow.sandbox import cgroups
 from qaflow.sandbox.base import SandboxSpec
-from qaflow.sandbox.bwrap_sandbox import HOST_ENV, TEMP_PREFIX, BwrapSandbox, base_env, bwrap_flags, tail_args
+from qaflow.sandbox.bwrap import cgroups
+from qaflow.sandbox.bwrap.rootfs import host_root, under
+from qaflow.sandbox.bwrap.sandbox import HOST_ENV, TEMP_PREFIX, BwrapSandbox, base_env, bwrap_flags, tail_args
 from qaflow.sandbox.dockerfile import BuildPlan, Copy, MakeDir, Run, plan_build
-from qaflow.sandbox.rootfs import host_root, under
 
 IMAGE_FORMAT = 1
 BASE_ROOTS = ("/tests", "/solution", "/logs", "/tmp", "/root")
