@@ -47,7 +47,8 @@ from qaflow.audit.service import audit_folders
 from qaflow.errors import LLMError, TaskError
 from qaflow.llm import LLM, LLMConfig
 from qaflow.pool import Pool
-from qaflow.task import IGNORED_NAMES, Task, dockerfile_logical_lines
+from qaflow.task import IGNORED_NAMES, Task
+from qaflow.text import dockerfile_logical_lines
 
 STAGE = "augment"
 REJECTED = ".rejected"
@@ -201,7 +202,11 @@ def augment_tasks(
     progress: Callable[[str], None] | None = None,
 ) -> StageResult:
     """Rewrite every task of the frame in every configured style; `kept` holds the new tasks that passed,
-    `removed` the rewrites dropped (ids "<parent id>~<style>") and why. Input rows are not changed."""
+    `removed` the rewrites dropped (ids "<parent id>~<style>") and why. Input rows are not changed.
+
+    Long on purpose: one pass over the candidates (rewrite, load, audit, keep or remove) whose steps share
+    the removed/kept bookkeeping.
+    """
     t0 = time.perf_counter()
     llm = llm or LLM(config.llm)
     say = progress or (lambda _m: None)

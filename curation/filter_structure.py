@@ -52,7 +52,10 @@ def _role_name(role: pl.Expr) -> pl.Expr:
 
 
 def structure_reasons(frame: pl.DataFrame) -> pl.Series:
-    """Per row, the first structural problem of its messages (by position), or null when the row is sound."""
+    """Per row, the first structural problem of its messages (by position), or null when the row is sound.
+
+    Long on purpose: one flat list of structural checks over a session, each a few lines, read top to bottom.
+    """
     lengths = frame["messages"].list.len().fill_null(0)
     roles = pl.col("messages").list.eval(field_of("role"))
     rows = frame.select(

@@ -94,7 +94,10 @@ def allocate(
 
 
 def mix_tasks(tasks: pl.DataFrame, config: MixConfig | None = None) -> MixResult:
-    """The train mix (and eval split) of a task frame; see the module docstring."""
+    """The train mix (and eval split) of a task frame; see the module docstring.
+
+    Long on purpose: the mix's steps (quotas, sampling, upsampling, the eval split) share the same frames and seed.
+    """
     config = config or MixConfig()
     for source, weight in config.weights.items():
         if weight < 0:

@@ -8,6 +8,9 @@ rerun without redoing the finished ones (`--from STAGE` redoes from there). Stag
 harden, rollout) happens in `OUT/pool`, a copy of the selected tasks with its own ledger; source
 folders are never written. The funnel counts tasks per source after every stage (and rollouts per
 source through the rollout stages) and is drawn as a Sankey-style picture.
+
+Size (over 500 lines on purpose): the stage methods share the runner's state (output folders, the
+executor, progress, resume markers); each is short and delegates to its stage module.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from qaflow.errors import TaskError
+from qaflow.text import dockerfile_logical_lines
 
 DEFAULT_MAX_FILE_BYTES = 100 * 1024 * 1024
 """Largest single file a task may carry; larger ones make the task invalid."""
@@ -227,25 +228,6 @@ def _drop_none(value: Any) -> Any:
 
 
 _COPY_RE = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.IGNORECASE)
-
-
-def dockerfile_logical_lines(text: str) -> list[str]:
-    """Join backslash continuations and drop comments; one entry per instruction."""
-    lines: list[str] = []
-    current = ""
-    for raw in text.splitlines():
-        stripped = raw.strip()
-        if not current and (not stripped or stripped.startswith("#")):
-            continue
-        if stripped.endswith("\\"):
-            current += stripped[:-1] + " "
-            continue
-        current += stripped
-        lines.append(current)
-        current = ""
-    if current:
-        lines.append(current)
-    return lines
 
 
 def copy_sources(instruction_args: str) -> list[str]:

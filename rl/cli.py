@@ -67,6 +67,8 @@ def report_cmd(
     listed overall and per task, with counts per effort pair.
 
     Example: qaflow rl report tasks_repo/.qaflow/rollouts --png effort.png --on successes
+
+    Long on purpose: a command's option list and its one flow (inputs, report, files).
     """
     from rl.report import effort_report, plot_effort_report
 

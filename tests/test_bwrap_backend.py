@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from qaflow.errors import BuildError, SandboxError, UnsupportedError
-from qaflow.sandbox import Limits, SandboxSpec, cgroups
+from qaflow.sandbox import Limits, SandboxSpec
+from qaflow.sandbox.bwrap import cgroups
 from qaflow.sandbox.bwrap.backend import BwrapBackend, BwrapSandbox
 from qaflow.sandbox.bwrap.rootfs import host_root
 from qaflow.task import tree_hash

@@ -85,3 +85,21 @@ def test_escape_directive_is_unsupported(tmp_path: Path):
     dockerfile = write(tmp_path, "# escape=`\nFROM x\n")
     with pytest.raises(UnsupportedError, match=r"escape.*needs the docker backend"):
         plan_build(dockerfile, tmp_path)
+
+
+def test_one_reading_of_logical_lines_for_every_caller() -> None:
+    """Docker drops comment lines inside a continuation too; the sandbox's parser and every static
+    reader of Dockerfiles (lint, hardening, imports) see the same instructions."""
+    from qaflow.sandbox.dockerfile import logical_lines
+    from qaflow.task import dockerfile_logical_lines
+
+    text = (
+        "FROM base\n\nRUN apt-get update && \\\n# a note inside the continuation\n"
+        "    apt-get install -y curl\n# tail\nWORKDIR /app\n"
+    )
+    assert logical_lines(text) == [
+        (1, "FROM base"),
+        (3, "RUN apt-get update &&  apt-get install -y curl"),
+        (7, "WORKDIR /app"),
+    ]
+    assert dockerfile_logical_lines(text) == [line for _, line in logical_lines(text)]

@@ -37,7 +37,8 @@ from curation.export import NothingToExport, export_sft
 from curation.export_common import RemovalReason
 from curation.filters import BUILTIN_RULES, FilterConfig, FilterResult, MinTurns, VerifierPassed, apply_filters
 from qaflow.agents.tool_specs import TOOLS
-from qaflow.importers.harbor_jobs import AtifError, HarborImportError, atif_to_messages, atif_tools, import_job
+from qaflow.importers.atif import AtifError, atif_to_messages, atif_tools
+from qaflow.importers.harbor_jobs import HarborImportError, import_job
 from qaflow.models.frame import ROLLOUT_SCHEMA, frame_to_records, read_rollouts, records_to_frame, write_shard
 from qaflow.models.rollout import Effort, RolloutRecord, SideCallKind
 from qaflow.models.trial import ExitStatus

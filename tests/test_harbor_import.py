@@ -13,11 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from qaflow.cli import app
+from qaflow.importers.atif import AtifError, atif_to_messages, atif_tools
 from qaflow.importers.harbor_jobs import (
-    AtifError,
     HarborImportError,
-    atif_to_messages,
-    atif_tools,
     find_trials,
     import_job,
     import_trial,

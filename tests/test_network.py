@@ -21,7 +21,8 @@ from curation.pipeline import PipelineConfig
 from qaflow.audit.runner import AuditConfig
 from qaflow.cli import app
 from qaflow.errors import BuildError, UnsupportedError
-from qaflow.sandbox import SandboxSpec, bwrap_sandbox
+from qaflow.sandbox import SandboxSpec
+from qaflow.sandbox.bwrap import sandbox as bwrap_sandbox
 from qaflow.sandbox.docker.backend import host_config_args
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, spec_for_task
 from qaflow.task import Task, TaskConfig, tree_hash

@@ -87,6 +87,7 @@ def judge(
     tamper: ProbeRun | None = None,
     mutants: Sequence[ProbeRun] = (),
 ) -> list[AuditFinding]:
+    """Long on purpose: the verdict rules as one ordered decision table, so their precedence reads top to bottom."""
     if oracle and all(r.error_kind == SETUP_FAILED for r in oracle):
         run = oracle[0]
         return [

@@ -28,7 +28,6 @@ from qaflow.audit.similarity import (
     expected_values,
     heredocs,
     in_source,
-    is_binary,
     is_code,
     is_test_code,
     looks_like_answer,
@@ -37,7 +36,8 @@ from qaflow.audit.similarity import (
 )
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode, Severity
-from qaflow.task import Task, _walk_files, dockerfile_logical_lines
+from qaflow.task import Task, _walk_files
+from qaflow.text import dockerfile_logical_lines, utf8_text
 
 BUILD_FILES = frozenset({"dockerfile", ".dockerignore", "docker-compose.yaml", "docker-compose.yml", ".gitkeep"})
 ANSWER_WORDS = ("expect", "answer", "solution", "solve", "gold", "truth", "correct", "oracle", "output", "result")
@@ -72,7 +72,7 @@ class _File:
 
     @cached_property
     def text(self) -> str | None:
-        return None if is_binary(self.data) else self.data.decode("utf-8")
+        return utf8_text(self.data)
 
     @cached_property
     def stripped(self) -> bytes:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.sandbox.base import ExecResult, Sandbox
 from qaflow.task import Task
+from qaflow.text import utf8_text
 
 DEFAULT_MODE = 0o644
 """The mode `Sandbox.put` gives a file written from bytes."""
@@ -90,16 +91,6 @@ def is_code(change: FileChange) -> bool:
     return suffix in CODE_SUFFIXES or name in CODE_NAMES or (change.content or b"").startswith(b"#!")
 
 
-def text_of(data: bytes) -> str | None:
-    """The UTF-8 text of `data`, or None for binary content."""
-    if b"\0" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
 def make_mutants(effect: Effect, *, limit: int = 12, seed: int = 0, focus: str = "") -> list[Mutant]:
     """Up to `limit` distinct mutants of the oracle's `effect`, most informative first; deterministic.
 
@@ -150,7 +141,7 @@ def _candidates(
     leave_out = [*targets, *removals] if len(targets) + len(removals) >= 2 else []
     for rank, c in enumerate(targets):
         data = c.content or b""
-        text = text_of(data)
+        text = utf8_text(data)
         data_text = text is not None and not is_code(c)
         rng = random.Random(f"{seed}:{c.path}")
         ideas: list[tuple[int, MutantKind, bytes | None]] = [(1, MutantKind.EMPTY, b"")]

@@ -25,16 +25,6 @@ _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1")
 _EXPECTED_NAME = re.compile(r"expect|answer|want|gold|truth|correct|reference|solution", re.IGNORECASE)
 
 
-def is_binary(data: bytes) -> bool:
-    if b"\0" in data[:8192]:
-        return True
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
-
-
 def normalise_lines(text: str, *, drop_comments: bool = False) -> list[str]:
     """Lines with trailing whitespace removed and inner runs collapsed (indentation kept), blanks dropped."""
     lines: list[str] = []

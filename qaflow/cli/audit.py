@@ -13,14 +13,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from qaflow.audit.report import print_summary, to_json, write_html
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig
 from qaflow.audit.service import audit_folders
-from qaflow.cli.run import NetworkOpt, OfflineOpt
+from qaflow.cli.options import (
+    AddressOpt,
+    BackendOpt,
+    ExecutorOpt,
+    NetworkOpt,
+    OfflineOpt,
+    RuntimeOpt,
+    backend_with_runtime,
+)
 from qaflow.cli.runs import reaped_notice
-from qaflow.errors import SandboxError, SandboxUnavailableError
+from qaflow.errors import SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.models.audit import TaskAudit
 from qaflow.models.records import VersionStatus
 from qaflow.pool import Pool, ScanOutcome
-from qaflow.sandbox import with_runtime
 from qaflow.sandbox.spec import RuntimeNetwork
 from qaflow.task import find_task_dirs
 
@@ -45,10 +52,8 @@ def _pools(paths: list[Path]) -> dict[Path, list[Path]]:
 def audit(
     ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(help="Task folders or pools (folders of task folders)")],
-    backend: Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")] = "auto",
-    runtime: Annotated[
-        str | None, typer.Option("--runtime", help="runsc: run the docker containers under gVisor")
-    ] = None,
+    backend: BackendOpt = "auto",
+    runtime: RuntimeOpt = None,
     offline: OfflineOpt = False,
     network: NetworkOpt = RuntimeNetwork.TASK,
     repeats: Annotated[int, typer.Option(min=1, help="Runs each of nop and oracle, to catch flaky verifiers")] = (
@@ -60,12 +65,8 @@ def audit(
     html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here")] = None,
     only_new: Annotated[bool, typer.Option("--only-new", help="Skip task versions audited before")] = False,
     force: Annotated[bool, typer.Option("--force", help="Redo probes already recorded in the ledger")] = False,
-    executor: Annotated[
-        str, typer.Option("--executor", help="Where trials run: local (--jobs threads here) or ray (a cluster)")
-    ] = "local",
-    address: Annotated[
-        str | None, typer.Option("--address", help="Ray cluster: auto or ray://host:port (with --executor ray)")
-    ] = None,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
 ) -> None:
     """Audit tasks by running them: lint, build, nop, oracle, repeats, mutants, tamper.
 
@@ -79,12 +80,11 @@ def audit(
 
     Example: qaflow audit tasks_repo --json audit.json --html audit.html
     Example: qaflow audit tasks_repo --offline --network none
+
+    Long on purpose: a command's option list and its one flow (pools, executor, audit, reports).
     """
     console = Console(stderr=True)
-    try:
-        backend = with_runtime(backend, runtime)
-    except SandboxError as e:
-        raise typer.BadParameter(str(e), param_hint="--runtime") from e
+    backend = backend_with_runtime(backend, runtime)
     config = AuditConfig(
         backend=backend,
         repeats=repeats,

@@ -13,7 +13,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from qaflow.agents import NopAgent, OracleAgent
-from qaflow.cli.run import NetworkOpt, OfflineOpt
+from qaflow.cli.options import BackendOpt, NetworkOpt, OfflineOpt
 from qaflow.errors import TaskError
 from qaflow.models.trial import TrialResult
 from qaflow.sandbox import resolve_backend
@@ -50,7 +50,7 @@ def _row(task_dir: Path, backend: str, network: RunNetwork) -> dict[str, object]
 
 def check(
     pool: Annotated[Path, typer.Argument(help="A folder of task folders")],
-    backend: Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")] = "auto",
+    backend: BackendOpt = "auto",
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Tasks run in parallel")] = 2,
     offline: OfflineOpt = False,
     network: NetworkOpt = RuntimeNetwork.TASK,

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig, Auditor
 from qaflow.cli.llm_options import llm_from_cli
+from qaflow.cli.options import BackendOpt, JsonFlag
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import LLMError, QaflowError, TaskError
 from qaflow.harden.compose import ComposeConfig, Link, compose
@@ -54,8 +55,6 @@ PoolOption = Annotated[
                  "task with a .qaflow/ledger.sqlite, else the task's parent folder)"),
 ]  # fmt: skip
 OutOption = Annotated[Path | None, typer.Option("--out", help="Where new versions go (default POOL/.qaflow/hardened)")]
-BackendOption = Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of tables")]
 
 
 def register(root: typer.Typer) -> None:
@@ -190,7 +189,7 @@ def process_chain_cmd(
     tasks: Annotated[list[Path], typer.Argument(metavar="TASK...", help="Task folders")],
     out_dir: OutOption = None,
     pool_dir: PoolOption = None,
-    backend: BackendOption = "auto",
+    backend: BackendOpt = "auto",
     folder: Annotated[str, typer.Option(help="The record's folder under the workdir")] = "process",
     as_json: JsonFlag = False,
 ) -> None:
@@ -236,7 +235,7 @@ def compose_cmd(
     ] = None,
     out_dir: OutOption = None,
     pool_dir: PoolOption = None,
-    backend: BackendOption = "auto",
+    backend: BackendOpt = "auto",
     as_json: JsonFlag = False,
 ) -> None:
     """Compose two tasks: part 2 consumes part 1's output.
@@ -332,7 +331,7 @@ def accept(
     audit: Annotated[bool, typer.Option("--audit", help="Audit each version first (recorded probes are reused)")] = (
         False
     ),
-    backend: BackendOption = "auto",
+    backend: BackendOpt = "auto",
     repeats: Annotated[int, typer.Option(min=1, help="With --audit: runs each of nop and oracle")] = DEFAULT_REPEATS,
     pool_dir: PoolOption = None,
     as_json: JsonFlag = False,

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig
 from qaflow.cli.llm_options import llm_from_cli
+from qaflow.cli.options import AddressOpt, BackendOpt, ExecutorOpt
 from qaflow.cli.output import console, usage_error
 from qaflow.cli.runs import close_crashed_runs
 from qaflow.errors import SandboxUnavailableError
@@ -86,17 +87,13 @@ def repair(
     codes: Annotated[
         str | None, typer.Option(help="Only attempt these finding codes, comma-separated (e.g. reward_tamper)")
     ] = None,
-    backend: Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")] = "auto",
+    backend: BackendOpt = "auto",
     repeats: Annotated[int, typer.Option(min=1, help="Runs each of nop and oracle in every audit")] = DEFAULT_REPEATS,
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", min=1, help="Tasks repaired at once, and trials at once (local executor)")
     ] = 2,
-    executor: Annotated[
-        str, typer.Option("--executor", help="Where audit trials run: local (threads here) or ray (a cluster)")
-    ] = "local",
-    address: Annotated[
-        str | None, typer.Option("--address", help="Ray cluster: auto or ray://host:port (with --executor ray)")
-    ] = None,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
     max_mutants: Annotated[int, typer.Option(min=0, help="Wrong solutions derived from the oracle, per audit")] = 12,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write the per-task repair records here")] = None,
     model: Annotated[

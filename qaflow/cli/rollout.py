@@ -14,10 +14,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from qaflow.cli.llm_options import MODEL_ENV, load_script
+from qaflow.cli.options import (
+    AddressOpt,
+    BackendOpt,
+    ExecutorOpt,
+    NetworkOpt,
+    OfflineOpt,
+    RuntimeOpt,
+    backend_with_runtime,
+)
 from qaflow.cli.output import console, emit_json, usage_error
-from qaflow.cli.run import NetworkOpt, OfflineOpt
 from qaflow.config_file import read_config_data
-from qaflow.errors import ConfigError, SandboxError, SandboxUnavailableError
+from qaflow.errors import ConfigError, SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.ledger import LedgerError
 from qaflow.models.frame import read_rollouts, records_to_frame
@@ -26,7 +34,6 @@ from qaflow.models.rollout import Effort, RolloutRecord
 from qaflow.pool import Pool, PoolError
 from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
 from qaflow.rollouts.stats import pass_table, task_bands
-from qaflow.sandbox import with_runtime
 from qaflow.sandbox.spec import RuntimeNetwork
 
 
@@ -60,18 +67,12 @@ def rollout(
     efforts: Annotated[str, typer.Option(help="Comma-separated: off, low, medium, xhigh")] = "low,medium,xhigh",
     attempts: Annotated[int, typer.Option("--attempts", "-k", min=1, help="Attempts per task and effort")] = 1,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Attempts run at once (local executor)")] = 2,
-    backend: Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")] = "auto",
-    runtime: Annotated[
-        str | None, typer.Option("--runtime", help="runsc: run the docker containers under gVisor")
-    ] = None,
+    backend: BackendOpt = "auto",
+    runtime: RuntimeOpt = None,
     offline: OfflineOpt = False,
     network: NetworkOpt = RuntimeNetwork.TASK,
-    executor: Annotated[
-        str, typer.Option("--executor", help="local (threads here) or ray (Ray tasks on a cluster)")
-    ] = "local",
-    address: Annotated[
-        str | None, typer.Option("--address", help="Ray cluster: auto or ray://host:port (with --executor ray)")
-    ] = None,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
     round_: Annotated[int, typer.Option("--round", min=0, help="Collection round (a new round reruns all)")] = 0,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Model turns per attempt (default 50)")] = None,
     max_wall: Annotated[float | None, typer.Option(help="Seconds per attempt (default: the task's timeout)")] = None,
@@ -99,6 +100,8 @@ def rollout(
     --address; records come back to this process, which alone writes the ledger.
 
     Example: qaflow rollout tasks_repo --model openai/gpt-4o-mini --efforts low,medium,xhigh -k 4 -j 4
+
+    Long on purpose: a command's option list and its one flow (config, model, job, table).
     """
     import os
 
@@ -111,10 +114,7 @@ def rollout(
     if script is not None:
         model_data["script"] = [r.model_dump() for r in load_script(script)]
     data["model"] = model_data
-    try:
-        backend = with_runtime(backend, runtime)
-    except SandboxError as e:
-        usage_error(f"--runtime: {e}")
+    backend = backend_with_runtime(backend, runtime)
     data.update(efforts=_efforts(efforts), attempts=attempts, jobs=jobs, backend=backend, round=round_, out_dir=out_dir)
     if offline:
         data["offline"] = True

@@ -17,6 +17,7 @@ from qaflow.cli import review as review_cli
 from qaflow.cli import rollout as rollout_cli
 from qaflow.cli import run as run_cli
 from qaflow.cli import sandbox as sandbox_cli
+from qaflow.cli.help_text import reflow_app
 
 app = typer.Typer(
     name="qaflow",
@@ -43,6 +44,7 @@ import_cli.app.command("attempts")(harden_cli.attempts_import)
 STAGE_CLIS = ("curation.cli", "sft.cli", "rl.cli")
 for _module in STAGE_CLIS:
     importlib.import_module(_module).register(app)
+reflow_app(app)
 
 
 def main() -> None:

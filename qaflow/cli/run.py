@@ -11,35 +11,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from qaflow.agents import agent_by_name
+from qaflow.cli.options import BackendOpt, NetworkOpt, OfflineOpt, RuntimeOpt
 from qaflow.errors import SandboxError, TaskError
 from qaflow.models.trial import TrialResult
 from qaflow.sandbox import with_runtime
-from qaflow.sandbox.spec import NETWORK_ENV, OFFLINE_ENV, RunNetwork, RuntimeNetwork
+from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork
 from qaflow.task import Task
 from qaflow.trial import run_trial
 
 AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="oracle (reference solution) or nop (do nothing)")]
-BackendOpt = Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")]
-RuntimeOpt = Annotated[
-    str | None,
-    typer.Option("--runtime", help="runsc: run the docker containers under gVisor (see `qaflow sandbox doctor`)"),
-]
-OfflineOpt = Annotated[
-    bool,
-    typer.Option(
-        "--offline",
-        envvar=OFFLINE_ENV,
-        help="Build without network (builds have it by default); a build that fails for want of it is infra_error",
-    ),
-]
-NetworkOpt = Annotated[
-    RuntimeNetwork,
-    typer.Option(
-        "--network",
-        envvar=NETWORK_ENV,
-        help="Runtime network: task (as each task declares: on unless no-network) or none (off for every sandbox)",
-    ),
-]
 
 
 def register(app: typer.Typer) -> None:

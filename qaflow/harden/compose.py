@@ -39,7 +39,8 @@ from qaflow.harden.versions import HardenRecord, Transform, building, ensure_rec
 from qaflow.pool import Pool
 from qaflow.requirements.reading import workdir_of
 from qaflow.requirements.spec import SECTION, ArtifactSpec, CheckSpec, GraphSpec, GraphSpecError, RequirementSpec
-from qaflow.task import IGNORED_NAMES, Task, TaskConfig, dockerfile_logical_lines
+from qaflow.task import IGNORED_NAMES, Task, TaskConfig
+from qaflow.text import dockerfile_logical_lines
 
 PART2_CONTEXT = "qaflow_part2"
 AUTHOR = f"harden:{Transform.COMPOSE.value}"

@@ -26,7 +26,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
 
 from qaflow.errors import PathError, TaskError
-from qaflow.task import IGNORED_NAMES, Task, TaskConfig, copy_sources, dockerfile_logical_lines, tree_hash
+from qaflow.task import IGNORED_NAMES, Task, TaskConfig, copy_sources, tree_hash
+from qaflow.text import dockerfile_logical_lines
 
 TB_DEFAULT_AGENT_TIMEOUT_SEC = 360.0
 TB_DEFAULT_TEST_TIMEOUT_SEC = 60.0

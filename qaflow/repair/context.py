@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from qaflow.models.audit import AuditFinding
 from qaflow.task import IGNORED_NAMES
+from qaflow.text import utf8_text
 
 FILE_CAP = 8_000
 """Characters of one file shown in a prompt; longer files are cut with a note."""
@@ -47,12 +48,9 @@ def view_file(root: Path, rel: str, cap: int = FILE_CAP) -> FileView:
     if path.is_symlink():
         return FileView(path=rel, size=0, note=f"symlink -> {os.readlink(path)}")
     data = path.read_bytes()
-    if b"\0" in data:
-        return FileView(path=rel, size=len(data), note="binary")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return FileView(path=rel, size=len(data), note="not UTF-8")
+    text = utf8_text(data)
+    if text is None:
+        return FileView(path=rel, size=len(data), note="binary" if b"\0" in data else "not UTF-8")
     if len(text) > cap:
         return FileView(path=rel, size=len(data), content=text[:cap], truncated=True, note=f"first {cap} characters")
     return FileView(path=rel, size=len(data), content=text)

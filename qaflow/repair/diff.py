@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from qaflow.task import IGNORED_NAMES
+from qaflow.text import utf8_text
 
 DIFF_CAP = 30_000
 """Characters of diff kept in a round's record; the rest is cut with a note."""
@@ -38,12 +39,8 @@ def _lines(data: bytes | None) -> list[str] | None:
     """Text lines, or None for binary (undecodable or NUL-holding) content."""
     if data is None:
         return []
-    if b"\0" in data:
-        return None
-    try:
-        return data.decode("utf-8").splitlines(keepends=True)
-    except UnicodeDecodeError:
-        return None
+    text = utf8_text(data)
+    return None if text is None else text.splitlines(keepends=True)
 
 
 def folder_diff(old: Path, new: Path, *, cap: int = DIFF_CAP) -> tuple[str, list[str]]:

@@ -21,7 +21,8 @@ import re
 from dataclasses import dataclass, field
 
 from qaflow.sandbox.dockerfile import DEFAULT_WORKDIR
-from qaflow.task import Task, _walk_files, dockerfile_logical_lines
+from qaflow.task import Task, _walk_files
+from qaflow.text import dockerfile_logical_lines
 
 PATH_RE = re.compile(r"(?<![\w.~$/-])(/(?:[\w.@+-]+/)*[\w.@+*-]+/?)")
 HIDDEN = ("/tests", "/logs", "/solution")

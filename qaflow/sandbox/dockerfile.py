@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qaflow.errors import BuildError, UnsupportedError
+from qaflow.text import numbered_dockerfile_lines
 
 DEFAULT_WORKDIR = "/app"
 DEFAULT_SHELL = ("/bin/sh", "-c")
@@ -161,33 +162,19 @@ def _glob_regex(pattern: str) -> str:
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
-    """(start line, instruction text) with continuations joined and comment lines dropped.
+    """(start line, instruction text) with continuations joined and comment lines dropped
+    (`qaflow.text.numbered_dockerfile_lines`).
 
     Raises:
         UnsupportedError: for a parser directive other than `syntax` (e.g. `# escape=`).
     """
-    result: list[tuple[int, str]] = []
-    current = ""
-    start = 0
-    at_top = True
     for number, raw in enumerate(text.splitlines(), start=1):
         stripped = raw.strip()
-        if at_top and re.match(r"#\s*escape\s*=", stripped, re.IGNORECASE):
+        if re.match(r"#\s*escape\s*=", stripped, re.IGNORECASE):
             raise UnsupportedError(f"line {number}: parser directive {stripped!r}")
-        if not stripped or stripped.startswith("#"):
-            continue
-        at_top = False
-        if not current:
-            start = number
-        if stripped.endswith("\\"):
-            current += stripped[:-1] + " "
-            continue
-        current += stripped
-        result.append((start, current))
-        current = ""
-    if current.strip():
-        result.append((start, current))
-    return result
+        if stripped and not stripped.startswith("#"):
+            break  # directives only count before the first instruction
+    return numbered_dockerfile_lines(text)
 
 
 def parse(text: str) -> list[Instruction]:

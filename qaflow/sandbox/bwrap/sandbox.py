@@ -34,6 +34,10 @@ its exec; `kill_strays` still kills whatever is left in the sandbox's groups and
 Files: put/get/get_dir never start a process; they are file IO on the sandbox's folders with
 symlinks resolved in container space (`rootfs.ContainerFS`), so nothing the sandbox plants can
 redirect them onto the host.
+
+Size (over 500 lines on purpose): one class, the `Sandbox` protocol over one bwrap root; its exec, copy,
+settle and kill paths share the root's folders and the shim's protocol, so they stay together (the shim,
+network holder and pumps are `process`, the host root `rootfs`).
 """
 
 from __future__ import annotations
@@ -274,6 +278,8 @@ class BwrapSandbox:
 
         Raises:
             SandboxError: as `exec`.
+
+        Long on purpose: one bwrap process's life (argv, limits, shim, pumps, timeout, kill, result) shares its locals.
         """
         if self._closed:
             raise SandboxError(f"sandbox {self.spec.name} is closed")

@@ -21,6 +21,9 @@ and the stream and socket helpers `qaflow.sandbox.docker.streams`. `DockerSandbo
 
 Only this package imports the docker SDK at import time;
 the registry imports it lazily.
+
+Size (over 500 lines on purpose): the backend's checks, image build and cache, container start under
+limits and views, and reaping are one object's steps over one daemon; images and the client live apart.
 """
 
 from __future__ import annotations
@@ -318,7 +321,11 @@ class DockerBackend:
             raise SandboxError(f"docker could not inspect image {ref}: {exc}") from exc
 
     def _build(self, spec: SandboxSpec, tag: str) -> None:
-        """Build `spec.dockerfile` with its FROM lines resolved locally, as `tag`, within the timeout."""
+        """Build `spec.dockerfile` with its FROM lines resolved locally, as `tag`, within the timeout.
+
+        Long on purpose: one image build (context, offline stages, the SDK stream, failure evidence) shares
+        its locals.
+        """
         try:
             text = spec.dockerfile.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:

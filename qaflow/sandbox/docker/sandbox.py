@@ -16,6 +16,10 @@ every other process of the container (`storage_exceeded`).
 `kill_strays` kills every process of the container but docker's init and the `sleep` keeper;
 `exec(..., kill_strays_after=True)` does the same inside the exec's own wrapper, the moment the
 command ends (no extra exec, and no window in which a leftover process could still write).
+
+Size (over 500 lines on purpose): one class, the `Sandbox` protocol over one container; its exec, copy,
+settle and kill paths share the container's state and the wrapper's protocol, so they stay together
+(stream decoding is `streams`, the client and remover `client`).
 """
 
 from __future__ import annotations
@@ -270,7 +274,10 @@ class DockerSandbox:
         cwd: str | None,
         kill: bool = False,
     ) -> ExecResult:
-        """One exec of `argv` under the wrapper; `upload` (a tar) is first unpacked at / from its stdin."""
+        """One exec of `argv` under the wrapper; `upload` (a tar) is first unpacked at / from its stdin.
+
+        Long on purpose: one exec's life (wrapper, socket pump, timeout, tree kill, exit code, OOM) shares its locals.
+        """
         api = self.client.api
         start = time.monotonic()
         wrapper = _wrapper(untar=upload is not None, kill_strays=kill)

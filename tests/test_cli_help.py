@@ -1,0 +1,61 @@
+"""`--help` as a person reads it: prose reflowed to the terminal, examples one per line, and every
+command's options from one declaration."""
+
+from __future__ import annotations
+
+import re
+
+from typer.testing import CliRunner
+
+from qaflow.cli import app
+from qaflow.cli.help_text import reflow
+
+
+def test_reflow_joins_prose_and_keeps_examples_and_list_items() -> None:
+    doc = """First line
+    of the summary.
+
+    A paragraph wrapped
+    by hand at the source.
+
+    - item one
+      continued
+    - item two
+
+    Example: qaflow audit a
+    Example: qaflow audit b
+    """
+    assert reflow(doc).split("\n\n") == [
+        "First line of the summary.",
+        "A paragraph wrapped by hand at the source.",
+        "- item one continued\n- item two",
+        "Example: qaflow audit a\nExample: qaflow audit b",
+    ]
+
+
+def test_help_never_breaks_a_sentence_where_the_source_did() -> None:
+    out = CliRunner().invoke(app, ["audit", "--help"], terminal_width=220, env={"COLUMNS": "220"})
+    assert out.exit_code == 0, out.output
+    text = re.sub(r"[│╭╮╰╯─]", " ", out.output)
+    # the docstring breaks after "on the"; the help shows the sentence on one line
+    assert re.search(r"on the cluster at --address, using each worker's own Docker daemon", text), text
+    assert re.search(r"Example: qaflow audit tasks_repo --json audit.json --html audit.html\s*\n", text)
+
+
+def test_shared_options_read_the_same_in_every_command() -> None:
+    helps = {}
+    for command in (["audit"], ["run"], ["rollout"], ["repair"], ["check"], ["harden", "process-chain"]):
+        out = CliRunner().invoke(app, [*command, "--help"], terminal_width=220, env={"COLUMNS": "220"})
+        assert out.exit_code == 0, out.output
+        line = next(ln for ln in out.output.splitlines() if ln.strip("│ ").startswith("--backend"))
+        helps[" ".join(command)] = re.sub(r"\s+", " ", line.strip("│ "))
+    assert len(set(helps.values())) == 1, helps
+    assert "auto, docker or bwrap" in next(iter(helps.values()))
+
+
+def test_import_attempts_is_the_attempts_import_command() -> None:
+    noun = CliRunner().invoke(app, ["import", "attempts", "--help"], terminal_width=220)
+    verb = CliRunner().invoke(app, ["attempts", "import", "--help"], terminal_width=220)
+    assert noun.exit_code == verb.exit_code == 0
+    assert "Import other solvers' attempt results as gate evidence." in noun.output
+    assert noun.output.split("Usage:")[1].split("\n", 1)[1] == verb.output.split("Usage:")[1].split("\n", 1)[1]
