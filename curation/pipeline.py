@@ -25,13 +25,17 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from curation.decontam import BenchmarkSpec, DecontamConfig
 from curation.dedup import DedupConfig
+from curation.filters import FilterConfig
 from curation.mixing import MixConfig
 from curation.sources import SourceSpec, StageResult, empty_removed
 from qaflow.audit.runner import AuditConfig
 from qaflow.config_file import load_yaml_config, validation_reason
 from qaflow.errors import ConfigError
 from qaflow.ledger.status import StatusWriter
+from qaflow.llm import LLMConfig
+from qaflow.rollouts.job import RolloutJobConfig
 
 STAGES = (
     "source",
@@ -58,9 +62,11 @@ class LengthStage(BaseModel):
 
 
 class DecontamStage(BaseModel):
+    """`qaflow curate decontam`'s benchmarks and settings, by the same names."""
+
     model_config = ConfigDict(extra="forbid")
-    benchmarks: list[dict[str, Any]] = Field(description="BenchmarkSpec mappings (path, name, ...).")
-    config: dict[str, Any] = Field(default_factory=dict, description="DecontamConfig fields.")
+    benchmarks: list[BenchmarkSpec]
+    config: DecontamConfig = Field(default_factory=DecontamConfig)
 
 
 class RepairStage(BaseModel):
@@ -73,11 +79,12 @@ class HardenStage(BaseModel):
     process_chain: bool = True
 
 
-class RolloutStage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    efforts: list[str] = Field(default_factory=lambda: ["low", "medium", "xhigh"])
-    attempts: int = Field(2, ge=1)
-    jobs: int = Field(2, ge=1)
+class RolloutStage(RolloutJobConfig):
+    """`qaflow rollout`'s settings (`RolloutJobConfig`, same names and defaults). The model is the
+    pipeline's `model`; backend, offline and network follow `audit:` unless set here; only accepted
+    tasks are rolled out unless `statuses` says otherwise."""
+
+    model: LLMConfig | None = None
 
 
 class ExportStage(BaseModel):
@@ -105,7 +112,9 @@ class PipelineConfig(BaseModel):
     repair: RepairStage | None = Field(default_factory=RepairStage)
     harden: HardenStage | None = Field(default_factory=HardenStage)
     rollout: RolloutStage | None = Field(default_factory=RolloutStage)
-    rollout_filter: dict[str, Any] | None = Field(default_factory=dict, description="FilterConfig; {} = defaults.")
+    rollout_filter: FilterConfig | None = Field(
+        default_factory=FilterConfig, description="As `qaflow filter --config`."
+    )
     export: ExportStage = Field(default_factory=ExportStage)
 
     @classmethod
@@ -258,12 +267,12 @@ class Pipeline:
         if self.config.decontam is None:
             info.skipped = "no benchmark sets configured"
             return StageResult(tasks, empty_removed()), None
-        from curation.decontam import BenchmarkSpec, DecontamConfig, decontaminate, load_benchmark
+        from curation.decontam import decontaminate, load_benchmark
 
         items = []
         for spec in self.config.decontam.benchmarks:
-            items.extend(load_benchmark(BenchmarkSpec.model_validate(spec)))
-        return decontaminate(tasks, items, DecontamConfig.model_validate(self.config.decontam.config)), None
+            items.extend(load_benchmark(spec))
+        return decontaminate(tasks, items, self.config.decontam.config), None
 
     def _length(self, tasks: pl.DataFrame, info: StageInfo) -> tuple[StageResult, None]:
         if self.config.length is None:
@@ -429,20 +438,19 @@ class Pipeline:
             info.skipped = "needs a model (set `model`): no rollouts" if self.config.rollout else "not configured"
             info.unit = "rollouts"
             return StageResult(empty_frame(), empty_removed()), empty_frame()
-        from qaflow.llm import LLMConfig
         from qaflow.models.records import VersionStatus
         from qaflow.pool import Pool
-        from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
+        from qaflow.rollouts.job import run_rollouts
 
-        job = RolloutJobConfig(
-            model=LLMConfig(model=self.config.model),
-            efforts=self.config.rollout.efforts,
-            attempts=self.config.rollout.attempts,
-            jobs=self.config.rollout.jobs,
-            backend=self.config.audit.backend,
-            offline=self.config.audit.offline,
-            network=self.config.audit.network,
-            statuses=[VersionStatus.ACCEPTED],
+        stage = self.config.rollout
+        inherited = {k: getattr(self.config.audit, k) for k in ("backend", "offline", "network")}
+        job = RolloutJobConfig.model_validate(
+            {
+                **{k: v for k, v in inherited.items() if k not in stage.model_fields_set},
+                **stage.model_dump(exclude={"model"}, exclude_unset=True),
+                "model": LLMConfig(model=self.config.model),
+                "statuses": stage.statuses or [VersionStatus.ACCEPTED],
+            }
         )
         with Pool.open(self.pool_dir) as pool:
             run_rollouts(pool, job, executor=self.executor)
@@ -460,10 +468,9 @@ class Pipeline:
         if rollouts.is_empty() or self.config.rollout_filter is None:
             info.skipped = "no rollouts" if rollouts.is_empty() else "not configured"
             return StageResult(rollouts, empty_removed()), rollouts
-        from curation.filters import FilterConfig, apply_filters
+        from curation.filters import apply_filters
 
-        config = FilterConfig.model_validate(self.config.rollout_filter) if self.config.rollout_filter else None
-        result = apply_filters(rollouts, config)
+        result = apply_filters(rollouts, self.config.rollout_filter)
         (self.stage_dir("rollout_filter")).mkdir(parents=True, exist_ok=True)
         (self.stage_dir("rollout_filter") / "funnel.json").write_text(
             json.dumps(result.summary(), indent=2, default=str)

@@ -98,3 +98,31 @@ def test_pipeline_cli_rejects_a_bad_config(tmp_path: Path) -> None:
     bad.write_text("name: x\nsources: []\nbogus: 1\n")
     result = CliRunner().invoke(app, ["pipeline", "run", str(bad)])
     assert result.exit_code == 2 and "bogus" in result.output
+
+
+def test_stage_sections_are_the_commands_own_configs(tmp_path: Path) -> None:
+    """The batch job and the CLI mean the same thing by the same words: each section is the command's model."""
+    from curation.decontam import DecontamConfig
+    from curation.filters import FilterConfig
+    from qaflow.audit.runner import AuditConfig
+    from qaflow.errors import ConfigError
+    from qaflow.rollouts.job import RolloutJobConfig
+
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "name: p\nsources: []\n"
+        "audit: {backend: bwrap}\n"
+        "decontam: {benchmarks: [{path: bench}], config: {ngram: 5}}\n"
+        "rollout: {efforts: [low], max_concurrency: 3}\n"
+    )
+    with pytest.raises(ConfigError, match=r"p\.yaml: invalid pipeline config: rollout\.max_concurrency: Extra inputs"):
+        PipelineConfig.load(path)
+    path.write_text(path.read_text().replace("max_concurrency: 3", "round: 2"))
+    config = PipelineConfig.load(path)
+    assert isinstance(config.audit, AuditConfig) and config.audit.repeats == AuditConfig().repeats
+    assert isinstance(config.decontam.config, DecontamConfig) and config.decontam.config.ngram == 5  # type: ignore[union-attr]
+    assert config.decontam.benchmarks[0].path == str(tmp_path / "bench")  # type: ignore[union-attr]
+    assert isinstance(config.rollout, RolloutJobConfig) and config.rollout.round == 2
+    assert config.rollout.attempts == RolloutJobConfig.model_fields["attempts"].default
+    assert config.rollout_filter == FilterConfig()
+    assert "backend" not in config.rollout.model_fields_set  # so the rollout stage follows audit's bwrap

@@ -13,7 +13,7 @@ from qaflow.agents.stepwise import StepwiseAgent
 from qaflow.audit.effects import RecordingAgent
 from qaflow.audit.mutants import Mutant, MutantAgent
 from qaflow.audit.tamper import TamperAgent
-from qaflow.models.trial import ExitStatus, StepResult, TrialResult
+from qaflow.models.trial import ExitStatus, PhaseResult, StepResult
 from qaflow.sandbox.base import ExecResult
 
 TAIL_CHARS = 2000
@@ -48,7 +48,7 @@ class ProbeRun(BaseModel):
     extra: dict[str, Any] = {}
 
     @classmethod
-    def of(cls, probe: str, attempt: int, result: TrialResult | StepResult) -> ProbeRun:
+    def of(cls, probe: str, attempt: int, result: PhaseResult) -> ProbeRun:
         """The run of a trial, or of one step of a multi-step trial (read back by `audit.steps.step_views`)."""
 
         def out(ex: ExecResult | None) -> str:

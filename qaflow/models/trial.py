@@ -85,35 +85,9 @@ class ErrorInfo(BaseModel):
         )
 
 
-class StepResult(BaseModel):
-    """One step of a multi-step trial: its phases and reward, as a trial records them."""
+class PhaseResult(BaseModel):
+    """What the agent and verifier phases leave, for a whole trial or one step of a multi-step trial."""
 
-    name: str
-    reward: float | None = None
-    rewards: dict[str, float] | None = None
-    reward_source: str | None = None
-    full_reward: bool = False
-    exit_status: ExitStatus = ExitStatus.OK
-    error: ErrorInfo | None = None
-    setup_exec: ExecResult | None = None
-    """workdir/setup.sh, when the step has one."""
-    agent_exec: ExecResult | None = None
-    verifier_exec: ExecResult | None = None
-    timings: dict[str, float] = Field(default_factory=dict)
-    strays_killed: dict[str, int] = Field(default_factory=dict)
-    verifier_sandbox: VerifierSandbox | None = None
-    services_left: int = 0
-    verifier_note: str | None = None
-    aborted: str | None = None
-    """Why no later step ran (an error, no reward, min_reward not met); None when the trial went on."""
-
-
-class TrialResult(BaseModel):
-    task: str
-    version: str
-    agent: str
-    backend: str
-    run_id: str
     reward: float | None = None
     rewards: dict[str, float] | None = None
     reward_source: str | None = None
@@ -133,5 +107,31 @@ class TrialResult(BaseModel):
     """Processes the agent phase left running for the verifier (servers); 0 when none."""
     verifier_note: str | None = None
     """Why the verifier could not see what the agent left running, when it could not (a backend limit)."""
+
+
+class _StepName(BaseModel):
+    name: str
+
+
+class StepResult(PhaseResult, _StepName):
+    """One step of a multi-step trial: its phases and reward, as a trial records them."""
+
+    setup_exec: ExecResult | None = None
+    """workdir/setup.sh, when the step has one."""
+    aborted: str | None = None
+    """Why no later step ran (an error, no reward, min_reward not met); None when the trial went on."""
+
+
+class _TrialKey(BaseModel):
+    task: str
+    version: str
+    agent: str
+    backend: str
+    run_id: str
+
+
+class TrialResult(PhaseResult, _TrialKey):
+    """One trial: which agent ran which task version where, and what its phases left (`PhaseResult`)."""
+
     steps: list[StepResult] = Field(default_factory=list)
     """A multi-step task's steps that ran, in order; the fields above are their roll-up (`qaflow.trial.steps`)."""

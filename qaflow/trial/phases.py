@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from qaflow.agents.base import Agent
 from qaflow.errors import TaskError, UnsupportedError
 from qaflow.healthcheck import wait_healthy
-from qaflow.models.trial import ExitStatus, TrialResult, VerifierSandbox
+from qaflow.models.trial import ExitStatus, PhaseResult, VerifierSandbox
 from qaflow.reward import Reward, read_reward
 from qaflow.sandbox import open_sandbox
 from qaflow.sandbox.base import Sandbox, SandboxSpec
@@ -62,7 +62,7 @@ def environment_healthcheck(task: Task, box: Sandbox) -> None:
         wait_healthy(box, check, user=task.config.agent.user, toml=task.path / "task.toml", what="[environment]")
 
 
-def agent_phase(task: Task, agent: Agent, box: Sandbox, result: TrialResult) -> None:
+def agent_phase(task: Task, agent: Agent, box: Sandbox, result: PhaseResult) -> None:
     t0 = time.perf_counter()
     result.agent_exec = agent.run(task, box)
     result.timings["agent"] = time.perf_counter() - t0
@@ -70,7 +70,7 @@ def agent_phase(task: Task, agent: Agent, box: Sandbox, result: TrialResult) -> 
         result.exit_status = ExitStatus.AGENT_TIMEOUT
 
 
-def verifier_phase(box: Sandbox, spec: SandboxSpec, plan: VerifierPlan, result: TrialResult, *, clear: bool) -> None:
+def verifier_phase(box: Sandbox, spec: SandboxSpec, plan: VerifierPlan, result: PhaseResult, *, clear: bool) -> None:
     """Step 3 and 4 of the trial, after the agent phase in `box`, by `plan`; sets the reward on `result`.
 
     Separate mode: the agent's processes are killed and its workdir copied into the verifier's own
@@ -102,7 +102,7 @@ def verifier_phase(box: Sandbox, spec: SandboxSpec, plan: VerifierPlan, result: 
     _verify(box, plan, result, clear=clear)
 
 
-def _verify(box: Sandbox, plan: VerifierPlan, result: TrialResult, *, clear: bool = True) -> None:
+def _verify(box: Sandbox, plan: VerifierPlan, result: PhaseResult, *, clear: bool = True) -> None:
     """Upload the plan's tests, run test.sh in `box` and read its reward.
 
     The caller has emptied /tests (and /logs/verifier unless `clear` is False) and nothing of the
@@ -134,7 +134,7 @@ def _verify(box: Sandbox, plan: VerifierPlan, result: TrialResult, *, clear: boo
         result.timings["verifier"] = time.perf_counter() - t0
 
 
-def _verify_separately(box: Sandbox, agent_spec: SandboxSpec, plan: VerifierPlan, result: TrialResult) -> None:
+def _verify_separately(box: Sandbox, agent_spec: SandboxSpec, plan: VerifierPlan, result: PhaseResult) -> None:
     """`environment_mode = "separate"`: the verifier image comes from the plan's context (tests/Dockerfile),
     with the agent's final workdir copied in at the same path."""
     context = plan.separate_context
@@ -157,7 +157,7 @@ def _verify_separately(box: Sandbox, agent_spec: SandboxSpec, plan: VerifierPlan
             _verify(verifier_box, plan, result)
 
 
-def _set_reward(result: TrialResult, reward: Reward) -> None:
+def _set_reward(result: PhaseResult, reward: Reward) -> None:
     result.reward = reward.value
     result.rewards = reward.values
     result.reward_source = reward.source

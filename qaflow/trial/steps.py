@@ -57,25 +57,25 @@ def run_steps(
 def _run_step(step: StepTask, agent: Agent, box: Sandbox, spec: SandboxSpec, *, clear: bool, more: bool) -> StepResult:
     """One step in `box` (`more`: another step follows); failures are recorded on the result, never raised."""
     started = time.perf_counter()
-    scratch = TrialResult(task=step.name, version=step.version, agent=agent.name, backend="", run_id="")
+    outcome = StepResult(name=step.step_name)
     setup_exec: ExecResult | None = None
     try:
         setup_exec = _prepare(step, box)
-        scratch.timings["setup"] = time.perf_counter() - started
-        agent_phase(step, agent, box, scratch)
-        verifier_phase(box, spec, step_plan(step), scratch, clear=clear)
-        if more and scratch.verifier_sandbox is VerifierSandbox.SHARED:
+        outcome.timings["setup"] = time.perf_counter() - started
+        agent_phase(step, agent, box, outcome)
+        verifier_phase(box, spec, step_plan(step), outcome, clear=clear)
+        if more and outcome.verifier_sandbox is VerifierSandbox.SHARED:
             box.kill_strays(clear=[TESTS_DIR, VERIFIER_LOGS])  # the verifier's leftovers are dead already
     except SetupError as exc:
-        scratch.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
+        outcome.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
         setup_exec = exc.exec_result or setup_exec
     except Exception as exc:  # recorded like run_trial records it: with its kind and traceback
-        scratch.error = ErrorInfo.of(exc)
-    if scratch.error is not None and scratch.exit_status is ExitStatus.OK:
-        scratch.exit_status = ExitStatus.ERROR
-    scratch.timings["total"] = time.perf_counter() - started
-    fields = scratch.model_dump(include=set(StepResult.model_fields) - {"name", "setup_exec", "aborted"})
-    return StepResult(name=step.step_name, setup_exec=setup_exec, **fields)
+        outcome.error = ErrorInfo.of(exc)
+    if outcome.error is not None and outcome.exit_status is ExitStatus.OK:
+        outcome.exit_status = ExitStatus.ERROR
+    outcome.timings["total"] = time.perf_counter() - started
+    outcome.setup_exec = setup_exec
+    return outcome
 
 
 def _prepare(step: StepTask, box: Sandbox) -> ExecResult | None:
