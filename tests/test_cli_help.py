@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from qaflow.cli import app
 from qaflow.cli.help_text import reflow
+from tests.conftest import TASKS_REPO
 
 
 def test_reflow_joins_prose_and_keeps_examples_and_list_items() -> None:
@@ -44,7 +45,7 @@ def test_help_never_breaks_a_sentence_where_the_source_did() -> None:
 
 def test_shared_options_read_the_same_in_every_command() -> None:
     helps = {}
-    for command in (["audit"], ["run"], ["rollout"], ["repair"], ["check"], ["harden", "process-chain"]):
+    for command in (["audit"], ["run"], ["rollout", "run"], ["repair"], ["check"], ["harden", "process-chain"]):
         out = CliRunner().invoke(app, [*command, "--help"], terminal_width=220, env={"COLUMNS": "220"})
         assert out.exit_code == 0, out.output
         line = next(ln for ln in out.output.splitlines() if ln.strip("│ ").startswith("--backend"))
@@ -59,3 +60,16 @@ def test_import_attempts_is_the_attempts_import_command() -> None:
     assert noun.exit_code == verb.exit_code == 0
     assert "Import other solvers' attempt results as gate evidence." in noun.output
     assert noun.output.split("Usage:")[1].split("\n", 1)[1] == verb.output.split("Usage:")[1].split("\n", 1)[1]
+
+
+def test_rollout_noun_takes_its_verbs_and_the_old_spellings() -> None:
+    pool = str(TASKS_REPO)
+    bare = CliRunner().invoke(app, ["rollout", pool, "--efforts", "low"], env={"QAFLOW_MODEL": ""})
+    verb = CliRunner().invoke(app, ["rollout", "run", pool, "--efforts", "low"], env={"QAFLOW_MODEL": ""})
+    assert bare.exit_code == verb.exit_code == 2
+    assert "no model" in bare.output and bare.output == verb.output
+    old = CliRunner().invoke(app, ["rollout-stats", "--help"], terminal_width=220)
+    new = CliRunner().invoke(app, ["rollout", "stats", "--help"], terminal_width=220)
+    assert old.exit_code == new.exit_code == 0 and "(deprecated)" in old.output
+    options = [ln for ln in new.output.splitlines() if ln.strip("│ ").startswith("--")]
+    assert options and all(ln in old.output for ln in options)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from qaflow.errors import SandboxError
 from qaflow.sandbox import with_runtime
@@ -46,3 +48,15 @@ def backend_with_runtime(backend: str, runtime: str | None) -> str:
         return with_runtime(backend, runtime)
     except SandboxError as e:
         raise typer.BadParameter(str(e), param_hint="--runtime") from e
+
+
+class DefaultCommandGroup(TyperGroup):
+    """A noun whose verbs are sub-commands, where a first argument that names no verb means the default
+    verb: `qaflow rollout POOL` is `qaflow rollout run POOL` (the spelling of the last release kept)."""
+
+    default_command = "run"
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)

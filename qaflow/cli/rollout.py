@@ -1,4 +1,4 @@
-"""CLI: `qaflow rollout POOL` runs the coding agent on every task at several efforts; `qaflow rollout-stats`
+"""CLI: `qaflow rollout run POOL` runs the coding agent on every task at several efforts; `qaflow rollout stats`
 prints pass rates, pass@k and difficulty bands."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from qaflow.cli.llm_options import MODEL_ENV, load_script
 from qaflow.cli.options import (
     AddressOpt,
     BackendOpt,
+    DefaultCommandGroup,
     ExecutorOpt,
     NetworkOpt,
     OfflineOpt,
@@ -36,10 +37,19 @@ from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
 from qaflow.rollouts.stats import pass_table, task_bands
 from qaflow.sandbox.spec import RuntimeNetwork
 
+app = typer.Typer(cls=DefaultCommandGroup, no_args_is_help=True)
 
-def register(app: typer.Typer) -> None:
-    app.command("rollout")(rollout)
-    app.command("rollout-stats")(rollout_stats)
+
+@app.callback()
+def _group() -> None:
+    """Roll out the coding agent over a pool (`run`, the default verb) and read the results (`stats`)."""
+
+
+def register(root: typer.Typer) -> None:
+    app.command("run")(rollout)
+    app.command("stats")(rollout_stats)
+    root.add_typer(app, name="rollout")
+    root.command("rollout-stats", deprecated=True, help="Same as `qaflow rollout stats` (old spelling).")(rollout_stats)
 
 
 def _config_file(path: Path) -> dict[str, Any]:
@@ -99,7 +109,9 @@ def rollout(
     With --executor ray every attempt is a Ray task (the task's CPUs and memory) on the cluster at
     --address; records come back to this process, which alone writes the ledger.
 
-    Example: qaflow rollout tasks_repo --model openai/gpt-4o-mini --efforts low,medium,xhigh -k 4 -j 4
+    Also spelled `qaflow rollout POOL ...` (run is the default verb).
+
+    Example: qaflow rollout run tasks_repo --model openai/gpt-4o-mini --efforts low,medium,xhigh -k 4 -j 4
 
     Long on purpose: a command's option list and its one flow (config, model, job, table).
     """
@@ -211,7 +223,7 @@ def rollout_stats(
 
     Bands: impossible 0, very_hard <= 25%, hard <= 50%, medium <= 75%, easy < 100%, trivial 100%.
 
-    Example: qaflow rollout-stats tasks_repo --k 1,4
+    Example: qaflow rollout stats tasks_repo --k 1,4
     """
     try:
         ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()}))
