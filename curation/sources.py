@@ -44,10 +44,10 @@ from typing import Annotated, Any, Literal
 
 import polars as pl
 import tomli_w
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from qaflow.errors import QaflowError, TaskError
+from qaflow.config_file import read_config_data, validation_reason
+from qaflow.errors import ConfigError, QaflowError, TaskError
 from qaflow.task import Task, find_task_dirs
 
 TASK_SCHEMA: dict[str, pl.DataType] = {
@@ -209,20 +209,13 @@ class SourcesConfig(BaseModel):
         relative to the config file's folder."""
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
-            if path.suffix == ".toml":
-                data = tomllib.loads(text)
-            elif path.suffix == ".json":
-                data = json.loads(text)
-            else:
-                data = yaml.safe_load(text)
-        except (OSError, ValueError, yaml.YAMLError) as e:
-            raise SourceError(path, f"cannot read sources config: {e}") from e
+            data = read_config_data(path, what="sources config")
+        except ConfigError as e:
+            raise SourceError(path, e.reason) from e
         try:
             config = cls.model_validate(data)
         except ValidationError as e:
-            first = e.errors()[0]
-            raise SourceError(path, f"invalid {'.'.join(map(str, first['loc']))}: {first['msg']}") from e
+            raise SourceError(path, f"invalid sources config: {validation_reason(e)}") from e
         base = path.resolve().parent
         for spec in config.sources:
             for attr in ("path", "out_dir", "cache_dir"):
