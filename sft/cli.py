@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from qaflow.cli.options import BackendOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import ConfigError
 
@@ -57,7 +58,7 @@ def select_cmd(
     served_model: Annotated[
         str, typer.Option(help="Served model name per checkpoint at --endpoint; {name} and {step} are filled in")
     ] = "{name}",
-    backend: Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")] = "auto",
+    backend: BackendOpt = "auto",
     attempts: Annotated[int, typer.Option(min=1, help="Attempts per task")] = 1,
     max_turns: Annotated[int, typer.Option(min=1, help="Agent turns per attempt")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON")] = False,

@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from curation.export_limits import DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_MAX_TASK_FILE_BYTES
+from qaflow.cli.options import PrivateOpt, PushOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.models.frame import read_rollouts
 from qaflow.pool import DEFAULT_LEDGER
@@ -36,7 +37,6 @@ SHOWN_REMOVED = 20
 """Removed rows listed one by one in the summary; the rest are counted (all are in export_report.json)."""
 
 OUT_HELP = "Output folder: save_to_disk files, parquet/ shards, README.md (the dataset card), export_report.json."
-PUSH_HELP = "Also push to this hub dataset repo (needs HF_TOKEN or `hf auth login`)."
 FORCE_HELP = "Replace OUT if it already holds files."
 LICENSE_HELP = "License id for the card's metadata, e.g. apache-2.0."
 STATUS_HELP = "Comma-separated statuses of the tasks' current versions (accepted, needs_repair, ...), or 'all'."
@@ -55,8 +55,8 @@ def sft(
     max_message_chars: int = typer.Option(
         DEFAULT_MAX_MESSAGE_CHARS, "--max-message-chars", min=1, help="Rows with a larger message are removed."
     ),
-    push: str | None = typer.Option(None, "--push", metavar="REPO", help=PUSH_HELP),
-    private: bool = typer.Option(False, "--private", help="Create the hub repo as private."),
+    push: PushOpt = None,
+    private: PrivateOpt = False,
     license: str | None = typer.Option(None, "--license", help=LICENSE_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the export report as JSON."),
@@ -104,8 +104,8 @@ def rl(
     system_prompt: Path | None = typer.Option(
         None, "--system-prompt", help="With a pool: a text file used as the system message of built prompts."
     ),
-    push: str | None = typer.Option(None, "--push", metavar="REPO", help=PUSH_HELP),
-    private: bool = typer.Option(False, "--private", help="Create the hub repo as private."),
+    push: PushOpt = None,
+    private: PrivateOpt = False,
     license: str | None = typer.Option(None, "--license", help=LICENSE_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the export report as JSON."),
@@ -154,8 +154,8 @@ def tasks(
     max_file_bytes: int = typer.Option(
         DEFAULT_MAX_TASK_FILE_BYTES, "--max-file-bytes", min=1, help="Larger files are left out of a row (listed)."
     ),
-    push: str | None = typer.Option(None, "--push", metavar="REPO", help=PUSH_HELP),
-    private: bool = typer.Option(False, "--private", help="Create the hub repo as private."),
+    push: PushOpt = None,
+    private: PrivateOpt = False,
     license: str | None = typer.Option(None, "--license", help=LICENSE_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the export report as JSON."),

@@ -40,6 +40,13 @@ AddressOpt = Annotated[
     str | None, typer.Option("--address", help="Ray cluster: auto or ray://host:port (with --executor ray)")
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of tables")]
+PushOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--push", metavar="REPO", help="Also push to this hub dataset repo (needs HF_TOKEN or `hf auth login`)."
+    ),
+]
+PrivateOpt = Annotated[bool, typer.Option("--private", help="Create the hub repo as private (with --push).")]
 
 
 def backend_with_runtime(backend: str, runtime: str | None) -> str:
