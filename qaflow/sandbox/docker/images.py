@@ -9,14 +9,12 @@ itself is not present. The docker SDK is imported inside the functions that need
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import tempfile
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import platformdirs
 from pydantic import BaseModel, Field, ValidationError
 
-from qaflow.errors import BuildError, SandboxError, SandboxUnavailableError
+from qaflow.config_file import read_config_data
+from qaflow.errors import BuildError, ConfigError, SandboxError, SandboxUnavailableError
 
 if TYPE_CHECKING:
     import docker
@@ -104,10 +103,9 @@ def load_aliases(path: Path | str | None = None, extra: dict[str, str] | None = 
     if path is not None:
         path = Path(path)
         try:
-            raw = path.read_text(encoding="utf-8")
-            data: Any = tomllib.loads(raw) if path.suffix == ".toml" else json.loads(raw)
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-            raise SandboxError(f"{path}: cannot read the image alias table: {exc}") from exc
+            data: Any = read_config_data(path, what="the image alias table")
+        except ConfigError as exc:
+            raise SandboxError(str(exc)) from exc
         if not isinstance(data, dict):
             raise SandboxError(f"{path}: the image alias table must be a table of pattern -> image")
         use_defaults = not data.pop("replace_defaults", False)
