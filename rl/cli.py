@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from qaflow.cli.output import console, emit_json, usage_error
+from qaflow.models.frame import RolloutsError
 
 app = typer.Typer(
     name="rl",
@@ -77,7 +78,9 @@ def report_cmd(
     mode: Literal["all", "successes"] = "successes" if on == "successes" else "all"
     try:
         frame = load_rollout_frame(rollouts)
-    except (FileNotFoundError, pl.exceptions.PolarsError, OSError) as e:
+    except RolloutsError as e:
+        usage_error(str(e))
+    except (pl.exceptions.PolarsError, OSError) as e:
         usage_error(f"{rollouts}: cannot read rollouts: {e}")
     if model is not None:
         frame = frame.filter(pl.col("model") == model)

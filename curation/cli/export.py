@@ -17,7 +17,7 @@ from rich.markup import escape
 from curation.export_limits import DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_MAX_TASK_FILE_BYTES
 from qaflow.cli.options import PrivateOpt, PushOpt
 from qaflow.cli.output import console, emit_json, usage_error
-from qaflow.models.frame import read_rollouts
+from qaflow.models.frame import RolloutsError, read_rollouts
 from qaflow.pool import DEFAULT_LEDGER
 from qaflow.task import find_task_dirs
 
@@ -223,6 +223,8 @@ def _read_rollouts(path: Path) -> pl.DataFrame:
         usage_error(f"{path}: no such rollout file or folder")
     try:
         return read_rollouts(path)
+    except RolloutsError as e:
+        usage_error(str(e))
     except (OSError, pl.exceptions.PolarsError) as e:
         usage_error(f"{path}: cannot read rollouts: {e}")
 

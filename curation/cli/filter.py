@@ -17,7 +17,7 @@ from rich.table import Table
 
 from curation.filters import FilterConfig, FilterConfigError, FilterResult, apply_filters
 from qaflow.cli.output import console, emit_json, usage_error
-from qaflow.models.frame import read_rollouts
+from qaflow.models.frame import RolloutsError, read_rollouts
 
 CONFIG_HELP = (
     "Filter config (YAML, TOML or JSON): a `rules` list; the funnel runs them in that order. Default: "
@@ -56,7 +56,12 @@ def filter_rollouts(
     if rollouts.is_dir() and out.resolve().is_relative_to(rollouts.resolve()):
         usage_error(f"{out}: the output folder must not be inside {rollouts} (its parquet files would be read back)")
 
-    frame = read_rollouts(rollouts)
+    try:
+        frame = read_rollouts(rollouts)
+    except RolloutsError as e:
+        usage_error(str(e))
+    if frame.is_empty():
+        usage_error(f"{rollouts}: no rollouts to filter (no parquet shards with rows)")
     result = apply_filters(frame, config)
     paths = write_outputs(result, config, out, source=rollouts)
     summary = {

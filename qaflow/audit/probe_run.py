@@ -13,7 +13,7 @@ from qaflow.agents.stepwise import StepwiseAgent
 from qaflow.audit.effects import RecordingAgent
 from qaflow.audit.mutants import Mutant, MutantAgent
 from qaflow.audit.tamper import TamperAgent
-from qaflow.models.trial import ExitStatus, PhaseResult, StepResult
+from qaflow.models.trial import ExitStatus, PhaseResult, StepResult, TrialResult
 from qaflow.sandbox.base import ExecResult
 
 TAIL_CHARS = 2000
@@ -76,7 +76,7 @@ class ProbeRun(BaseModel):
         )
         if isinstance(result, StepResult):
             run.extra = {"step": result.name, "aborted": result.aborted, "setup_output": out(result.setup_exec)}
-        elif result.steps:
+        elif isinstance(result, TrialResult) and result.steps:
             run.extra["steps"] = [cls.of(probe, attempt, step).model_dump(mode="json") for step in result.steps]
         return run
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from qaflow.audit.report import print_summary, to_json, write_html
@@ -22,6 +21,8 @@ from qaflow.cli.options import (
     RuntimeOpt,
     backend_with_runtime,
 )
+from qaflow.cli.output import console as cli_console
+from qaflow.cli.output import usage_error
 from qaflow.cli.runs import reaped_notice
 from qaflow.errors import SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
@@ -83,7 +84,7 @@ def audit(
 
     Long on purpose: a command's option list and its one flow (pools, executor, audit, reports).
     """
-    console = Console(stderr=True)
+    console = cli_console(stderr=True)
     backend = backend_with_runtime(backend, runtime)
     config = AuditConfig(
         backend=backend,
@@ -95,6 +96,8 @@ def audit(
         network=network,
     )
     groups = _pools(paths)
+    if not any(groups.values()):
+        usage_error(f"{', '.join(str(p) for p in paths)}: no task folders (task.toml) found")
     try:
         workers = executor_from_options(executor, address, jobs)
     except ExecutorError as e:
@@ -136,7 +139,7 @@ def audit(
             if batch.run_id is not None:
                 run_ids.append(batch.run_id)
     seconds = time.perf_counter() - started
-    print_summary(Console(), audits, backend=chosen, seconds=seconds)
+    print_summary(cli_console(), audits, backend=chosen, seconds=seconds)
     if json_file:
         json_file.write_text(to_json(audits), encoding="utf-8")
     if html_file:

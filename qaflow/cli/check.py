@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
 from qaflow.agents import NopAgent, OracleAgent
 from qaflow.cli.options import BackendOpt, NetworkOpt, OfflineOpt
+from qaflow.cli.output import console as cli_console
+from qaflow.cli.output import usage_error
 from qaflow.errors import TaskError
 from qaflow.models.trial import TrialResult
 from qaflow.sandbox import resolve_backend
@@ -60,10 +61,12 @@ def check(
 
     Example: qaflow check tasks_repo --backend bwrap --jobs 2
     """
-    console = Console(stderr=as_json)
+    console = cli_console(stderr=as_json)
     chosen = resolve_backend(backend)
     run_network = RunNetwork(offline=offline, network=network)
     dirs = find_task_dirs(pool)
+    if not dirs:
+        usage_error(f"{pool}: no task folders (task.toml) found")
     rows: list[dict[str, object]] = []
     with Progress(console=console, transient=True) as progress, ThreadPoolExecutor(jobs) as ex:
         bar = progress.add_task(f"checking {len(dirs)} tasks on {chosen}", total=len(dirs))

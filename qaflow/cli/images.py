@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from qaflow.cli.output import console as cli_console
 from qaflow.errors import SandboxError
 
 app = typer.Typer(no_args_is_help=True, help="Offline base images for the docker backend.")
@@ -20,7 +20,7 @@ def build_base(force: Annotated[bool, typer.Option("--force", help="Rebuild even
     """
     from qaflow.sandbox.docker.images import build_base as build
 
-    console = Console()
+    console = cli_console()
     try:
         tag = build(force=force, progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
     except SandboxError as e:

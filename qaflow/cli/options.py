@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -63,7 +62,7 @@ class DefaultCommandGroup(TyperGroup):
 
     default_command = "run"
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's own (vendored) click Context
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = [self.default_command, *args]
         return super().parse_args(ctx, args)

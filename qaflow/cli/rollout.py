@@ -29,7 +29,7 @@ from qaflow.config_file import read_config_data
 from qaflow.errors import ConfigError, SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.ledger import LedgerError
-from qaflow.models.frame import read_rollouts, records_to_frame
+from qaflow.models.frame import RolloutsError, read_rollouts, records_to_frame
 from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import Effort, RolloutRecord
 from qaflow.pool import Pool, PoolError
@@ -237,7 +237,9 @@ def rollout_stats(
     else:
         try:
             frame = read_rollouts(source)
-        except (FileNotFoundError, pl.exceptions.PolarsError, OSError) as e:
+        except RolloutsError as e:
+            usage_error(str(e))
+        except (pl.exceptions.PolarsError, OSError) as e:
             usage_error(f"{source}: cannot read rollouts: {e}")
     table = pass_table(frame, ks=ks)
     bands = task_bands(frame)

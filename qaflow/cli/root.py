@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from typing import Annotated
 
 import typer
 
@@ -25,6 +26,29 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("qaflow")
+        except PackageNotFoundError:
+            from qaflow import __version__ as number
+        typer.echo(f"qaflow {number}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit")
+    ] = False,
+) -> None:
+    """Task-pool manager for agentic-coding training data: audit, repair, harden, roll out, curate."""
+
+
 app.add_typer(pool_cli.app, name="pool")
 app.add_typer(sandbox_cli.app, name="sandbox")
 app.add_typer(images_cli.app, name="images")

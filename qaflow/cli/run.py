@@ -12,6 +12,7 @@ from rich.table import Table
 
 from qaflow.agents import agent_by_name
 from qaflow.cli.options import BackendOpt, NetworkOpt, OfflineOpt, RuntimeOpt
+from qaflow.cli.output import console as cli_console
 from qaflow.errors import SandboxError, TaskError
 from qaflow.models.trial import TrialResult
 from qaflow.sandbox import with_runtime
@@ -41,7 +42,7 @@ def run(
     Example: qaflow run tasks_repo/csv-sum --runtime runsc
     Example: qaflow run tasks_repo/csv-sum --offline --network none
     """
-    console = Console()
+    console = cli_console()
     try:
         task = Task.load(task_dir, require_solution=agent == "oracle")
         chosen = agent_by_name(agent)

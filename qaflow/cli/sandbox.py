@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from qaflow.cli.output import console as cli_console
 from qaflow.errors import SandboxUnavailableError
 from qaflow.sandbox import backend_class, check_backend, check_runtime, resolve_backend
 from qaflow.sandbox.docker.gvisor import DAEMON_JSON, GvisorError, install
@@ -46,7 +46,7 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] =
         rows = {**report, "docker:runsc (gVisor)": runtimes["runsc"]}
         for name, row in rows.items():
             table.add_row(name, "[green]yes[/green]" if row["works"] else "[red]no[/red]", str(row["reason"]))
-        console = Console()
+        console = cli_console()
         console.print(table)
         console.print(f"--backend auto picks: {auto or 'nothing (no backend works)'}")
     if auto is None:
@@ -70,7 +70,7 @@ def reap(
     if as_json:
         print(json.dumps({"removed": removed}))
         return
-    console = Console()
+    console = cli_console()
     for name, count in removed.items():
         console.print(f"{name}: " + ("unavailable, skipped" if count is None else f"removed {count}"))
 
@@ -89,7 +89,7 @@ def install_gvisor(
 
     Example: qaflow sandbox install-gvisor
     """
-    console = Console()
+    console = cli_console()
     try:
         report = install(daemon_json, reload=reload)
     except GvisorError as e:

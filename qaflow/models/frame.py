@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from qaflow.errors import PathError
 from qaflow.models.rollout import RolloutRecord, normalize_message
 
 TOOL_CALL_DTYPE = pl.Struct(
@@ -227,10 +228,17 @@ def write_shard(records: Sequence[RolloutRecord], folder: Path, *, prefix: str =
     return final
 
 
+class RolloutsError(PathError):
+    """A file or folder that should hold rollouts cannot be read as rollouts."""
+
+
 def read_rollouts(path: Path) -> pl.DataFrame:
     """Rollouts from a parquet file or a folder of shards (recursively), cast to ROLLOUT_SCHEMA.
 
     A row present in several shards (same rollout_id) is kept once: the newest by created_at.
+
+    Raises:
+        RolloutsError: no such path, a file that is not parquet, or a parquet without the rollout columns.
     """
     path = Path(path)
     if path.is_dir():
@@ -238,9 +246,22 @@ def read_rollouts(path: Path) -> pl.DataFrame:
     elif path.is_file():
         files = [path]
     else:
-        raise FileNotFoundError(f"{path}: no such rollout file or folder")
+        raise RolloutsError(path, "no such rollout file or folder")
     if not files:
         return empty_frame()
-    frames = [pl.read_parquet(f) for f in files]
-    frame = pl.concat([f.select([pl.col(c).cast(t) for c, t in ROLLOUT_SCHEMA.items()]) for f in frames])
+    frames = []
+    for file in files:
+        try:
+            frame = pl.read_parquet(file)
+        except (OSError, pl.exceptions.PolarsError) as e:
+            raise RolloutsError(file, f"cannot read rollouts: {type(e).__name__}: {str(e).splitlines()[0]}") from e
+        missing = [c for c in ROLLOUT_SCHEMA if c not in frame.columns]
+        if missing:
+            shown = ", ".join(missing[:6]) + (f" (+{len(missing) - 6} more)" if len(missing) > 6 else "")
+            raise RolloutsError(file, f"not rollouts: missing columns {shown}")
+        try:
+            frames.append(frame.select([pl.col(c).cast(t) for c, t in ROLLOUT_SCHEMA.items()]))
+        except pl.exceptions.PolarsError as e:
+            raise RolloutsError(file, f"not rollouts: {str(e).splitlines()[0]}") from e
+    frame = pl.concat(frames)
     return frame.sort("created_at").unique("rollout_id", keep="last", maintain_order=True)

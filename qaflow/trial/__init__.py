@@ -69,7 +69,9 @@ def run_trial(
                 run_steps(task, agent, box, spec, result, clear=clear_verifier_logs, last_step=last_step)
             else:
                 agent_phase(task, agent, box, result)
-                verifier_phase(box, spec, VerifierPlan.of(task), result, clear=clear_verifier_logs)
+                verifier_phase(
+                    box, spec, VerifierPlan.of(task), result, clear=clear_verifier_logs, backend=result.backend
+                )
     except SetupError as exc:
         result.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
     except QaflowError as exc:

@@ -70,18 +70,21 @@ def agent_phase(task: Task, agent: Agent, box: Sandbox, result: PhaseResult) -> 
         result.exit_status = ExitStatus.AGENT_TIMEOUT
 
 
-def verifier_phase(box: Sandbox, spec: SandboxSpec, plan: VerifierPlan, result: PhaseResult, *, clear: bool) -> None:
+def verifier_phase(
+    box: Sandbox, spec: SandboxSpec, plan: VerifierPlan, result: PhaseResult, *, clear: bool, backend: str
+) -> None:
     """Step 3 and 4 of the trial, after the agent phase in `box`, by `plan`; sets the reward on `result`.
 
     Separate mode: the agent's processes are killed and its workdir copied into the verifier's own
     image. Shared mode: when nothing is left running, the verifier runs in `box` (cleared first);
     when processes are, in a view of `box` that shares its network but none of its files or
-    processes (see the module doc). `clear=False` keeps what the agent wrote in /logs/verifier.
+    processes (see the module doc). `clear=False` keeps what the agent wrote in /logs/verifier. `backend`
+    opens a separate verifier's sandbox.
     """
     if plan.mode is VerifierEnvironmentMode.SEPARATE:
         result.verifier_sandbox = VerifierSandbox.SEPARATE
         result.strays_killed["agent"] = box.kill_strays()
-        _verify_separately(box, spec, plan, result)
+        _verify_separately(box, spec, plan, result, backend)
         return
     paths = [TESTS_DIR, VERIFIER_LOGS] if clear else [TESTS_DIR]
     running = box.settle(clear=paths)
@@ -134,7 +137,9 @@ def _verify(box: Sandbox, plan: VerifierPlan, result: PhaseResult, *, clear: boo
         result.timings["verifier"] = time.perf_counter() - t0
 
 
-def _verify_separately(box: Sandbox, agent_spec: SandboxSpec, plan: VerifierPlan, result: PhaseResult) -> None:
+def _verify_separately(
+    box: Sandbox, agent_spec: SandboxSpec, plan: VerifierPlan, result: PhaseResult, backend: str
+) -> None:
     """`environment_mode = "separate"`: the verifier image comes from the plan's context (tests/Dockerfile),
     with the agent's final workdir copied in at the same path."""
     context = plan.separate_context
@@ -152,7 +157,7 @@ def _verify_separately(box: Sandbox, agent_spec: SandboxSpec, plan: VerifierPlan
     with tempfile.TemporaryDirectory(prefix="qaflow-workdir-") as tmp:
         workdir_copy = Path(tmp) / "work"  # the agent's strays are dead: nothing changes it mid-copy
         box.get_dir(box.workdir, workdir_copy)
-        with open_sandbox(verifier_spec, result.backend) as verifier_box:
+        with open_sandbox(verifier_spec, backend) as verifier_box:
             verifier_box.put(box.workdir, workdir_copy)
             _verify(verifier_box, plan, result)
 

@@ -45,7 +45,8 @@ def run_steps(
             raise TaskError(task.path / "task.toml", f"no step named {last_step!r}")
         steps = steps[: names.index(last_step) + 1]
     for position, step in enumerate(steps):
-        outcome = _run_step(step, agent, box, spec, clear=clear, more=position < len(steps) - 1)
+        more = position < len(steps) - 1
+        outcome = _run_step(step, agent, box, spec, clear=clear, more=more, backend=result.backend)
         result.steps.append(outcome)
         stop = _stop_reason(step, outcome)
         if stop is not None and position < len(steps) - 1:
@@ -54,7 +55,9 @@ def run_steps(
     roll_up_into(task, result, planned=len(steps))
 
 
-def _run_step(step: StepTask, agent: Agent, box: Sandbox, spec: SandboxSpec, *, clear: bool, more: bool) -> StepResult:
+def _run_step(
+    step: StepTask, agent: Agent, box: Sandbox, spec: SandboxSpec, *, clear: bool, more: bool, backend: str
+) -> StepResult:
     """One step in `box` (`more`: another step follows); failures are recorded on the result, never raised."""
     started = time.perf_counter()
     outcome = StepResult(name=step.step_name)
@@ -63,7 +66,7 @@ def _run_step(step: StepTask, agent: Agent, box: Sandbox, spec: SandboxSpec, *, 
         setup_exec = _prepare(step, box)
         outcome.timings["setup"] = time.perf_counter() - started
         agent_phase(step, agent, box, outcome)
-        verifier_phase(box, spec, step_plan(step), outcome, clear=clear)
+        verifier_phase(box, spec, step_plan(step), outcome, clear=clear, backend=backend)
         if more and outcome.verifier_sandbox is VerifierSandbox.SHARED:
             box.kill_strays(clear=[TESTS_DIR, VERIFIER_LOGS])  # the verifier's leftovers are dead already
     except SetupError as exc:

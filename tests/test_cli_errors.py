@@ -1,0 +1,47 @@
+"""Misuse ends in one `error:` line naming the path and the reason, exit status 2, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+from typer.testing import CliRunner
+
+from qaflow.cli import app
+
+
+def _run(*args: str):
+    return CliRunner().invoke(app, list(args), terminal_width=200)
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    out = _run("--version")
+    assert out.exit_code == 0 and out.output.strip() == f"qaflow {version('qaflow')}"
+
+
+def test_commands_that_need_tasks_refuse_an_empty_pool(tmp_path: Path) -> None:
+    empty = tmp_path / "pool"
+    (empty / "not-a-task").mkdir(parents=True)
+    for command in ("audit", "check"):
+        out = _run(command, str(empty))
+        assert out.exit_code == 2, (command, out.output)
+        assert f"error: {empty}: no task folders (task.toml) found" in out.output
+        assert "Traceback" not in out.output
+    out = _run("filter", str(empty))
+    assert out.exit_code == 2 and "no rollouts to filter" in out.output
+
+
+def test_a_parquet_that_is_not_rollouts_is_named_with_the_reason(tmp_path: Path) -> None:
+    other = tmp_path / "scores.parquet"
+    pl.DataFrame({"recipe": ["a"], "score": [1.0]}).write_parquet(other)
+    junk = tmp_path / "junk.parquet"
+    junk.write_text("not parquet at all\n")
+    for path, reason in ((other, "not rollouts: missing columns rollout_id"), (junk, "cannot read rollouts")):
+        for command in (["filter"], ["rollout", "stats"], ["export", "sft"]):
+            args = [*command, str(path)] + (["--out", str(tmp_path / "out")] if command[0] == "export" else [])
+            out = _run(*args)
+            assert out.exit_code == 2, (command, out.output)
+            assert f"{path}: {reason}" in out.output, (command, out.output)
+            assert out.exception is None or isinstance(out.exception, SystemExit)
