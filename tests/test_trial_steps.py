@@ -107,3 +107,26 @@ def test_last_step_ends_the_trial_early(backend: str, tmp_path: Path) -> None:
     task = Task.load(write_stock_task(tmp_path))
     result = run_trial(task, OracleAgent(), backend=backend, last_step="restock")
     assert [s.name for s in result.steps] == ["counter", "restock"] and result.full_reward
+
+
+def test_a_separate_verifier_runs_each_step_in_its_own_image(backend: str, tmp_path: Path) -> None:
+    """`tests/Dockerfile` makes every step's verifier separate: built from it, with the agent's workdir
+    copied in (the step verifier is opened on the trial's own backend)."""
+    verifier_image = "FROM python:3.11-slim\nWORKDIR /app\nENV IN_VERIFIER_IMAGE=1\n"
+    total_test = (
+        '#!/bin/bash\nsource /tests/grade.sh\n[ "$IN_VERIFIER_IMAGE" = 1 ] || grade 0\n'
+        "same_as /app/total.txt 13 && grade 1\ngrade 0\n"
+    )
+    task = Task.load(
+        write_stock_task(
+            tmp_path, overrides={"tests/Dockerfile": verifier_image, "steps/total/tests/test.sh": total_test}
+        )
+    )
+    result = run_trial(task, OracleAgent(), backend=backend)
+    assert result.error is None, result.error
+    assert [(s.name, s.reward, s.verifier_sandbox) for s in result.steps] == [
+        ("counter", 1.0, "separate"),
+        ("restock", 1.0, "separate"),
+        ("total", 1.0, "separate"),
+    ]
+    assert result.reward == 1.0
