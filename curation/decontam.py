@@ -76,6 +76,10 @@ class DecontamConfig(BaseModel):
     max_candidates: int = Field(20, ge=1, description="Fuzzy candidates per task otherwise.")
 
 
+LOCAL_SUFFIXES = frozenset({".parquet", ".json", ".jsonl", ".csv", ".arrow", ".txt"})
+"""Suffixes that make a benchmark path a local file, never a hub dataset id."""
+
+
 def load_benchmark(spec: BenchmarkSpec) -> list[BenchmarkItem]:
     """The texts of one benchmark set.
 
@@ -83,6 +87,8 @@ def load_benchmark(spec: BenchmarkSpec) -> list[BenchmarkItem]:
         SourceError: nothing readable there.
     """
     path = Path(spec.path)
+    if not path.exists() and (spec.path.startswith(("./", "../", "/", "~")) or path.suffix in LOCAL_SUFFIXES):
+        raise SourceError(path, "no such benchmark folder or file")  # a path, never a hub id to try
     if path.is_dir() and not (path / "dataset_info.json").is_file() and not (path / "dataset_dict.json").is_file():
         items = _folder_items(path, spec.label)
         if not items:

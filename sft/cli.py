@@ -145,10 +145,13 @@ def check_cmd(
         rows = load_rows(dataset)
     except FileNotFoundError as e:
         usage_error(str(e))
+    columns = list(rows.column_names)
+    if "messages" not in columns:
+        usage_error(f"{dataset}: not an SFT dataset: no `messages` column (columns: {', '.join(columns)})")
     tokenizer = AutoTokenizer.from_pretrained(model)
     report = check_sessions(
         rows["messages"],
-        rows["tools"],
+        rows["tools"] if "tools" in columns else [None] * len(rows),
         tokenizer,
         training_template(tokenizer, template),
         MaskingConfig(max_length=max_length),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from qaflow.cli import app
@@ -45,3 +46,22 @@ def test_a_parquet_that_is_not_rollouts_is_named_with_the_reason(tmp_path: Path)
             assert out.exit_code == 2, (command, out.output)
             assert f"{path}: {reason}" in out.output, (command, out.output)
             assert out.exception is None or isinstance(out.exception, SystemExit)
+
+
+def test_sft_check_names_a_dataset_without_messages(tmp_path: Path) -> None:
+    data = tmp_path / "scores.parquet"
+    pl.DataFrame({"text": ["hello"]}).write_parquet(data)
+    out = _run("sft", "check", str(data), "--model", str(tmp_path / "no-model"))
+    assert out.exit_code == 2, out.output
+    assert f"{data}: not an SFT dataset: no `messages` column (columns: text)" in out.output
+
+
+def test_a_missing_local_benchmark_is_not_tried_as_a_hub_id(tmp_path: Path, monkeypatch) -> None:
+    from curation.decontam import BenchmarkSpec, load_benchmark
+    from curation.sources import SourceError
+
+    monkeypatch.chdir(tmp_path)
+    for path in ("./missing", str(tmp_path / "gone"), "bench.parquet"):
+        with pytest.raises(SourceError) as info:
+            load_benchmark(BenchmarkSpec(path=path))
+        assert info.value.reason == "no such benchmark folder or file", path
