@@ -217,6 +217,22 @@ def test_missing_api_key_env_is_an_error(monkeypatch: pytest.MonkeyPatch):
         llm.complete(USER)
 
 
+def test_a_missing_provider_key_fails_before_any_request(monkeypatch: pytest.MonkeyPatch):
+    """No key in the environment: one clear error at once, not a connection error retried with backoff."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    sleeps: list[float] = []
+    calls: list[dict] = []
+    litellm = import_litellm()
+    monkeypatch.setattr(litellm, "completion", lambda **kw: calls.append(kw))
+    llm = LLM(LLMConfig(model="anthropic/claude-3-5-haiku-20241022", max_retries=5), sleep=sleeps.append)
+    t0 = time.perf_counter()
+    with pytest.raises(LLMError, match="missing API key: set ANTHROPIC_API_KEY"):
+        llm.complete(USER)
+    assert (sleeps, calls) == ([], []) and time.perf_counter() - t0 < 5
+    served = LLM(LLMConfig(model="anthropic/claude-3-5-haiku-20241022", api_base="http://127.0.0.1:9"))
+    assert "api_base" in served._litellm_kwargs({"messages": [], "tools": None, "tool_choice": None})
+
+
 def test_cache_replays_without_consuming_the_script(tmp_path: Path):
     account = UsageAccount()
     config = LLMConfig(

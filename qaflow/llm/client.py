@@ -53,6 +53,31 @@ def _retryable(litellm: ModuleType) -> tuple[type[Exception], ...]:
     )
 
 
+def _require_keys(model: str) -> None:
+    """Fail at once, before any request, when the provider's API key is not in the environment (litellm
+    knows which variable each provider reads); a missing key would otherwise surface as a connection
+    error and be retried. Only `*_KEY`/`*_TOKEN` variables count: a missing api base has a default.
+
+    Raises:
+        LLMError: naming the variables to set.
+    """
+    if model in _KEYS_FOUND:
+        return
+    litellm = import_litellm()
+    try:
+        check = litellm.validate_environment(model=model)
+    except Exception:  # an unknown provider: litellm's own error comes with the request
+        return
+    missing = [k for k in check.get("missing_keys") or [] if k.endswith(("_KEY", "_TOKEN"))]
+    if missing:
+        raise LLMError(model, f"missing API key: set {' or '.join(missing)} (or api_key_env / api_base in the config)")
+    _KEYS_FOUND.add(model)
+
+
+_KEYS_FOUND: set[str] = set()
+"""Models whose keys were found once: not checked again in this process."""
+
+
 _SLOTS: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _SLOTS_LOCK = threading.Lock()
 
@@ -190,6 +215,8 @@ class LLM:
         litellm = import_litellm()
         retryable = _retryable(litellm)
         model = self.config.model
+        if self._script is None and not {"api_key", "api_base", "mock_response"} & kwargs.keys():
+            _require_keys(model)
         attempt = 0
         while True:
             try:
