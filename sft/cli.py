@@ -12,6 +12,7 @@ from rich.table import Table
 from qaflow.cli.options import BackendOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import ConfigError
+from sft.model_source import ModelPathError, model_source
 
 app = typer.Typer(
     help="Supervised fine-tuning on whole agent sessions, tool observations masked.", no_args_is_help=True
@@ -38,7 +39,10 @@ def train_cmd(config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help
         config = SFTTrainConfig.load(config_file)
     except ConfigError as e:
         usage_error(str(e))
-    report = train(config)
+    try:
+        report = train(config)
+    except ModelPathError as e:
+        usage_error(str(e))
     out = console()
     out.print(
         f"[bold]trained on {report.train_examples} sessions[/bold] ({report.eval_examples} for validation, "
@@ -148,7 +152,11 @@ def check_cmd(
     columns = list(rows.column_names)
     if "messages" not in columns:
         usage_error(f"{dataset}: not an SFT dataset: no `messages` column (columns: {', '.join(columns)})")
-    tokenizer = AutoTokenizer.from_pretrained(model)
+    try:
+        source = model_source(model)
+    except ModelPathError as e:
+        usage_error(str(e))
+    tokenizer = AutoTokenizer.from_pretrained(source)
     report = check_sessions(
         rows["messages"],
         rows["tools"] if "tools" in columns else [None] * len(rows),

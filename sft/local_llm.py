@@ -17,6 +17,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from sft.model_source import model_source
+
 PROVIDER = "qaflow-local"
 _TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _THINK_RE = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
@@ -54,7 +56,7 @@ class _Loaded:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        folder = Path(path)
+        folder = Path(model_source(path))
         adapter = folder / "adapter_config.json"
         if adapter.is_file():
             from peft import PeftModel

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from sft.config import SFTTrainConfig
 from sft.masking import mask_sessions
+from sft.model_source import model_source
 from sft.templates import training_template
 
 
@@ -96,7 +97,8 @@ def train(config: SFTTrainConfig) -> TrainReport:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    tokenizer = AutoTokenizer.from_pretrained(config.model)
+    source = model_source(config.model)
+    tokenizer = AutoTokenizer.from_pretrained(source)
     template = training_template(tokenizer, config.chat_template)
     rows = load_rows(config.dataset)
     data, masked = tokenize_dataset(rows, tokenizer, template, config)
@@ -148,7 +150,7 @@ def train(config: SFTTrainConfig) -> TrainReport:
         save_only_model=True,
         disable_tqdm=True,
     )
-    model = AutoModelForCausalLM.from_pretrained(config.model)
+    model = AutoModelForCausalLM.from_pretrained(source)
     trainer = SFTTrainer(
         model=model,
         args=args,

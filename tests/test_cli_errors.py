@@ -65,3 +65,20 @@ def test_a_missing_local_benchmark_is_not_tried_as_a_hub_id(tmp_path: Path, monk
         with pytest.raises(SourceError) as info:
             load_benchmark(BenchmarkSpec(path=path))
         assert info.value.reason == "no such benchmark folder or file", path
+
+
+def test_a_missing_local_model_is_not_tried_as_a_hub_id(tmp_path: Path, monkeypatch) -> None:
+    from sft.model_source import ModelPathError, model_source
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    for name in ("./tiny", str(tmp_path / "gone"), "models/tiny", "a/b/c", "~/no-such-model-here"):
+        with pytest.raises(ModelPathError, match="no such model folder"):
+            model_source(name)
+    assert model_source("Qwen/Qwen3-0.6B") == "Qwen/Qwen3-0.6B"  # a hub id stays one
+    (tmp_path / "models" / "tiny").mkdir()
+    assert model_source("models/tiny") == str(tmp_path / "models" / "tiny")
+    data = tmp_path / "sessions.parquet"
+    pl.DataFrame({"messages": [[{"role": "user", "content": "hi"}]]}).write_parquet(data)
+    out = _run("sft", "check", str(data), "--model", "./missing-model")
+    assert out.exit_code == 2 and "missing-model: no such model folder" in out.output, out.output
