@@ -1,9 +1,10 @@
 """Writes inspect_pool.ipynb and rollouts.ipynb from the cells below (edit here, then run this file).
 
-Both notebooks read `QAFLOW_POOL` (default: ../tasks_repo). If the pool has never been audited,
-inspect_pool audits it first (bwrap when no Docker daemon answers); if it has no rollouts, rollouts
-replays the reference solutions of its accepted tasks through the harness (`openai/replay-oracle`, a
-scripted policy, not a model) so there is something real to look at.
+Both notebooks read `QAFLOW_POOL` (default: ../tasks_repo) and never write to it. If the pool has never
+been audited, inspect_pool audits a scratch copy of it (bwrap when no Docker daemon answers); if it has
+no rollouts, rollouts replays the reference solutions of its accepted tasks through the harness
+(`openai/replay-oracle`, a scripted policy, not a model) in a scratch copy, so there is something real to
+look at and nothing synthetic reaches the pool's ledger.
 """
 
 from __future__ import annotations
@@ -26,7 +27,18 @@ import polars as pl
 POOL = Path(os.environ.get("QAFLOW_POOL", "../tasks_repo")).resolve()
 BACKEND = os.environ.get("QAFLOW_BACKEND", "auto")
 pl.Config.set_tbl_rows(40)
-print(POOL)"""
+print(POOL)
+
+
+def scratch_copy(pool: Path) -> Path:
+    \"\"\"A copy of `pool` (task folders and ledger, no rollout shards) in a temporary folder: what the
+    notebook runs goes there, never into the pool it inspects.\"\"\"
+    import shutil
+    import tempfile
+
+    copy = Path(tempfile.mkdtemp(prefix="qaflow-notebook-")) / pool.name
+    shutil.copytree(pool, copy, symlinks=True, ignore=shutil.ignore_patterns("rollouts"))
+    return copy"""
 
 INSPECT = [
     new_markdown_cell(
@@ -45,7 +57,9 @@ def audited(root: Path) -> bool:
     with Pool.open(root, create=False) as p:
         return p.frame("results").height > 0
 
-if not audited(POOL):  # audit once, out of the box
+if not audited(POOL):  # audit a scratch copy once, out of the box; the pool itself is not written
+    POOL = scratch_copy(POOL)
+    print("not audited yet: auditing a scratch copy at", POOL)
     qaflow = Path(sys.executable).with_name("qaflow")
     args = [str(qaflow), "audit", str(POOL), "--backend", BACKEND, "--repeats", "2", "--max-mutants", "4"]
     done = subprocess.run(args, capture_output=True, text=True)
@@ -122,8 +136,13 @@ from qaflow.pool import Pool
 from qaflow.models.frame import records_to_frame
 from qaflow.rollouts.replay import replay_pool
 
-pool = Pool.open(POOL)
-if not pool.ledger.rollout_ids():
+pool = Pool.open(POOL, create=False) if (POOL / ".qaflow" / "ledger.sqlite").is_file() else None
+if pool is None or not pool.ledger.rollout_ids():  # replay in a scratch copy: the pool itself is not written
+    if pool is not None:
+        pool.close()
+    POOL = scratch_copy(POOL)
+    print("no rollouts yet: replaying the reference solutions in a scratch copy at", POOL)
+    pool = Pool.open(POOL)
     if not pool.list():
         pool.scan()
     ran = replay_pool(pool, attempts=2, backend=BACKEND)

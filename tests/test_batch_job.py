@@ -61,11 +61,21 @@ def test_notebooks_execute_top_to_bottom_with_real_figures(
 ) -> None:
     monkeypatch.setenv("QAFLOW_POOL", str(batch_out / "pool"))
     monkeypatch.setenv("QAFLOW_BACKEND", "bwrap")
+    before = _ledger_rows(batch_out / "pool")
     nb = nbformat.read(REPO / "notebooks" / notebook, as_version=4)
     NotebookClient(
         nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(REPO / "notebooks")}}
     ).execute()
+    assert _ledger_rows(batch_out / "pool") == before  # the notebooks never write to the pool they inspect
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 3
+
+
+def _ledger_rows(pool: Path) -> dict[str, int]:
+    from qaflow.ledger.schema import TABLES
+    from qaflow.pool import Pool
+
+    with Pool.open(pool, create=False) as opened:
+        return {table: opened.ledger.frame(table).height for table in TABLES}
