@@ -415,7 +415,7 @@ def test_exec_in_a_dead_container_raises_sandbox_error(docker_backend, make_spec
 def test_build_base_skips_when_present_and_reimports_from_the_cached_tarball(
     docker_backend, monkeypatch: pytest.MonkeyPatch
 ):
-    from qaflow.sandbox.docker.backend import images
+    from qaflow.sandbox.docker import images
 
     if not images.base_tarball().is_file():
         pytest.skip(f"no cached base tarball at {images.base_tarball()}")
