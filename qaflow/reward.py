@@ -106,16 +106,30 @@ def parse_reward_txt(text: str) -> Reward:
     return Reward(value=value, values={"reward": value}, source="reward.txt")
 
 
+REWARD_FILES = ("reward.json", "reward.txt")
+"""The files a verifier may write its reward to, in the order they are read."""
+
+
+def reward_from_file(found: tuple[str, str] | None) -> Reward:
+    """The reward in the first reward file found in /logs/verifier: (name, text), or None for none.
+
+    Raises:
+        RewardError: no file, or the one found is empty or not numeric.
+    """
+    if found is None:
+        raise RewardError("the verifier wrote no /logs/verifier/reward.json or reward.txt")
+    name, text = found
+    return parse_reward_json(text) if name == "reward.json" else parse_reward_txt(text)
+
+
 def read_reward(verifier_dir: Path) -> Reward:
     """Read the reward from a host copy of /logs/verifier.
 
     Raises:
         RewardError: when neither file exists, or the one found is empty or not numeric.
     """
-    json_path = verifier_dir / "reward.json"
-    txt_path = verifier_dir / "reward.txt"
-    if json_path.is_file():
-        return parse_reward_json(json_path.read_text(encoding="utf-8", errors="replace"))
-    if txt_path.is_file():
-        return parse_reward_txt(txt_path.read_text(encoding="utf-8", errors="replace"))
-    raise RewardError("the verifier wrote no /logs/verifier/reward.json or reward.txt")
+    for name in REWARD_FILES:
+        path = verifier_dir / name
+        if path.is_file():
+            return reward_from_file((name, path.read_text(encoding="utf-8", errors="replace")))
+    return reward_from_file(None)

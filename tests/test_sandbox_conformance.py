@@ -200,3 +200,18 @@ def test_kill_strays_clears_paths_without_following_links(make_sandbox):
         "ls -A /tests 2>/dev/null | wc -l; [ -e /logs/verifier ] || [ -L /logs/verifier ] || echo gone; ls /app/keep"
     )
     assert res.stdout.split() == ["0", "gone", "k"], res.stdout + res.stderr
+
+
+def test_read_first_text_takes_the_first_regular_file_and_follows_no_link(make_sandbox):
+    box = make_sandbox()
+    names = ("reward.json", "reward.txt")
+    assert box.read_first_text("/logs/verifier", names) is None  # no folder yet
+    box.exec("mkdir -p /logs/verifier && printf '0.5\\n' > /logs/verifier/reward.txt")
+    assert box.read_first_text("/logs/verifier", names) == ("reward.txt", "0.5\n")
+    box.exec("""printf '{"reward": 1}' > /logs/verifier/reward.json""")
+    assert box.read_first_text("/logs/verifier", names) == ("reward.json", '{"reward": 1}')
+    box.exec("echo 1 > /app/elsewhere && ln -sf /app/elsewhere /logs/verifier/reward.json")
+    assert box.read_first_text("/logs/verifier", names) == ("reward.txt", "0.5\n")  # the link is not a reward
+    box.exec("rm -rf /logs/verifier && mkdir -p /app/fake && echo 1 > /app/fake/reward.txt")
+    box.exec("ln -s /app/fake /logs/verifier")
+    assert box.read_first_text("/logs/verifier", names) is None  # nor is a linked folder

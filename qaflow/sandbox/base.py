@@ -138,6 +138,12 @@ class Sandbox(Protocol):
         """Copy the folder `path` out of the sandbox into the host folder `dest`."""
         ...
 
+    def read_first_text(self, folder: str, names: Sequence[str]) -> tuple[str, str] | None:
+        """(name, text) of the first of `names` that is a regular file in `folder` (a link is not one, and
+        is never followed), decoded as UTF-8 with replacement; None when none is. How the trial reads a
+        reward: one cheap call, not a copy of the folder."""
+        ...
+
     def kill_strays(self, clear: Sequence[str] = ()) -> int:
         """Kill every process still running in the sandbox (none of its own keepers); return how many.
         Then remove the paths `clear` (a mount point is emptied; links are removed, never followed).

@@ -12,7 +12,7 @@ from qaflow.agents.base import Agent
 from qaflow.errors import TaskError, UnsupportedError
 from qaflow.healthcheck import wait_healthy
 from qaflow.models.trial import ExitStatus, PhaseResult, VerifierSandbox
-from qaflow.reward import Reward, read_reward
+from qaflow.reward import REWARD_FILES, Reward, reward_from_file
 from qaflow.sandbox import open_sandbox
 from qaflow.sandbox.base import Sandbox, SandboxSpec
 from qaflow.task import Task, VerifierEnvironmentMode, tree_hash
@@ -130,9 +130,7 @@ def _verify(box: Sandbox, plan: VerifierPlan, result: PhaseResult, *, clear: boo
             if result.exit_status is ExitStatus.OK:
                 result.exit_status = ExitStatus.VERIFIER_TIMEOUT
             return
-        with tempfile.TemporaryDirectory(prefix="qaflow-verifier-") as tmp:
-            box.get_dir(VERIFIER_LOGS, Path(tmp))
-            _set_reward(result, read_reward(Path(tmp)))
+        _set_reward(result, reward_from_file(box.read_first_text(VERIFIER_LOGS, REWARD_FILES)))
     finally:
         result.timings["verifier"] = time.perf_counter() - t0
 

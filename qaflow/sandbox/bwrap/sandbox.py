@@ -575,6 +575,30 @@ class BwrapSandbox:
         self._check_open()
         self.files.copy_out(path, Path(dest))
 
+    def read_first_text(self, folder: str, names: Sequence[str]) -> tuple[str, str] | None:
+        """See `Sandbox.read_first_text` (read from the host side, links never followed)."""
+        self._check_open()
+        if self._is_link(folder):
+            return None
+        for name in names:
+            path = f"{folder.rstrip('/')}/{name}"
+            if self._is_link(path):
+                continue
+            try:
+                data = self.files.read_bytes(path)
+            except (FileNotFoundError, IsADirectoryError, SandboxError):
+                continue
+            return name, data.decode("utf-8", errors="replace")
+        return None
+
+    def _is_link(self, path: str) -> bool:
+        """Whether the last component of the container path `path` is a symlink (the rest resolved)."""
+        try:
+            mapped = self.files.host_path(self.files.resolve(path, follow_last=False))
+        except SandboxError:
+            return False
+        return mapped is not None and os.path.islink(mapped[0])
+
     def _check_open(self) -> None:
         if self._closed:
             raise SandboxError(f"sandbox {self.spec.name} is closed")

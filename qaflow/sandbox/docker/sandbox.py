@@ -32,6 +32,7 @@ import posixpath
 import re
 import shlex
 import tarfile
+import tempfile
 import threading
 import time
 import uuid
@@ -60,6 +61,12 @@ from qaflow.sandbox.docker.streams import (
 log = logging.getLogger(__name__)
 
 KILL_GRACE_S = 2.0
+_NONE_FOUND = 3
+_READ_FIRST = (
+    '[ -d "$1" ] && [ ! -L "$1" ] && cd -- "$1" || exit 3; shift; for f; do '
+    'if [ -f "$f" ] && [ ! -L "$f" ]; then printf "%s\\n" "$f"; exec cat -- "$f"; fi; done; exit 3'
+)
+"""Prints the name of the first argument after the folder that is a regular file there, then the file."""
 """After killing a timed-out command, how long to wait for its output stream to end."""
 KILL_TIMEOUT_S = 60.0
 """How long `kill_strays` (and what it runs after) may take."""
@@ -661,6 +668,32 @@ class DockerSandbox:
                     tar.extract(member, dest, filter="data")
                 except tarfile.FilterError as exc:
                     log.warning("get_dir %s: skipped %s: %s", target, rest, exc)
+
+    def read_first_text(self, folder: str, names: Sequence[str]) -> tuple[str, str] | None:
+        """See `Sandbox.read_first_text`: one exec as root (docker's archive endpoint costs several
+        execs); an image without `cat` falls back to copying the folder out.
+
+        Raises:
+            SandboxError: the sandbox is closed or dead.
+        """
+        self._require_open()
+        target = self._abs(folder)
+        res = self.exec(["sh", "-c", _READ_FIRST, "qaflow-read", target, *names], user="0", timeout=KILL_TIMEOUT_S)
+        if res.exit_code == _NONE_FOUND:
+            return None
+        name, newline, text = res.stdout.partition("\n")
+        if res.exit_code == 0 and newline and name in names:
+            return name, text
+        with tempfile.TemporaryDirectory(prefix="qaflow-read-") as tmp:
+            try:
+                self.get_dir(target, Path(tmp))
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            for name in names:
+                path = Path(tmp) / name
+                if path.is_file() and not path.is_symlink():
+                    return name, path.read_text(encoding="utf-8", errors="replace")
+        return None
 
     def _archive(self, target: str) -> tuple[Iterator[bytes], dict[str, Any]]:
         try:
