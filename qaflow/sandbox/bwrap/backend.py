@@ -1,6 +1,6 @@
 """The bubblewrap backend: builds a task's environment over the host's own root and opens sandboxes.
 
-The sandbox itself (isolation flags, limits, exec, file IO) is `bwrap_sandbox.BwrapSandbox`.
+The sandbox itself (isolation flags, limits, exec, file IO) is `qaflow.sandbox.bwrap.sandbox.BwrapSandbox`.
 The root it sees: /usr, /etc, the /bin- and /lib-style links or dirs and the host Python's prefix
 (`sys.base_prefix`, first on PATH) read-only, `--proc /proc`, `--dev /dev`, and the tmpfs root
 remounted read-only. Writable: the WORKDIR (default /app), /tests, /solution, /logs, /tmp and
