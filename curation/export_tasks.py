@@ -40,6 +40,7 @@ from qaflow.errors import TaskError
 from qaflow.models.records import TaskRow
 from qaflow.pool import Pool
 from qaflow.task import IGNORED_NAMES, Task, tree_hash
+from qaflow.text import utf8_text
 
 FILE_FEATURE = {
     "path": Value("string"),
@@ -105,7 +106,7 @@ def _file_entry(path: Path, rel: str, max_file_bytes: int) -> tuple[dict[str, An
         data, kind = path.read_bytes(), "file"
     else:
         return None, {"path": rel, "size": st.st_size, "reason": "not a regular file or symlink"}
-    text = _as_text(data)
+    text = utf8_text(data)
     entry = {
         "path": rel,
         "kind": kind,
@@ -117,15 +118,6 @@ def _file_entry(path: Path, rel: str, max_file_bytes: int) -> tuple[dict[str, An
         "content_bytes": None if text is not None else data,
     }
     return entry, None
-
-
-def _as_text(data: bytes) -> str | None:
-    if b"\0" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
 
 
 def _entry_bytes(entry: dict[str, Any]) -> bytes:
