@@ -46,6 +46,14 @@ def storage_hint(path: Path) -> str:
     return ""
 
 
+def where(**equals: str | None) -> tuple[str, list[str]]:
+    """(` WHERE col = ? AND ...`, args) for the column filters given; a None value filters nothing.
+    Column names come from the caller's keywords, never from input."""
+    given = {column: value for column, value in equals.items() if value is not None}
+    clause = " WHERE " + " AND ".join(f"{column} = ?" for column in given) if given else ""
+    return clause, list(given.values())
+
+
 def ts(value: datetime) -> str:
     return value.isoformat(timespec="microseconds")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-from qaflow.ledger.db import LedgerDB, ts
+from qaflow.ledger.db import LedgerDB, ts, where
 from qaflow.models.rollout import RolloutRecord
 
 _CHUNK = 500
@@ -70,12 +70,8 @@ class RolloutLedger(LedgerDB):
     ) -> list[RolloutRecord]:
         """Full records, oldest first, optionally only those of `ids`, a run or a task version."""
         conn = self._reader()
-        sql = "SELECT rollout_id, record_zlib FROM rollouts WHERE 1=1"
-        args: list[str] = []
-        if run_id is not None:
-            sql, args = sql + " AND run_id = ?", [*args, run_id]
-        if task_version is not None:
-            sql, args = sql + " AND task_version = ?", [*args, task_version]
+        clause, args = where(run_id=run_id, task_version=task_version)
+        sql = "SELECT rollout_id, record_zlib FROM rollouts" + clause
         wanted = set(ids) if ids is not None else None
         records = []
         for rid, blob in conn.execute(sql + " ORDER BY rowid", args):

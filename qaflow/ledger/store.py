@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from qaflow.ledger.db import LedgerDB, LedgerError, to_json, ts
+from qaflow.ledger.db import LedgerDB, LedgerError, to_json, ts, where
 from qaflow.ledger.rollouts import RolloutLedger
 from qaflow.ledger.status import StatusWriter, allowed, status_after_audit
 from qaflow.models.records import (
@@ -89,13 +89,8 @@ class Ledger(RolloutLedger, LedgerDB):
 
     def versions(self, *, name: str | None = None, status: VersionStatus | None = None) -> list[TaskVersion]:
         """Task versions in the order they were recorded, optionally filtered."""
-        sql = "SELECT * FROM task_versions WHERE 1=1"
-        args: list[str] = []
-        if name is not None:
-            sql, args = sql + " AND name = ?", [*args, name]
-        if status is not None:
-            sql, args = sql + " AND status = ?", [*args, status.value]
-        rows = self._reader().execute(sql + " ORDER BY rowid", args)
+        clause, args = where(name=name, status=status.value if status is not None else None)
+        rows = self._reader().execute("SELECT * FROM task_versions" + clause + " ORDER BY rowid", args)
         return [TaskVersion.model_validate(dict(r)) for r in rows]
 
     def latest_version(self, name: str) -> TaskVersion | None:
@@ -188,11 +183,8 @@ class Ledger(RolloutLedger, LedgerDB):
         )
 
     def status_log(self, version: str | None = None) -> list[StatusChange]:
-        sql = "SELECT * FROM status_log"
-        args: tuple[str, ...] = ()
-        if version is not None:
-            sql, args = sql + " WHERE version = ?", (version,)
-        rows = self._reader().execute(sql + " ORDER BY id", args)
+        clause, args = where(version=version)
+        rows = self._reader().execute("SELECT * FROM status_log" + clause + " ORDER BY id", args)
         return [StatusChange.model_validate(dict(r)) for r in rows]
 
     # -- heads: what a pool holds now -----------------------------------------------------
@@ -214,11 +206,8 @@ class Ledger(RolloutLedger, LedgerDB):
 
     def tasks(self, status: VersionStatus | None = None) -> list[TaskRow]:
         """The `tasks` view: each pool path with its current version, ordered by name."""
-        sql = "SELECT * FROM tasks"
-        args: tuple[str, ...] = ()
-        if status is not None:
-            sql, args = sql + " WHERE status = ?", (status.value,)
-        rows = self._reader().execute(sql + " ORDER BY name, path", args)
+        clause, args = where(status=status.value if status is not None else None)
+        rows = self._reader().execute("SELECT * FROM tasks" + clause + " ORDER BY name, path", args)
         return [TaskRow.model_validate(dict(r)) for r in rows]
 
     def heads(self) -> list[Head]:
@@ -266,11 +255,8 @@ class Ledger(RolloutLedger, LedgerDB):
         return _run(row) if row else None
 
     def runs(self, kind: RunKind | None = None) -> list[Run]:
-        sql = "SELECT * FROM runs"
-        args: tuple[str, ...] = ()
-        if kind is not None:
-            sql, args = sql + " WHERE kind = ?", (kind.value,)
-        return [_run(r) for r in self._reader().execute(sql + " ORDER BY rowid", args)]
+        clause, args = where(kind=kind.value if kind is not None else None)
+        return [_run(r) for r in self._reader().execute("SELECT * FROM runs" + clause + " ORDER BY rowid", args)]
 
     # -- results: keyed work items ----------------------------------------------------------
 
@@ -335,13 +321,8 @@ class Ledger(RolloutLedger, LedgerDB):
         return [k for k in wanted if k not in done]
 
     def results(self, *, task_version: str | None = None, run_id: str | None = None) -> list[Result]:
-        sql = "SELECT * FROM results WHERE 1=1"
-        args: list[str] = []
-        if task_version is not None:
-            sql, args = sql + " AND task_version = ?", [*args, task_version]
-        if run_id is not None:
-            sql, args = sql + " AND run_id = ?", [*args, run_id]
-        return [_result(r) for r in self._reader().execute(sql + " ORDER BY rowid", args)]
+        clause, args = where(task_version=task_version, run_id=run_id)
+        return [_result(r) for r in self._reader().execute("SELECT * FROM results" + clause + " ORDER BY rowid", args)]
 
     # -- findings ---------------------------------------------------------------------------
 
@@ -363,13 +344,8 @@ class Ledger(RolloutLedger, LedgerDB):
         return finding.model_copy(update={"id": cursor.lastrowid})
 
     def findings(self, *, task_version: str | None = None, run_id: str | None = None) -> list[Finding]:
-        sql = "SELECT * FROM findings WHERE 1=1"
-        args: list[str] = []
-        if task_version is not None:
-            sql, args = sql + " AND task_version = ?", [*args, task_version]
-        if run_id is not None:
-            sql, args = sql + " AND run_id = ?", [*args, run_id]
-        return [_finding(r) for r in self._reader().execute(sql + " ORDER BY id", args)]
+        clause, args = where(task_version=task_version, run_id=run_id)
+        return [_finding(r) for r in self._reader().execute("SELECT * FROM findings" + clause + " ORDER BY id", args)]
 
 
 def _run(row: sqlite3.Row) -> Run:
