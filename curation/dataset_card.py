@@ -19,24 +19,34 @@ def size_category(rows: int) -> str:
 def front_matter(
     *,
     pretty_name: str,
-    configs: Mapping[str, str],
+    configs: Mapping[str, Mapping[str, str]],
     features: Features,
-    rows: int,
-    license: str | None = None,
+    splits: Mapping[str, int],
+    license: str | Sequence[str] | None = None,
     tags: Sequence[str] = (),
 ) -> str:
+    """YAML the hub (and `datasets.load_dataset(folder)`) reads: configs with their split files, features, licence."""
     meta: dict[str, object] = {"pretty_name": pretty_name}
-    if license:
-        meta["license"] = license
+    licences = [license] if isinstance(license, str) else sorted(set(license or ()))
+    if licences:
+        meta["license"] = licences[0] if len(licences) == 1 else licences
     meta["tags"] = ["qaflow", *tags]
-    meta["size_categories"] = [size_category(rows)]
+    meta["size_categories"] = [size_category(sum(splits.values()))]
     meta["configs"] = [
-        {"config_name": name, "data_files": [{"split": "train", "path": pattern}]} for name, pattern in configs.items()
+        {
+            "config_name": name,
+            "data_files": [{"split": split, "path": pattern} for split, pattern in files.items()],
+            **({"default": True} if name == "default" else {}),
+        }
+        for name, files in configs.items()
     ]
     # datasets writes hub YAML features with this (private) helper; without it the card just omits them.
     to_yaml = getattr(features, "_to_yaml_list", None)
     if to_yaml is not None:
-        meta["dataset_info"] = {"features": to_yaml(), "splits": [{"name": "train", "num_examples": rows}]}
+        meta["dataset_info"] = {
+            "features": to_yaml(),
+            "splits": [{"name": split, "num_examples": rows} for split, rows in splits.items()],
+        }
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
 
 
@@ -76,6 +86,33 @@ def removed_table(removed_by_reason: Mapping[str, int]) -> str:
     if not removed_by_reason:
         return "No row was removed."
     return table(("reason", "rows"), [(f"`{k}`", v) for k, v in removed_by_reason.items()])
+
+
+def splits_section(splits: Mapping[str, int], tasks: Mapping[str, int] | None = None) -> str:
+    """Rows (and tasks) per split, and the rule that keeps a task out of both."""
+    rows = [(f"`{name}`", n, (tasks or {}).get(name, "")) for name, n in splits.items()]
+    text = table(("split", "rows", "tasks"), rows)
+    if len(splits) < 2:
+        return text + "\n\nNo test split was asked for (`--test-fraction` or `--test-tasks`)."
+    return text + "\n\nSplit by task: every row of a task is in the same split, so no task is in both."
+
+
+def row_licences(counts: Mapping[str, Mapping[str, int]]) -> list[str] | None:
+    """The licences of an export's rows (from its `licence` counts), null ones left out; None when there is none."""
+    return sorted(k for k in counts.get("licence", {}) if k != "None") or None
+
+
+def files_list(files: Sequence[str]) -> str:
+    return "\n".join(f"- `{f}`" for f in files)
+
+
+def audit_section(summary: Mapping[str, Mapping[str, int]]) -> str:
+    """Task versions by status and audit verdict (`curation.export_facts.audit_summary`)."""
+    text = (
+        "Task versions behind the rows, by their status in the pool's ledger and the verdict of their last "
+        "audit (`clean`, or the error codes it found; `None`: not known to the pool).\n\n"
+    )
+    return text + counts_tables(summary)
 
 
 def provenance_section(provenance: Provenance) -> str:

@@ -15,6 +15,7 @@ properties differ from tool to tool without inventing null keys.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,6 @@ from curation import dataset_card as cards
 from curation.export_common import (
     DEFAULT_MAX_SHARD_BYTES,
     MESSAGE_FEATURE,
-    PARQUET_DIR,
     ExportError,
     ExportKind,
     ExportReport,
@@ -34,33 +34,51 @@ from curation.export_common import (
     Provenance,
     RemovalReason,
     Removed,
+    SplitSpec,
     conform_frame,
     dataset_from_rows,
+    load_export,
     message_row,
     prepare_out_dir,
     push_export,
     require_hub_token,
+    split_rows,
     value_counts,
     write_export,
+)
+from curation.export_facts import (
+    FACT_COLUMNS,
+    FACT_FEATURES,
+    GateOptions,
+    TaskFacts,
+    audit_summary,
+    check_graded,
+    check_policy,
+    check_task,
+    export_facts,
 )
 from curation.export_guard import DEFAULT_MAX_MESSAGE_CHARS, Rejected, guard_rollout
 from curation.export_rl import export_rl
 from curation.export_sharegpt import SHAREGPT_DIR, SHAREGPT_MAPPING, sharegpt_features, sharegpt_row
 from curation.export_tasks import export_tasks, rows_to_task_dir
+from qaflow.pool import Pool
 
 __all__ = [
     "ExportError",
     "ExportKind",
     "ExportReport",
     "FunnelStep",
+    "GateOptions",
     "NothingToExport",
     "Provenance",
     "RemovalReason",
     "Removed",
+    "SplitSpec",
     "conform_frame",
     "export_rl",
     "export_sft",
     "export_tasks",
+    "load_export",
     "load_funnel",
     "push_export",
     "require_hub_token",
@@ -83,13 +101,14 @@ SFT_META = Features(
         "exit_status": Value("string"),
         "turns": Value("int64"),
         "thinking_tokens": Value("int64"),
+        **FACT_FEATURES,
     }
 )
 SFT_FEATURES = Features({"messages": List(MESSAGE_FEATURE), "tools": List(Json()), **SFT_META})
 
 SFT_COLUMNS = {
     "messages": "The trajectory, OpenAI chat format; every key on every message, null where unused. "
-    "Tool-call arguments are JSON strings.",
+    "Tool-call arguments are JSON objects (dicts), as chat templates expect.",
     "tools": "Tool definitions offered to the agent (OpenAI function format), decoded to dicts.",
     "rollout_id": "Stable id of the attempt (task version, model, effort, attempt, round).",
     "task_version": "sha256 of the task's files: the version the agent saw.",
@@ -99,6 +118,8 @@ SFT_COLUMNS = {
     "exit_status": "ok, agent_timeout, verifier_timeout or error.",
     "turns": "Assistant turns.",
     "thinking_tokens": "Reasoning tokens over all turns.",
+    "round": "Collection round (RL rounds; 0 otherwise).",
+    **FACT_COLUMNS,
 }
 
 
@@ -156,13 +177,22 @@ def _funnel_fields(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def sft_rows(
-    frame: pl.DataFrame, *, max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS
+    frame: pl.DataFrame,
+    *,
+    facts: Mapping[str, TaskFacts] | None = None,
+    gate: GateOptions | None = None,
+    max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
 ) -> tuple[list[dict[str, Any]], list[Removed]]:
-    """The exportable rows of a rollout frame, and the removed ones with their reasons."""
+    """The exportable rows of a rollout frame, and the removed ones with their reasons (`facts`: the pool's,
+    by task version; None: no task is checked and the fact columns are null)."""
+    gate = gate or GateOptions()
     rows: list[dict[str, Any]] = []
     removed: list[Removed] = []
     for row in frame.iter_rows(named=True):
         try:
+            check_policy(row, gate)
+            task_columns = check_task(row["task_version"], facts, gate)
+            check_graded(row, gate)
             tools = guard_rollout(row, max_message_chars=max_message_chars)
             messages = [message_row(m) for m in row["messages"]]
         except Rejected as e:
@@ -171,7 +201,8 @@ def sft_rows(
         except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as e:
             removed.append(_removed(row, RemovalReason.UNEXPORTABLE, f"{type(e).__name__}: {e}"))
             continue
-        rows.append({"messages": messages, "tools": tools, **{k: row[k] for k in SFT_META}})
+        meta = {k: row[k] for k in SFT_META if k not in FACT_FEATURES}
+        rows.append({"messages": messages, "tools": tools, **meta, **task_columns})
     return rows, removed
 
 
@@ -179,10 +210,25 @@ def _removed(row: dict[str, Any], reason: RemovalReason, detail: str) -> Removed
     return Removed(id=str(row.get("rollout_id") or ""), task=str(row.get("task") or ""), reason=reason, detail=detail)
 
 
+def unfiltered_note(rows: list[dict[str, Any]]) -> str | None:
+    """A warning when rows hold attempts a training set rarely wants (failed, timed out)."""
+    failed = sum(1 for r in rows if not r["full_reward"] or r["exit_status"] != "ok")
+    if not failed:
+        return None
+    return (
+        f"{failed} of {len(rows)} rows are attempts without full reward or that did not end ok (timeouts); "
+        "was `qaflow filter` run first?"
+    )
+
+
 def export_sft(
     frame: pl.DataFrame,
     out_dir: Path,
     *,
+    pool: Pool | Path | str | None = None,
+    gate: GateOptions | None = None,
+    licences: Mapping[str, str | None] | None = None,
+    split: SplitSpec | None = None,
     funnel: list[FunnelStep] | None = None,
     provenance: Provenance | None = None,
     sharegpt: bool = True,
@@ -193,26 +239,41 @@ def export_sft(
 ) -> ExportReport:
     """Write the SFT dataset of a rollout frame to `out_dir` (layout in `curation.export_common`).
 
+    Only rows of accepted task versions of `pool` and of correctly graded attempts are written, unless `gate`
+    says otherwise; scripted policies' rows are left out too. The rest are listed in the report with reasons.
+
     Raises:
         ExportError: the frame is not a rollout frame, `out_dir` is a non-empty folder (without
-            `overwrite`), or no row is left to export (the error lists the removed rows).
+            `overwrite`), no pool where the gate needs one, or no row is left to export (the error lists
+            the removed rows).
     """
     out_dir = Path(out_dir)
+    gate = gate or GateOptions()
     frame = conform_frame(frame)
     prepare_out_dir(out_dir, overwrite=overwrite)
-    rows, removed = sft_rows(frame, max_message_chars=max_message_chars)
+    facts = export_facts(pool, gate, licences)
+    rows, removed = sft_rows(frame, facts=facts, gate=gate, max_message_chars=max_message_chars)
     if not rows:
         reasons = ", ".join(sorted({r.reason.value for r in removed})) or "the input is empty"
         raise NothingToExport(
             out_dir, f"nothing to export: {len(removed)} of {frame.height} rows removed ({reasons})", removed
         )
-    ds = dataset_from_rows(rows, SFT_FEATURES)
-    extra = {}
+    parts = split_rows(rows, split)
+    configs = {"default": {name: dataset_from_rows(part, SFT_FEATURES) for name, part in parts.items()}}
     notes = []
+    if funnel is None:
+        note = unfiltered_note(rows)
+        if note:
+            notes.append(note)
+    if facts is None:
+        notes.append("no pool was given: task status, audit verdict and licence columns are null")
     if sharegpt:
-        converted = [sharegpt_row(r) for r in rows]
-        extra[SHAREGPT_DIR] = dataset_from_rows([r for r, _ in converted], sharegpt_features(SFT_META))
-        dropped = sum(d for _, d in converted)
+        converted = {name: [sharegpt_row(r) for r in part] for name, part in parts.items()}
+        features = sharegpt_features(SFT_META)
+        configs[SHAREGPT_DIR] = {
+            name: dataset_from_rows([r for r, _ in pairs], features) for name, pairs in converted.items()
+        }
+        dropped = sum(d for pairs in converted.values() for _, d in pairs)
         if dropped:
             notes.append(
                 f"ShareGPT: the text beside the tool calls of {dropped} assistant turns has no place and is dropped"
@@ -222,59 +283,79 @@ def export_sft(
         out_dir=out_dir,
         rows=len(rows),
         removed=removed,
-        counts={key: value_counts(rows, key) for key in ("source", "effort", "model")},
+        counts={key: value_counts(rows, key) for key in ("source", "licence", "effort", "model")},
         notes=notes,
         provenance=provenance or Provenance.for_api([]),
     )
-    card = _sft_card(report, funnel, list(extra), license)
-    return write_export(
-        ds, out_dir, report, card=card, extra_configs=extra, overwrite=overwrite, max_shard_bytes=max_shard_bytes
-    )
+    tasks_per_split = {name: len({r["task"] for r in part}) for name, part in parts.items()}
+    audit = audit_summary(rows)
+
+    def card(done: ExportReport) -> str:
+        return _sft_card(done, funnel, audit, tasks_per_split, license)
+
+    return write_export(configs, out_dir, report, card=card, overwrite=overwrite, max_shard_bytes=max_shard_bytes)
 
 
-def _sft_card(report: ExportReport, funnel: list[FunnelStep] | None, extras: list[str], license: str | None) -> str:
-    configs = {"default": f"{PARQUET_DIR}/train-*.parquet", **{n: f"{n}/train-*.parquet" for n in extras}}
+def _sft_card(
+    report: ExportReport,
+    funnel: list[FunnelStep] | None,
+    audit: dict[str, dict[str, int]],
+    tasks_per_split: dict[str, int],
+    license: str | None,
+) -> str:
     head = cards.front_matter(
         pretty_name="qaflow SFT trajectories",
-        configs=configs,
+        configs=report.configs,
         features=SFT_FEATURES,
-        rows=report.rows,
-        license=license,
+        splits=report.splits,
+        license=license or cards.row_licences(report.counts),
         tags=["agentic-coding", "tool-use", "sft", "trajectories"],
     )
     sections = [
         ("Loading", _SFT_LOADING),
         ("Columns", cards.columns_table(SFT_FEATURES, SFT_COLUMNS)),
-        ("Files", "{files}"),
-        ("Counts", f"{report.rows} rows.\n\n" + cards.counts_tables(report.counts)),
+        ("Splits", cards.splits_section(report.splits, tasks_per_split)),
+        ("Files", cards.files_list(report.files)),
+        ("Sources and licences", cards.counts_tables(_pick(report.counts, "source", "licence"))),
+        ("Audit", cards.audit_section(audit)),
+        (
+            "Counts",
+            f"{report.rows} rows.\n\n" + cards.counts_tables({k: report.counts[k] for k in ("effort", "model")}),
+        ),
     ]
     if funnel:
         steps = [(s.name, s.kept, s.removed) for s in funnel]
-        steps.append(("export guard", report.rows, len(report.removed)))
+        steps.append(("export gate and guard", report.rows, len(report.removed)))
         sections.append(("Funnel", cards.table(("step", "kept", "removed"), steps)))
-    sections.append(("Removed by the export guard", cards.removed_table(report.removed_by_reason)))
-    if SHAREGPT_DIR in extras:
-        notes = "\n".join(f"- {n}" for n in report.notes)
-        sections.append(("ShareGPT variant (`sharegpt/`)", SHAREGPT_MAPPING + ("\n\n" + notes if notes else "")))
+    sections.append(("Removed by the export", cards.removed_table(report.removed_by_reason)))
+    if report.notes:
+        sections.append(("Notes", "\n".join(f"- {n}" for n in report.notes)))
+    if SHAREGPT_DIR in report.configs:
+        sections.append(("ShareGPT variant (`sharegpt/`)", SHAREGPT_MAPPING))
     sections.append(("Provenance", cards.provenance_section(report.provenance)))
     intro = (
         "Agent trajectories on agentic-coding tasks, exported by qaflow: one row per attempt, in OpenAI chat "
-        "format with tool calls, ready for a chat template with tool support."
+        "format with tool calls, ready for a chat template with tool support. Only attempts on task versions "
+        "the audit accepted and that the verifier graded are in it, unless the notes say otherwise."
     )
     return cards.render_card(head, "qaflow SFT trajectories", intro, sections)
 
 
+def _pick(counts: dict[str, dict[str, int]], *keys: str) -> dict[str, dict[str, int]]:
+    return {k: counts[k] for k in keys if k in counts}
+
+
 _SFT_LOADING = """
 ```python
-from datasets import load_dataset, load_from_disk
+from datasets import load_dataset
 
-ds = load_from_disk("OUT")  # the Arrow files at the root of this folder
-ds = load_dataset("parquet", data_files="OUT/parquet/*.parquet", split="train")  # the same rows
-row = ds[0]
+ds = load_dataset("OUT")  # a DatasetDict: train (and test, when the export made one)
+row = ds["train"][0]
 text = tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
 ```
 
-`tools` is a `List(Json())` column (datasets >= 4.7). In the raw parquet files each tool is JSON text
-(Arrow extension type `arrow.json` over strings); with polars,
-`pl.read_parquet(f).with_columns(pl.col("tools").list.eval(pl.element().ext.storage()))` gives the JSON strings.
+Tool-call `arguments` and `tools` are `Json()` features (datasets >= 4.7): objects in Python, JSON text
+(Arrow extension type `arrow.json` over strings) in the parquet files. With polars,
+`pl.read_parquet(f).with_columns(pl.col("tools").list.eval(pl.element().ext.storage()))` gives the tools
+as JSON strings.
 """

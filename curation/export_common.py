@@ -1,14 +1,19 @@
-"""What every export shares: the report and provenance models, the message features, the folder writer, the hub push.
+"""What every export shares: the report and provenance models, the message features, splits, the folder writer,
+the hub push.
 
-An export folder holds the dataset three ways: `datasets.save_to_disk` files at its root (load with
-`datasets.load_from_disk(out)`), parquet shards under `parquet/` (the hub's `default` config), and
-extra configs (e.g. `sharegpt/`) as parquet shards in their own folder. `README.md` is the dataset
-card and `export_report.json` the machine-readable report. The folder is written under a temporary
-name beside `out` and renamed into place, so a failed export never leaves half a dataset.
+An export folder is a Hugging Face dataset repository as it would be pushed (docs/contracts.md, "Export
+folders"): parquet shards per split under `data/` (`train-*.parquet`, `test-*.parquet` when there is a test
+split), extra configs (e.g. `sharegpt/`) the same way in their own folder, `README.md` (the dataset card,
+whose YAML names the configs and splits) and `export_report.json` (the machine-readable report).
+`datasets.load_dataset(out)` reads it as a `DatasetDict`. The folder is written under a temporary name
+beside `out` and renamed into place, so a failed export never leaves half a dataset.
+
+Splits are made by task: every row of a task goes to the same split, so no task is in both.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -17,7 +22,7 @@ import shutil
 import sys
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from enum import StrEnum
@@ -26,7 +31,8 @@ from typing import Any
 
 import datasets
 import polars as pl
-from datasets import Dataset, Features, List, Value
+import pyarrow.parquet as pq
+from datasets import Dataset, Features, Json, List, Value
 from pydantic import BaseModel, Field, computed_field
 
 import qaflow
@@ -36,18 +42,23 @@ from qaflow.models.frame import ROLLOUT_SCHEMA
 from qaflow.models.records import TaskRow, VersionStatus, utcnow
 from qaflow.pool import Pool, PoolError
 
+ROW_GROUP_ROWS = 100
+"""Rows per parquet row group: whole trajectories are large, and readers (the hub viewer) read a group at once."""
 DEFAULT_MAX_SHARD_BYTES = 256 * 2**20
 """Arrow bytes per parquet shard (before compression)."""
 
 REPORT_FILE = "export_report.json"
 CARD_FILE = "README.md"
-PARQUET_DIR = "parquet"
+DATA_DIR = "data"
+TRAIN, TEST = "train", "test"
 
 TOOL_CALL_FEATURE = {
     "id": Value("string"),
     "type": Value("string"),
-    "function": {"name": Value("string"), "arguments": Value("string")},
+    "function": {"name": Value("string"), "arguments": Json()},
 }
+"""One tool call. `arguments` is the JSON object itself (decoded to a dict on load), as chat templates expect:
+stored as a JSON string, most templates would render it double-encoded or fail on it."""
 MESSAGE_FEATURE = {
     "role": Value("string"),
     "content": Value("string"),
@@ -103,6 +114,14 @@ class RemovalReason(StrEnum):
     MISSING_FOLDER = "missing_folder"
     CHANGED_SINCE_SCAN = "changed_since_scan"
     """The task folder no longer holds the version the ledger recorded; scan the pool again."""
+    UNKNOWN_TASK_VERSION = "unknown_task_version"
+    """The rollout's task version is not in the pool's ledger, so nothing says it was audited."""
+    TASK_NOT_ACCEPTED = "task_not_accepted"
+    """The task version's status is not `accepted` (its audit found errors, or it was never audited)."""
+    NOT_GRADED = "not_graded"
+    """The attempt ended in an error (sandbox, model, infrastructure) or without a verifier reward."""
+    SCRIPTED = "scripted"
+    """A scripted policy (a replay of the reference solution, a test script) produced it, not a model."""
     UNEXPORTABLE = "unexportable"
     """The row could not be converted for another reason; the detail keeps the error type and message."""
 
@@ -143,7 +162,10 @@ class ExportReport(BaseModel):
     out_dir: Path
     rows: int = Field(description="Rows written.")
     removed: list[Removed] = Field(default_factory=list)
-    configs: dict[str, str] = Field(default_factory=dict, description="Hub config name -> data files glob.")
+    configs: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="Hub config name -> split -> data files glob."
+    )
+    splits: dict[str, int] = Field(default_factory=dict, description="Rows per split (train, test).")
     files: list[str] = Field(default_factory=list, description="Files written, relative to out_dir.")
     counts: dict[str, dict[str, int]] = Field(default_factory=dict, description="Rows by source, effort, model...")
     notes: list[str] = Field(default_factory=list)
@@ -157,14 +179,27 @@ class ExportReport(BaseModel):
     def summary(self) -> str:
         """One line for people, e.g. `sft: 12 rows to out/ (2 removed: text_repaired 1, bad_tool_call 1)`."""
         line = f"{self.kind.value}: {self.rows} rows written to {self.out_dir}"
+        if len(self.splits) > 1:
+            line += " (" + ", ".join(f"{name} {n}" for name, n in self.splits.items()) + ")"
         if self.removed:
             reasons = ", ".join(f"{k} {v}" for k, v in self.removed_by_reason.items())
             line += f" ({len(self.removed)} removed: {reasons})"
         return line
 
 
+def call_arguments(arguments: Any) -> Any:
+    """Tool-call arguments as an object: the OpenAI wire format's JSON string decoded (kept as is if it is not JSON)."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except (json.JSONDecodeError, RecursionError):
+            return arguments
+    return arguments
+
+
 def message_row(message: dict[str, Any]) -> dict[str, Any]:
-    """A message with exactly MESSAGE_KEYS (null where absent); tool calls as {id, type, function{name, arguments}}."""
+    """A message with exactly MESSAGE_KEYS (null where absent); tool calls as {id, type, function{name, arguments}}
+    with `arguments` an object."""
     out: dict[str, Any] = {key: message.get(key) for key in MESSAGE_KEYS}
     calls = message.get("tool_calls")
     out["tool_calls"] = (
@@ -174,7 +209,7 @@ def message_row(message: dict[str, Any]) -> dict[str, Any]:
                 "type": call.get("type") or "function",
                 "function": {
                     "name": (call.get("function") or {}).get("name"),
-                    "arguments": (call.get("function") or {}).get("arguments"),
+                    "arguments": call_arguments((call.get("function") or {}).get("arguments")),
                 },
             }
             for call in calls
@@ -213,47 +248,100 @@ def prepare_out_dir(out_dir: Path, *, overwrite: bool) -> None:
         raise ExportError(out_dir, "folder exists and is not empty; choose another or overwrite it (--force)")
 
 
-def write_parquet_shards(ds: Dataset, folder: Path, *, max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES) -> list[Path]:
-    """`folder/train-0000i-of-0000N.parquet`, N chosen so a shard holds at most about `max_shard_bytes`."""
+class SplitSpec(BaseModel):
+    """How rows are split into train and test, by task (so no task is in both).
+
+    `test_tasks` names the test tasks outright (e.g. the eval split of `qaflow curate mix`); otherwise
+    `test_fraction` of the tasks (at least one, never all, when there are two or more) go to test, chosen by
+    a seeded hash of the task name, so the choice is stable across exports of the same pool.
+    """
+
+    test_tasks: frozenset[str] | None = None
+    test_fraction: float = Field(0.0, ge=0, lt=1)
+    seed: int = 0
+
+    @property
+    def active(self) -> bool:
+        return self.test_tasks is not None or self.test_fraction > 0
+
+    def test_set(self, tasks: Collection[str]) -> set[str]:
+        """The tasks of `tasks` that go to the test split."""
+        if self.test_tasks is not None:
+            return set(tasks) & set(self.test_tasks)
+        if self.test_fraction <= 0 or len(set(tasks)) < 2:
+            return set()
+        ordered = sorted(set(tasks), key=lambda t: hashlib.sha256(f"{self.seed}:{t}".encode()).hexdigest())
+        count = min(len(ordered) - 1, max(1, round(self.test_fraction * len(ordered))))
+        return set(ordered[:count])
+
+
+def split_rows(
+    rows: Sequence[dict[str, Any]], split: SplitSpec | None, key: str = "task"
+) -> dict[str, list[dict[str, Any]]]:
+    """`rows` by split (`train`, and `test` when it gets any row), each row's split decided by its task."""
+    test = (split or SplitSpec()).test_set([str(r[key]) for r in rows])
+    out = {TRAIN: [r for r in rows if str(r[key]) not in test]}
+    tested = [r for r in rows if str(r[key]) in test]
+    if tested:
+        out[TEST] = tested
+    return out
+
+
+def write_parquet_shards(
+    ds: Dataset, folder: Path, split: str = TRAIN, *, max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES
+) -> list[Path]:
+    """`folder/<split>-0000i-of-0000N.parquet`, N chosen so a shard holds at most about `max_shard_bytes`."""
     folder.mkdir(parents=True, exist_ok=True)
     count = max(1, min(len(ds), math.ceil(ds.data.nbytes / max_shard_bytes)))
     paths = []
     for index in range(count):
-        path = folder / f"train-{index:05d}-of-{count:05d}.parquet"
-        ds.shard(num_shards=count, index=index, contiguous=True).to_parquet(str(path))
+        path = folder / f"{split}-{index:05d}-of-{count:05d}.parquet"
+        shard = ds.shard(num_shards=count, index=index, contiguous=True).flatten_indices()
+        # pyarrow directly: datasets' to_parquet fails on a Json() feature nested in lists that are all null
+        # (a shard without any tool call). The table carries the features in its schema metadata.
+        pq.write_table(shard.data.table, path, row_group_size=ROW_GROUP_ROWS)
         paths.append(path)
     return paths
 
 
+def config_globs(folder: str, splits: Collection[str]) -> dict[str, str]:
+    return {split: f"{folder}/{split}-*.parquet" for split in (TRAIN, TEST) if split in splits}
+
+
 def write_export(
-    ds: Dataset,
+    configs: Mapping[str, Mapping[str, Dataset]],
     out_dir: Path,
     report: ExportReport,
     *,
-    card: str,
-    extra_configs: dict[str, Dataset] | None = None,
+    card: Callable[[ExportReport], str],
     overwrite: bool = False,
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
 ) -> ExportReport:
-    """Write `ds` (save_to_disk + parquet shards), extra configs, the card and the report; swap into `out_dir`.
+    """Write each config's splits as parquet shards (`default` under `data/`, others under their name), the card
+    and the report; swap the folder into `out_dir`.
 
-    `card` may hold `{files}`, replaced by the list of written files. The report's `files` and
-    `configs` are filled in.
+    `card` gets the finished report (files, configs and splits filled in) and returns the card's text.
     """
     prepare_out_dir(out_dir, overwrite=overwrite)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_dir.parent / f".{out_dir.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:
+        globs: dict[str, dict[str, str]] = {}
         with quiet_datasets():
-            ds.save_to_disk(str(tmp))
-            shards = write_parquet_shards(ds, tmp / PARQUET_DIR, max_shard_bytes=max_shard_bytes)
-            configs = {"default": f"{PARQUET_DIR}/train-*.parquet"}
-            for name, extra in (extra_configs or {}).items():
-                shards += write_parquet_shards(extra, tmp / name, max_shard_bytes=max_shard_bytes)
-                configs[name] = f"{name}/train-*.parquet"
+            for name, splits in configs.items():
+                folder = DATA_DIR if name == "default" else name
+                for split, ds in splits.items():
+                    write_parquet_shards(ds, tmp / folder, split, max_shard_bytes=max_shard_bytes)
+                globs[name] = config_globs(folder, splits)
         files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
-        report = report.model_copy(update={"configs": configs, "files": [*files, CARD_FILE, REPORT_FILE]})
-        (tmp / CARD_FILE).write_text(card.replace("{files}", "\n".join(f"- `{f}`" for f in report.files)))
+        report = report.model_copy(
+            update={
+                "configs": globs,
+                "splits": {split: len(ds) for split, ds in configs["default"].items()},
+                "files": [*files, CARD_FILE, REPORT_FILE],
+            }
+        )
+        (tmp / CARD_FILE).write_text(card(report))
         (tmp / REPORT_FILE).write_text(report.model_dump_json(indent=2) + "\n")
         if out_dir.exists():
             shutil.rmtree(out_dir)
@@ -262,6 +350,32 @@ def write_export(
         if tmp.exists():
             shutil.rmtree(tmp)
     return report
+
+
+def split_datasets(
+    rows: Sequence[dict[str, Any]], features: Features, split: SplitSpec | None, key: str = "task"
+) -> dict[str, Dataset]:
+    """One Dataset per split of `rows` (see `split_rows`)."""
+    return {name: dataset_from_rows(part, features) for name, part in split_rows(rows, split, key).items()}
+
+
+def load_export(out_dir: Path | str, config: str | None = None) -> datasets.DatasetDict:
+    """An export folder as a DatasetDict (train, and test when there is one), read from its parquet files
+    without the hub and without a cache copy of the data (`load_dataset(out_dir)` gives the same rows)."""
+    out_dir = Path(out_dir)
+    report_path = out_dir / REPORT_FILE
+    if not report_path.is_file():
+        raise ExportError(out_dir, f"not an export folder (no {REPORT_FILE})")
+    report = ExportReport.model_validate_json(report_path.read_text())
+    name = config or "default"
+    if name not in report.configs:
+        raise ExportError(out_dir, f"no config {name!r}; it has {', '.join(report.configs)}")
+    out = {}
+    for split, pattern in report.configs[name].items():
+        loaded = Dataset.from_parquet(sorted(str(p) for p in out_dir.glob(pattern)), keep_in_memory=True)
+        assert isinstance(loaded, Dataset)
+        out[split] = loaded
+    return datasets.DatasetDict(out)
 
 
 def conform_frame(frame: pl.DataFrame, where: Path | str = "rollouts") -> pl.DataFrame:
@@ -321,14 +435,14 @@ def require_hub_token(repo: str) -> str:
 
 
 def push_export(out_dir: Path, repo: str, *, private: bool = False, token: str | None = None) -> str:
-    """Push an export folder to the hub dataset `repo`: each config with `push_to_hub`, then the card's prose.
+    """Push an export folder to the hub dataset `repo`: each config with its splits (`push_to_hub`), then the
+    card's prose.
 
     The hub writes its own YAML (configs, features) into the card; the body of ours replaces its text.
 
     Raises:
         ExportError: no token, or `out_dir` is not an export folder.
     """
-    from datasets import DatasetDict, load_from_disk
     from huggingface_hub import DatasetCard
 
     token = token or require_hub_token(repo)
@@ -336,14 +450,9 @@ def push_export(out_dir: Path, repo: str, *, private: bool = False, token: str |
     if not report_path.is_file():
         raise ExportError(out_dir, f"not an export folder (no {REPORT_FILE})")
     report = ExportReport.model_validate_json(report_path.read_text())
-    DatasetDict({"train": load_from_disk(str(out_dir))}).push_to_hub(repo, private=private, token=token)
-    for name, pattern in report.configs.items():
-        if name == "default":
-            continue
-        files = sorted(str(p) for p in out_dir.glob(pattern))
-        extra = Dataset.from_parquet(files)
-        assert isinstance(extra, Dataset)
-        DatasetDict({"train": extra}).push_to_hub(repo, config_name=name, private=private, token=token)
+    for name in report.configs:
+        config = {} if name == "default" else {"config_name": name}
+        load_export(out_dir, name).push_to_hub(repo, private=private, token=token, **config)
     card = DatasetCard.load(repo, token=token)
     card.text = _card_body((out_dir / CARD_FILE).read_text())
     card.push_to_hub(repo, token=token)

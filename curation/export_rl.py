@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +24,34 @@ from curation import dataset_card as cards
 from curation.export_common import (
     DEFAULT_MAX_SHARD_BYTES,
     MESSAGE_FEATURE,
-    PARQUET_DIR,
     ExportKind,
     ExportReport,
     NothingToExport,
     Provenance,
     RemovalReason,
     Removed,
+    SplitSpec,
     conform_frame,
     dataset_from_rows,
     message_row,
     open_pool,
     prepare_out_dir,
     select_tasks,
+    split_rows,
+    value_counts,
     write_export,
+)
+from curation.export_facts import (
+    FACT_COLUMNS,
+    FACT_FEATURES,
+    GateOptions,
+    TaskFacts,
+    audit_summary,
+    check_graded,
+    check_policy,
+    check_task,
+    export_facts,
+    pool_facts,
 )
 from curation.export_guard import Rejected, parse_tools
 from qaflow.agents.tool_specs import TOOLS
@@ -67,6 +81,7 @@ RL_FEATURES = Features(
         "passes": Value("int64"),
         "pass_rate": Value("float64"),
         "efforts": List(EFFORT_STATS_FEATURE),
+        **FACT_FEATURES,
     }
 )
 RL_COLUMNS = {
@@ -80,6 +95,7 @@ RL_COLUMNS = {
     "pass_rate": "passes / attempts (null without rollouts).",
     "efforts": "Per effort, in order off < low < medium < xhigh: attempts, passes, pass_rate, and the median "
     "thinking tokens of the passes (null when none passed).",
+    **FACT_COLUMNS,
 }
 
 
@@ -157,7 +173,26 @@ def _instruction(prompt: list[dict[str, Any]]) -> str | None:
     return next((m["content"] for m in reversed(prompt) if m["role"] == "user"), None)
 
 
-def rows_from_rollouts(frame: pl.DataFrame) -> tuple[list[dict[str, Any]], list[Removed]]:
+def graded_attempts(frame: pl.DataFrame, gate: GateOptions) -> tuple[pl.DataFrame, int]:
+    """The rollouts that count for prompts and stats: correctly graded, of a model (not scripted); and how many
+    were left out."""
+    keep = [i for i, row in enumerate(frame.iter_rows(named=True)) if _counts(row, gate)]
+    return frame[keep], frame.height - len(keep)
+
+
+def _counts(row: dict[str, Any], gate: GateOptions) -> bool:
+    try:
+        check_policy(row, gate)
+        check_graded(row, gate)
+    except Rejected:
+        return False
+    return True
+
+
+def rows_from_rollouts(
+    frame: pl.DataFrame, facts: dict[str, TaskFacts] | None = None, gate: GateOptions | None = None
+) -> tuple[list[dict[str, Any]], list[Removed]]:
+    gate = gate or GateOptions()
     stats = effort_stats(frame)
     prompts = rollout_prompts(frame)
     keys = (
@@ -172,10 +207,16 @@ def rows_from_rollouts(frame: pl.DataFrame) -> tuple[list[dict[str, Any]], list[
             detail = "no rollout of this version has an intact prompt (system/user messages, then an assistant turn)"
             removed.append(Removed(id=version, task=key["task"], reason=RemovalReason.NO_PROMPT, detail=detail))
             continue
+        try:
+            task_columns = check_task(version, facts, gate)
+        except Rejected as e:
+            removed.append(Removed(id=version, task=key["task"], reason=e.reason, detail=e.detail))
+            continue
         prompt, tools = prompts[version]
         rows.append(
             {
                 **key,
+                **task_columns,
                 "prompt": prompt,
                 "instruction": _instruction(prompt),
                 "tools": tools,
@@ -191,6 +232,7 @@ def rows_from_pool(
     rollouts: pl.DataFrame | None,
     system_prompt: str | None,
     tools: list[dict[str, Any]],
+    facts: dict[str, TaskFacts],
 ) -> tuple[list[dict[str, Any]], list[Removed]]:
     stats = effort_stats(rollouts) if rollouts is not None else {}
     prompts = rollout_prompts(rollouts) if rollouts is not None else {}
@@ -228,6 +270,7 @@ def rows_from_pool(
                 "instruction": task.instruction,
                 "tools": task_tools,
                 **_stats_fields(stats.get(entry.version)),
+                **facts[entry.version].columns(),
             }
         )
     return rows, removed
@@ -238,7 +281,11 @@ def export_rl(
     out_dir: Path,
     *,
     rollouts: pl.DataFrame | None = None,
+    pool: Pool | Path | str | None = None,
     status: Sequence[str] | None = ("accepted",),
+    gate: GateOptions | None = None,
+    licences: Mapping[str, str | None] | None = None,
+    split: SplitSpec | None = None,
     system_prompt: str | None = None,
     tools: list[dict[str, Any]] | None = None,
     provenance: Provenance | None = None,
@@ -249,24 +296,36 @@ def export_rl(
     """Write the RL dataset of a rollout frame, or of a pool (with `rollouts` for stats), to `out_dir`.
 
     With a pool, `status` selects tasks by the status of their current version (None: all) and
-    `tools` (default: qaflow's harness tools) are offered where no rollout says otherwise.
+    `tools` (default: qaflow's harness tools) are offered where no rollout says otherwise. With a
+    rollout frame, `pool` is the pool they ran on: only its accepted task versions are written unless
+    `gate` says otherwise. Prompts and stats count correctly graded attempts of models only.
 
     Raises:
-        ExportError: bad input (not a rollout frame, no pool ledger, unknown status), `out_dir` is a
-            non-empty folder (without `overwrite`), or no row is left to export.
+        ExportError: bad input (not a rollout frame, no pool ledger, unknown status, rollouts without their
+            pool where the gate needs it), `out_dir` is a non-empty folder (without `overwrite`), or no row
+            is left to export.
     """
     out_dir = Path(out_dir)
+    gate = gate or GateOptions()
     prepare_out_dir(out_dir, overwrite=overwrite)
+    notes = []
     if isinstance(source, pl.DataFrame):
-        rows, removed = rows_from_rollouts(conform_frame(source))
+        facts = export_facts(pool, gate, licences)
+        frame, left_out = graded_attempts(conform_frame(source), gate)
+        rows, removed = rows_from_rollouts(frame, facts, gate)
     else:
-        frame = conform_frame(rollouts) if rollouts is not None else None
-        pool = open_pool(source)
+        graded, left_out = graded_attempts(conform_frame(rollouts), gate) if rollouts is not None else (None, 0)
+        opened = open_pool(source)
         try:
-            rows, removed = rows_from_pool(pool, status, frame, system_prompt, tools if tools is not None else TOOLS)
+            facts = pool_facts(opened, licences)
+            rows, removed = rows_from_pool(
+                opened, status, graded, system_prompt, tools if tools is not None else TOOLS, facts
+            )
         finally:
-            if pool is not source:
-                pool.close()
+            if opened is not source:
+                opened.close()
+    if left_out:
+        notes.append(f"{left_out} attempts not correctly graded (or of a scripted policy) are left out of the stats")
     if not rows:
         what = "no task matched" if not removed else f"all {len(removed)} task versions removed"
         raise NothingToExport(out_dir, f"nothing to export: {what}", removed)
@@ -280,32 +339,38 @@ def export_rl(
         rows=len(rows),
         removed=removed,
         counts={
-            "source": dict(Counter(r["source"] for r in rows).most_common()),
+            "source": value_counts(rows, "source"),
+            "licence": value_counts(rows, "licence"),
             "effort (attempts)": dict(sorted(efforts.items(), key=lambda kv: EFFORT_RANK.get(kv[0], 99))),
         },
+        notes=notes,
         provenance=provenance or Provenance.for_api([]),
     )
-    ds = dataset_from_rows(rows, RL_FEATURES)
-    return write_export(
-        ds, out_dir, report, card=_rl_card(report, license), overwrite=overwrite, max_shard_bytes=max_shard_bytes
-    )
+    parts = split_rows(rows, split)
+    configs = {"default": {name: dataset_from_rows(part, RL_FEATURES) for name, part in parts.items()}}
+    audit = audit_summary(rows)
+
+    def card(done: ExportReport) -> str:
+        return _rl_card(done, audit, license)
+
+    return write_export(configs, out_dir, report, card=card, overwrite=overwrite, max_shard_bytes=max_shard_bytes)
 
 
-def _rl_card(report: ExportReport, license: str | None) -> str:
+def _rl_card(report: ExportReport, audit: dict[str, dict[str, int]], license: str | None) -> str:
     head = cards.front_matter(
         pretty_name="qaflow RL prompts",
-        configs={"default": f"{PARQUET_DIR}/train-*.parquet"},
+        configs=report.configs,
         features=RL_FEATURES,
-        rows=report.rows,
-        license=license,
+        splits=report.splits,
+        license=license or cards.row_licences(report.counts),
         tags=["agentic-coding", "tool-use", "rl"],
     )
     loading = """
 ```python
-from datasets import load_from_disk
+from datasets import load_dataset
 
-ds = load_from_disk("OUT")
-row = ds[0]
+ds = load_dataset("OUT")  # a DatasetDict: train (and test, when the export made one)
+row = ds["train"][0]
 row["prompt"], row["tools"]  # conversational prompt (TRL's `prompt` column) and tool definitions
 ```
 
@@ -315,10 +380,14 @@ median thinking tokens of its successes, e.g. as references for effort-ordered r
     sections = [
         ("Loading", loading),
         ("Columns", cards.columns_table(RL_FEATURES, RL_COLUMNS)),
-        ("Files", "{files}"),
+        ("Splits", cards.splits_section(report.splits, report.splits)),
+        ("Files", cards.files_list(report.files)),
+        ("Audit", cards.audit_section(audit)),
         ("Counts", f"{report.rows} task versions.\n\n" + cards.counts_tables(report.counts)),
         ("Removed", cards.removed_table(report.removed_by_reason)),
-        ("Provenance", cards.provenance_section(report.provenance)),
     ]
+    if report.notes:
+        sections.append(("Notes", "\n".join(f"- {n}" for n in report.notes)))
+    sections.append(("Provenance", cards.provenance_section(report.provenance)))
     intro = "Agentic-coding task prompts for RL, exported by qaflow: one row per task version, with its grouping keys."
     return cards.render_card(head, "qaflow RL prompts", intro, sections)

@@ -17,17 +17,16 @@ Tool definitions go into a `tools` column as a JSON string. The `messages` datas
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from datasets import Features, List, Value
 
-from curation.export_common import dumps
+from curation.export_common import call_arguments, dumps
 
 SHAREGPT_DIR = "sharegpt"
 SHAREGPT_MAPPING = (__doc__ or "").split("\n\n", 1)[1].strip()
 """The mapping above, for dataset cards."""
-SHAREGPT_META = ("rollout_id", "task", "task_version", "source", "model", "effort", "reward")
+SHAREGPT_META = ("rollout_id", "task", "task_version", "source", "licence", "model", "effort", "reward")
 
 
 def sharegpt_features(meta: Features) -> Features:
@@ -47,7 +46,7 @@ def _think(message: dict[str, Any]) -> str:
 
 def _call(call: dict[str, Any]) -> dict[str, Any]:
     function = call.get("function") or {}
-    return {"name": function.get("name"), "arguments": json.loads(function.get("arguments") or "{}")}
+    return {"name": function.get("name"), "arguments": call_arguments(function.get("arguments") or {})}
 
 
 def to_sharegpt(messages: list[dict[str, Any]]) -> tuple[list[dict[str, str]], int]:

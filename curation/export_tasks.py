@@ -11,8 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -21,7 +20,6 @@ from datasets import Features, List, Value
 from curation import dataset_card as cards
 from curation.export_common import (
     DEFAULT_MAX_SHARD_BYTES,
-    PARQUET_DIR,
     ExportError,
     ExportKind,
     ExportReport,
@@ -29,12 +27,16 @@ from curation.export_common import (
     Provenance,
     RemovalReason,
     Removed,
+    SplitSpec,
     dataset_from_rows,
     open_pool,
     prepare_out_dir,
     select_tasks,
+    split_rows,
+    value_counts,
     write_export,
 )
+from curation.export_facts import FACT_COLUMNS, pool_facts
 from curation.export_limits import DEFAULT_MAX_TASK_FILE_BYTES
 from qaflow.errors import TaskError
 from qaflow.models.records import TaskRow
@@ -67,6 +69,9 @@ TASKS_FEATURES = Features(
         "files": List(FILE_FEATURE),
         "skipped": List(SKIPPED_FEATURE),
         "complete": Value("bool"),
+        "licence": Value("string"),
+        "audit_verdict": Value("string"),
+        "audit_run": Value("string"),
     }
 )
 TASKS_COLUMNS = {
@@ -80,6 +85,9 @@ TASKS_COLUMNS = {
     "for binary files, its bytes (`content_bytes`); a symlink's content is its target.",
     "skipped": "Files left out (over the size cap, or not a regular file), with the reason.",
     "complete": "The files hash to `version`: `rows_to_task_dir` rebuilds this exact version.",
+    "licence": FACT_COLUMNS["licence"],
+    "audit_verdict": FACT_COLUMNS["audit_verdict"],
+    "audit_run": FACT_COLUMNS["audit_run"],
 }
 
 
@@ -169,6 +177,8 @@ def export_tasks(
     *,
     status: Sequence[str] | None = ("accepted",),
     max_file_bytes: int = DEFAULT_MAX_TASK_FILE_BYTES,
+    licences: Mapping[str, str | None] | None = None,
+    split: SplitSpec | None = None,
     provenance: Provenance | None = None,
     license: str | None = None,
     overwrite: bool = False,
@@ -189,6 +199,7 @@ def export_tasks(
     rows: list[dict[str, Any]] = []
     removed: list[Removed] = []
     try:
+        facts = pool_facts(opened, licences)
         for entry in select_tasks(opened, status):
             folder = opened.root / entry.path
             if not folder.is_dir():
@@ -212,7 +223,8 @@ def export_tasks(
                     Removed(id=entry.version, task=entry.name, reason=RemovalReason.CHANGED_SINCE_SCAN, detail=detail)
                 )
                 continue
-            rows.append(row)
+            known = facts[entry.version]
+            rows.append(row | {k: v for k, v in known.columns().items() if k != "task_status"})
     finally:
         if opened is not pool:
             opened.close()
@@ -227,13 +239,17 @@ def export_tasks(
         out_dir=out_dir,
         rows=len(rows),
         removed=removed,
-        counts={key: dict(Counter(r[key] for r in rows).most_common()) for key in ("source", "status")},
+        counts={key: value_counts(rows, key) for key in ("source", "licence", "status", "audit_verdict")},
         notes=notes if incomplete else [],
         provenance=provenance or Provenance.for_api([root]),
     )
-    ds = dataset_from_rows(rows, TASKS_FEATURES)
-    card = _tasks_card(report, license)
-    return write_export(ds, out_dir, report, card=card, overwrite=overwrite, max_shard_bytes=max_shard_bytes)
+    parts = split_rows(rows, split, key="name")
+    configs = {"default": {name: dataset_from_rows(part, TASKS_FEATURES) for name, part in parts.items()}}
+
+    def card(done: ExportReport) -> str:
+        return _tasks_card(done, license)
+
+    return write_export(configs, out_dir, report, card=card, overwrite=overwrite, max_shard_bytes=max_shard_bytes)
 
 
 def rows_to_task_dir(row: dict[str, Any], dest: Path, *, allow_incomplete: bool = False) -> Path:
@@ -272,25 +288,29 @@ def rows_to_task_dir(row: dict[str, Any], dest: Path, *, allow_incomplete: bool 
 def _tasks_card(report: ExportReport, license: str | None) -> str:
     head = cards.front_matter(
         pretty_name="qaflow task pool",
-        configs={"default": f"{PARQUET_DIR}/train-*.parquet"},
+        configs=report.configs,
         features=TASKS_FEATURES,
-        rows=report.rows,
-        license=license,
+        splits=report.splits,
+        license=license or cards.row_licences(report.counts),
         tags=["agentic-coding", "harbor", "tasks"],
     )
     loading = """
 ```python
-from datasets import load_from_disk
+from datasets import load_dataset
 from curation.export import rows_to_task_dir
 
-ds = load_from_disk("OUT")
-rows_to_task_dir(ds[0], "rebuilt/" + ds[0]["name"].replace("/", "__"))  # a Harbor task folder
+ds = load_dataset("OUT")  # a DatasetDict: train (and test, when the export made one)
+row = ds["train"][0]
+rows_to_task_dir(row, "rebuilt/" + row["name"].replace("/", "__"))  # a Harbor task folder
 ```
+
+As a qaflow source (the same task versions come back): `{kind: tasks_export, name: mine, path: OUT}`.
 """
     sections = [
         ("Loading", loading),
         ("Columns", cards.columns_table(TASKS_FEATURES, TASKS_COLUMNS)),
-        ("Files", "{files}"),
+        ("Splits", cards.splits_section(report.splits, report.splits)),
+        ("Files", cards.files_list(report.files)),
         ("Counts", f"{report.rows} tasks.\n\n" + cards.counts_tables(report.counts)),
         ("Removed", cards.removed_table(report.removed_by_reason)),
     ]

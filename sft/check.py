@@ -1,6 +1,7 @@
 """Checking a masked dataset: render each session, attribute every token to the message it came from,
 and count per role how many tokens carry loss. Loss on a system, user or tool token is an error, as
-is an assistant message with no loss at all; chat control tokens inside non-assistant text (which
+is an assistant message with no loss at all, and a tool call the template renders double-encoded or
+drops (`sft.tool_render`); chat control tokens inside non-assistant text (which
 the tokenizer would read as structure) are warnings.
 
 Attribution renders each conversation's prefixes (messages[:1], messages[:2], ...): with a
@@ -17,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from sft.masking import IGNORE_INDEX, MaskingConfig, clean_messages, mask_sessions, parse_tools, render
+from sft.tool_render import message_call_problems
 
 
 class RoleCount(BaseModel):
@@ -91,6 +93,9 @@ def check_sessions(
             report.sessions.append(check)
             continue
         texts, _ = render([conv], [tools[example.index]], template, special)
+        starts = [0, *ends[:-1]]
+        for i, message in enumerate(conv):
+            check.errors += message_call_problems(message, texts[0][starts[i] : ends[i]], i)
         encoded = tokenizer(texts[0], add_special_tokens=False, return_offsets_mapping=True)
         if list(encoded["input_ids"][: len(example.input_ids)]) != example.input_ids:
             check.errors.append("input_ids differ from a fresh rendering of the session")

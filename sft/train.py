@@ -37,11 +37,21 @@ class TrainReport(BaseModel):
     losses: list[float] = Field(default_factory=list, description="Training loss at every logging step.")
 
 
-def load_rows(path: Path) -> Any:
-    """An SFT dataset from a save_to_disk folder, a parquet file, or a folder of parquet files."""
+EXPORT_REPORT = "export_report.json"
+
+
+def load_rows(path: Path, split: str = "train") -> Any:
+    """An SFT dataset: the `split` of a `qaflow export sft` folder, a save_to_disk folder, a parquet file, or a
+    folder of parquet files."""
     import datasets
 
     path = Path(path)
+    if (path / EXPORT_REPORT).is_file():
+        configs = json.loads((path / EXPORT_REPORT).read_text())["configs"]["default"]
+        if split not in configs:
+            raise FileNotFoundError(f"{path}: the export has no {split} split (it has {', '.join(configs)})")
+        files = sorted(str(p) for p in path.glob(configs[split]))
+        return datasets.load_dataset("parquet", data_files=files, split="train")
     if (path / "dataset_info.json").is_file() or (path / "state.json").is_file():
         return datasets.load_from_disk(str(path))
     files = [str(path)] if path.is_file() else sorted(str(p) for p in path.rglob("*.parquet"))

@@ -11,18 +11,19 @@ from typing import Any
 import polars as pl
 import pytest
 import yaml
-from datasets import load_from_disk
 from typer.testing import CliRunner
 
 from curation.chat_templates import QWEN_TOOL_TEMPLATE
 from curation.export import (
     ExportError,
     FunnelStep,
+    GateOptions,
     NothingToExport,
     RemovalReason,
     export_rl,
     export_sft,
     export_tasks,
+    load_export,
     load_funnel,
     require_hub_token,
     rows_to_task_dir,
@@ -41,6 +42,8 @@ from tests.taskfactory import write_task
 from tests.trajectories import make_record
 
 runner = CliRunner()
+OPEN = GateOptions(include_unaccepted=True)
+"""Rollouts of the made-up task versions these tests use are in no pool: let them through the gate."""
 
 
 @pytest.fixture(autouse=True)
@@ -81,6 +84,15 @@ def strip_nulls(message: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def objects(message: dict[str, Any]) -> dict[str, Any]:
+    """A rollout message as an export holds it: tool-call arguments decoded to objects."""
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    decoded = [{**c, "function": {**c["function"], "arguments": json.loads(c["function"]["arguments"])}} for c in calls]
+    return {**message, "tool_calls": decoded}
+
+
 def front_matter(card: str) -> dict[str, Any]:
     assert card.startswith("---\n")
     return yaml.safe_load(card.split("---\n")[1])
@@ -90,25 +102,26 @@ def test_sft_export_round_trips_through_load_from_disk_and_parquet(tmp_path: Pat
     records = good_records()
     out = tmp_path / "sft"
     funnel = [FunnelStep(name="structure", kept=6, removed=1), FunnelStep(name="dedup", kept=4, removed=2)]
-    report = export_sft(records_to_frame(records), out, funnel=funnel, license="apache-2.0")
+    report = export_sft(records_to_frame(records), out, funnel=funnel, license="apache-2.0", gate=OPEN)
 
     assert (report.rows, report.removed) == (4, [])
-    ds = load_from_disk(str(out))
+    ds = load_export(out)["train"]
     assert len(ds) == 4
     assert ds.column_names[:2] == ["messages", "tools"]
     by_id = {row["rollout_id"]: row for row in ds}
     for record in records:
         row = by_id[record.rollout_id]
-        assert [strip_nulls(m) for m in row["messages"]] == [normalize_message(m) for m in record.messages]
+        assert [strip_nulls(m) for m in row["messages"]] == [objects(normalize_message(m)) for m in record.messages]
         assert row["tools"] == TOOLS
         got = (row["task"], row["source"], row["model"], row["effort"], row["reward"], row["turns"])
         assert got == (record.task, record.source, record.model, record.effort.value, record.reward, record.turns)
         assert (row["thinking_tokens"], row["task_version"]) == (record.thinking_tokens, record.task_version)
     parallel = by_id[records[3].rollout_id]["messages"][2]
     assert [c["function"]["name"] for c in parallel["tool_calls"]] == ["read", "bash"]
-    assert json.loads(parallel["tool_calls"][1]["function"]["arguments"]) == {"command": "ls"}
+    assert parallel["tool_calls"][1]["function"]["arguments"] == {"command": "ls"}
+    assert parallel["tool_calls"][0]["function"]["arguments"] == {"path": "a.txt"}
 
-    shards = sorted((out / "parquet").glob("*.parquet"))
+    shards = sorted((out / "data").glob("*.parquet"))
     assert [p.name for p in shards] == ["train-00000-of-00001.parquet"]
     frame = pl.read_parquet(shards)
     assert frame.height == 4 and set(frame["rollout_id"]) == set(by_id)
@@ -118,23 +131,25 @@ def test_sft_export_round_trips_through_load_from_disk_and_parquet(tmp_path: Pat
     card = (out / "README.md").read_text()
     meta = front_matter(card)
     assert meta["license"] == "apache-2.0"
-    assert {c["config_name"]: c["data_files"][0]["path"] for c in meta["configs"]} == {
-        "default": "parquet/train-*.parquet",
-        "sharegpt": "sharegpt/train-*.parquet",
+    assert {c["config_name"]: c["data_files"] for c in meta["configs"]} == {
+        "default": [{"split": "train", "path": "data/train-*.parquet"}],
+        "sharegpt": [{"split": "train", "path": "sharegpt/train-*.parquet"}],
     }
     assert meta["dataset_info"]["splits"] == [{"name": "train", "num_examples": 4}]
     assert "| `local` | 2 |" in card and "| `nl2bash` | 1 |" in card and "| `swe-smith` | 1 |" in card
     assert "| `openai/scripted` | 3 |" in card and "| `xhigh` | 1 |" in card
-    assert "| structure | 6 | 1 |" in card and "| dedup | 4 | 2 |" in card and "| export guard | 4 | 0 |" in card
-    assert "qaflow 0.1.0" in card and "`parquet/train-00000-of-00001.parquet`" in card
+    assert (
+        "| structure | 6 | 1 |" in card and "| dedup | 4 | 2 |" in card and "| export gate and guard | 4 | 0 |" in card
+    )
+    assert "qaflow 0.1.0" in card and "`data/train-00000-of-00001.parquet`" in card
     saved = json.loads((out / "export_report.json").read_text())
-    assert saved["rows"] == 4 and saved["configs"]["sharegpt"] == "sharegpt/train-*.parquet"
+    assert saved["rows"] == 4 and saved["configs"]["sharegpt"] == {"train": "sharegpt/train-*.parquet"}
 
 
 def test_sharegpt_variant_maps_roles_calls_and_results(tmp_path: Path) -> None:
     out = tmp_path / "sft"
     records = good_records()
-    report = export_sft(records_to_frame(records), out)
+    report = export_sft(records_to_frame(records), out, gate=OPEN)
     rows = {r["rollout_id"]: r for r in pl.read_parquet(out / "sharegpt").iter_rows(named=True)}
     assert len(rows) == 4
 
@@ -156,10 +171,13 @@ def test_sharegpt_variant_maps_roles_calls_and_results(tmp_path: Path) -> None:
 
     # 5 + 2 + 5 tool-calling turns carry "step i" text beside their calls; the parallel one has none.
     assert report.notes == [
-        "ShareGPT: the text beside the tool calls of 12 assistant turns has no place and is dropped"
+        "1 of 4 rows are attempts without full reward or that did not end ok (timeouts); "
+        "was `qaflow filter` run first?",
+        "no pool was given: task status, audit verdict and licence columns are null",
+        "ShareGPT: the text beside the tool calls of 12 assistant turns has no place and is dropped",
     ]
     assert not (tmp_path / "plain").exists()
-    export_sft(records_to_frame(records), tmp_path / "plain", sharegpt=False)
+    export_sft(records_to_frame(records), tmp_path / "plain", sharegpt=False, gate=OPEN)
     assert not (tmp_path / "plain" / "sharegpt").exists()
 
 
@@ -182,8 +200,8 @@ def tiny_tokenizer() -> Any:
 
 def test_exported_row_renders_through_qwen_tool_template_with_calls_in_order(tmp_path: Path) -> None:
     records = good_records()
-    export_sft(records_to_frame(records), tmp_path / "sft")
-    ds = load_from_disk(str(tmp_path / "sft"))
+    export_sft(records_to_frame(records), tmp_path / "sft", gate=OPEN)
+    ds = load_export(tmp_path / "sft")["train"]
     tokenizer = tiny_tokenizer()
     for record in (records[0], records[3]):
         row = next(r for r in ds if r["rollout_id"] == record.rollout_id)
@@ -233,7 +251,7 @@ def test_bad_rows_are_removed_with_reasons_and_good_rows_exported(tmp_path: Path
     frame = records_to_frame([*good_records(), broken, huge, surrogate])
     assert frame.filter(pl.col("task") == "bad/bytes")["text_repaired"].to_list() == [True]
 
-    report = export_sft(frame, tmp_path / "sft")
+    report = export_sft(frame, tmp_path / "sft", gate=OPEN)
 
     assert report.rows == 4
     assert {r.task: r.reason for r in report.removed} == {
@@ -244,13 +262,15 @@ def test_bad_rows_are_removed_with_reasons_and_good_rows_exported(tmp_path: Path
     assert next(r for r in report.removed if r.task == "bad/huge").detail == (
         "message 3 (tool) has 5000000 characters, over the cap of 1000000"
     )
-    assert {r["task"] for r in load_from_disk(str(tmp_path / "sft"))} == {"demo/a", "demo/b", "demo/parallel"}
+    assert {r["task"] for r in load_export(tmp_path / "sft")["train"]} == {"demo/a", "demo/b", "demo/parallel"}
     saved = json.loads((tmp_path / "sft" / "export_report.json").read_text())
     assert saved["removed_by_reason"] == {"message_too_large": 1, "orphan_tool_result": 1, "text_repaired": 1}
     assert {r["id"] for r in saved["removed"]} == {broken.rollout_id, huge.rollout_id, surrogate.rollout_id}
     assert "| `message_too_large` | 1 |" in (tmp_path / "sft" / "README.md").read_text()
 
-    kept = export_sft(records_to_frame([huge]), tmp_path / "big", max_message_chars=6_000_000, sharegpt=False)
+    kept = export_sft(
+        records_to_frame([huge]), tmp_path / "big", max_message_chars=6_000_000, sharegpt=False, gate=OPEN
+    )
     assert (kept.rows, kept.removed) == (1, [])
 
 
@@ -293,24 +313,24 @@ GUARD_CASES: dict[str, tuple[dict[str, Any], RemovalReason]] = {
 def test_guard_reasons(case: str, tmp_path: Path) -> None:
     fields, reason = GUARD_CASES[case]
     bad = make_record(task="bad/case", **fields)
-    report = export_sft(records_to_frame([make_record(), bad]), tmp_path / "sft", sharegpt=False)
+    report = export_sft(records_to_frame([make_record(), bad]), tmp_path / "sft", sharegpt=False, gate=OPEN)
     assert report.rows == 1
     assert [(r.id, r.reason) for r in report.removed] == [(bad.rollout_id, reason)]
 
 
 def test_last_turn_may_leave_calls_open(tmp_path: Path) -> None:
     stopped = make_record(task="demo/stopped", messages=_turns(_assistant(_call("c0"))))
-    assert export_sft(records_to_frame([stopped]), tmp_path / "sft").removed == []
+    assert export_sft(records_to_frame([stopped]), tmp_path / "sft", gate=OPEN).removed == []
 
 
 def test_all_rows_removed_is_an_error_listing_them(tmp_path: Path) -> None:
     frame = records_to_frame([make_record(final="\udcff")])
     with pytest.raises(NothingToExport) as caught:
-        export_sft(frame, tmp_path / "sft")
+        export_sft(frame, tmp_path / "sft", gate=OPEN)
     assert [r.reason for r in caught.value.removed] == [RemovalReason.TEXT_REPAIRED]
     assert not (tmp_path / "sft").exists()
     with pytest.raises(ExportError, match="missing columns"):
-        export_sft(frame.drop("messages"), tmp_path / "sft")
+        export_sft(frame.drop("messages"), tmp_path / "sft", gate=OPEN)
 
 
 def test_existing_output_needs_overwrite(tmp_path: Path) -> None:
@@ -319,9 +339,9 @@ def test_existing_output_needs_overwrite(tmp_path: Path) -> None:
     (out / "stale.txt").write_text("old")
     frame = records_to_frame([make_record()])
     with pytest.raises(ExportError, match="not empty"):
-        export_sft(frame, out)
-    export_sft(frame, out, overwrite=True)
-    assert not (out / "stale.txt").exists() and len(load_from_disk(str(out))) == 1
+        export_sft(frame, out, gate=OPEN)
+    export_sft(frame, out, overwrite=True, gate=OPEN)
+    assert not (out / "stale.txt").exists() and len(load_export(out)["train"]) == 1
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
@@ -344,10 +364,10 @@ def test_rl_export_from_rollouts_groups_and_counts_per_effort(tmp_path: Path) ->
             messages=[{"role": "user", "content": "A rare prompt."}, {"role": "assistant", "content": "no"}],
         ),
     ]
-    report = export_rl(records_to_frame(records), tmp_path / "rl")
+    report = export_rl(records_to_frame(records), tmp_path / "rl", gate=OPEN)
 
     assert (report.rows, report.removed) == (2, [])
-    rows = {r["task"]: r for r in load_from_disk(str(tmp_path / "rl"))}
+    rows = {r["task"]: r for r in load_export(tmp_path / "rl")["train"]}
     a, b = rows["demo/a"], rows["demo/b"]
     assert (a["task_version"], a["source"], a["round"]) == ("v-demo-a", "local", 0)
     assert (b["task_version"], b["source"], b["round"]) == ("v-demo-b", "nl2bash", 2)
@@ -397,7 +417,7 @@ def test_rl_export_from_pool_with_and_without_rollouts(tmp_path: Path) -> None:
     alpha = versions(pool_dir)["alpha"]
 
     report = export_rl(pool_dir, tmp_path / "rl", system_prompt="Be brief.")
-    rows = {r["task"]: r for r in load_from_disk(str(tmp_path / "rl"))}
+    rows = {r["task"]: r for r in load_export(tmp_path / "rl")["train"]}
     assert report.rows == 3 and "test/beta" not in rows
     row = rows["test/alpha"]
     assert [(m["role"], m["content"]) for m in row["prompt"]] == [
@@ -420,7 +440,7 @@ def test_rl_export_from_pool_with_and_without_rollouts(tmp_path: Path) -> None:
         ]
     )
     export_rl(pool_dir, tmp_path / "rl2", rollouts=rollouts, status=None)
-    rows = {r["task"]: r for r in load_from_disk(str(tmp_path / "rl2"))}
+    rows = {r["task"]: r for r in load_export(tmp_path / "rl2")["train"]}
     assert len(rows) == 4
     row = rows["test/alpha"]
     assert (row["attempts"], row["passes"], row["pass_rate"]) == (2, 1, 0.5)
@@ -440,7 +460,7 @@ def test_tasks_export_rebuilds_the_same_versions(tmp_path: Path) -> None:
 
     report = export_tasks(pool_dir, tmp_path / "tasks")
     assert report.rows == 3 and report.removed == [] and report.counts["status"] == {"accepted": 3}
-    ds = load_from_disk(str(tmp_path / "tasks"))
+    ds = load_export(tmp_path / "tasks")["train"]
     assert sorted(ds["path"]) == ["alpha", "real/csv-sum", "real/fix-slugify"]
     for row in ds:
         assert row["complete"] and row["skipped"] == []
@@ -474,7 +494,7 @@ def test_tasks_export_caps_file_size_and_marks_rows_incomplete(tmp_path: Path) -
     pool_dir = make_pool(tmp_path)
     report = export_tasks(pool_dir, tmp_path / "tasks", status=["new"], max_file_bytes=120)
     assert report.rows == 1
-    row = load_from_disk(str(tmp_path / "tasks"))[0]
+    row = load_export(tmp_path / "tasks")["train"][0]
     assert row["name"] == "test/beta" and row["status"] == "new"
     assert [s["path"] for s in row["skipped"]] == ["tests/test.sh"]
     assert row["skipped"][0]["reason"] == "over the 120-byte cap" and not row["complete"]
@@ -532,19 +552,24 @@ def test_cli_export_sft(tmp_path: Path) -> None:
     funnel.write_text(json.dumps([{"name": "turns>=2", "kept": 5, "removed": 1}]))
     out = tmp_path / "sft"
 
-    result = runner.invoke(app, ["export", "sft", str(shards), "--out", str(out), "--funnel", str(funnel)])
+    result = runner.invoke(
+        app, ["export", "sft", str(shards), "--out", str(out), "--funnel", str(funnel), "--include-unaccepted"]
+    )
     assert result.exit_code == 0, result.output
     text = plain(result.output)
     assert f"sft: 4 rows written to {out} (1 removed: text_repaired 1)" in text
     assert "removed text_repaired: bad/bytes" in text
     card = (out / "README.md").read_text()
-    assert "| turns>=2 | 5 | 1 |" in card and "| export guard | 4 | 1 |" in card
+    assert "| turns>=2 | 5 | 1 |" in card and "| export gate and guard | 4 | 1 |" in card
     assert f"- input: `{shards.resolve()}`" in card
-    assert len(load_from_disk(str(out))) == 4
+    assert len(load_export(out)["train"]) == 4
 
-    again = runner.invoke(app, ["export", "sft", str(shards), "--out", str(out)])
+    again = runner.invoke(app, ["export", "sft", str(shards), "--out", str(out), "--include-unaccepted"])
     assert again.exit_code == 2 and "not empty" in plain(again.output)
-    forced = runner.invoke(app, ["export", "sft", str(shards), "--out", str(out), "--force", "--no-sharegpt", "--json"])
+    forced = runner.invoke(
+        app,
+        ["export", "sft", str(shards), "--out", str(out), "--force", "--no-sharegpt", "--json", "--include-unaccepted"],
+    )
     assert forced.exit_code == 0, forced.output
     data = json.loads(forced.stdout)
     assert (data["rows"], data["removed_by_reason"]) == (4, {"text_repaired": 1})
@@ -552,21 +577,21 @@ def test_cli_export_sft(tmp_path: Path) -> None:
 
     missing = runner.invoke(app, ["export", "sft", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")])
     assert missing.exit_code == 2
-    assert f"{tmp_path / 'nowhere'}: no such rollout file or folder" in plain(missing.output)
+    assert f"{tmp_path / 'nowhere'}: no such file or folder" in plain(missing.output)
     (tmp_path / "junk.parquet").write_text("not parquet")
     junk = runner.invoke(app, ["export", "sft", str(tmp_path / "junk.parquet"), "--out", str(tmp_path / "x")])
     assert junk.exit_code == 2 and "junk.parquet: cannot read rollouts" in plain(junk.output)
 
     bad_only = tmp_path / "bad-only"
     write_shard([make_record(final="\udcff")], bad_only)
-    empty = runner.invoke(app, ["export", "sft", str(bad_only), "--out", str(tmp_path / "y")])
+    empty = runner.invoke(app, ["export", "sft", str(bad_only), "--out", str(tmp_path / "y"), "--include-unaccepted"])
     assert empty.exit_code == 1 and "nothing to export" in plain(empty.output)
 
 
 def test_cli_export_rl_and_tasks(tmp_path: Path) -> None:
     shards = tmp_path / "rollouts"
     write_shard(good_records(), shards)
-    result = runner.invoke(app, ["export", "rl", str(shards), "--out", str(tmp_path / "rl")])
+    result = runner.invoke(app, ["export", "rl", str(shards), "--out", str(tmp_path / "rl"), "--include-unaccepted"])
     assert result.exit_code == 0, result.output
     assert f"rl: 3 rows written to {tmp_path / 'rl'}" in plain(result.output)
 
@@ -576,7 +601,7 @@ def test_cli_export_rl_and_tasks(tmp_path: Path) -> None:
         ["export", "rl", str(pool_dir), "--rollouts", str(shards), "--status", "all", "--out", str(tmp_path / "rl2")],
     )
     assert result.exit_code == 0, result.output
-    assert len(load_from_disk(str(tmp_path / "rl2"))) == 4
+    assert len(load_export(tmp_path / "rl2")["train"]) == 4
 
     unscanned = tmp_path / "unscanned"
     write_task(unscanned, "t")

@@ -9,7 +9,7 @@ characters, deeply nested arguments), turns, usage and exit statuses. Properties
   round trip;
 - the default filter set never raises, its funnel adds up (rows_in - removed = rows_out, overall and per
   group) and every removed row has a non-empty reason;
-- `export_sft` (on the raw frame and on the filter output) writes a dataset that `load_from_disk` reads back
+- `export_sft` (on the raw frame and on the filter output) writes a dataset that `load_export` reads back
   with as many rows as it reports kept, the rest removed with a reason, or raises NothingToExport when every
   row was dropped;
 - `atif_to_messages` returns or raises AtifError, never KeyError/TypeError/...; what it returns makes a
@@ -28,12 +28,11 @@ from typing import Any
 
 import polars as pl
 import pytest
-from datasets import load_from_disk
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from curation.export import NothingToExport, export_sft
+from curation.export import GateOptions, NothingToExport, export_sft, load_export
 from curation.export_common import RemovalReason
 from curation.filters import BUILTIN_RULES, FilterConfig, FilterResult, MinTurns, VerifierPassed, apply_filters
 from qaflow.agents.tool_specs import TOOLS
@@ -421,7 +420,7 @@ def test_filters(records: list[RolloutRecord]) -> None:
 
 def check_export(frame: pl.DataFrame, out: Path) -> None:
     try:
-        report = export_sft(frame, out, sharegpt=True)
+        report = export_sft(frame, out, sharegpt=True, gate=GateOptions(include_unaccepted=True))
     except NothingToExport as e:
         assert len(e.removed) == frame.height, "NothingToExport while some row was not removed"
         for removed in e.removed:
@@ -432,10 +431,10 @@ def check_export(frame: pl.DataFrame, out: Path) -> None:
     assert report.rows + len(report.removed) == frame.height
     for removed in report.removed:
         assert removed.detail.strip() and removed.reason in RemovalReason
-    ds = load_from_disk(str(out))
+    ds = load_export(out)["train"]
     assert len(ds) == report.rows
     assert Counter(ds["rollout_id"]) + Counter(r.id for r in report.removed) == Counter(frame["rollout_id"].to_list())
-    parquet = sum(pl.read_parquet(p).height for p in sorted((out / "parquet").glob("*.parquet")))
+    parquet = sum(pl.read_parquet(p).height for p in sorted((out / "data").glob("*.parquet")))
     assert parquet == report.rows
     sharegpt = sum(pl.read_parquet(p).height for p in sorted((out / "sharegpt").glob("*.parquet")))
     assert sharegpt == report.rows

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import polars as pl
 import typer
@@ -23,6 +23,7 @@ from qaflow.task import find_task_dirs
 
 if TYPE_CHECKING:
     from curation.export import ExportReport, Removed
+    from curation.export_common import SplitSpec
 
 # `curation.export` (datasets, pyarrow) is imported by the commands, not here: `qaflow --help` stays fast.
 
@@ -36,7 +37,16 @@ app = typer.Typer(
 SHOWN_REMOVED = 20
 """Removed rows listed one by one in the summary; the rest are counted (all are in export_report.json)."""
 
-OUT_HELP = "Output folder: save_to_disk files, parquet/ shards, README.md (the dataset card), export_report.json."
+OUT_HELP = (
+    "Output folder, a dataset repository as pushed: data/<split>-*.parquet, README.md (the dataset card), "
+    "export_report.json; load it with datasets.load_dataset(OUT)."
+)
+POOL_HELP = "The pool the rollouts ran on: its ledger says which task versions are accepted (and their audit)."
+TEST_FRACTION_HELP = "Share of tasks held out as a test split (by task: no task is in both splits)."
+TEST_TASKS_HELP = (
+    "The test split's tasks: a parquet or JSONL of tasks (e.g. `qaflow curate mix --eval-out`, column `name`) or "
+    "a text file with one task name per line."
+)
 FORCE_HELP = "Replace OUT if it already holds files."
 LICENSE_HELP = "License id for the card's metadata, e.g. apache-2.0."
 STATUS_HELP = "Comma-separated statuses of the tasks' current versions (accepted, needs_repair, ...), or 'all'."
@@ -46,10 +56,37 @@ def register(root: typer.Typer) -> None:
     root.add_typer(app, name="export")
 
 
+IncludeUnacceptedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-unaccepted", help="Also export rows of task versions that are not accepted (or not in the pool)."
+    ),
+]
+IncludeUngradedOpt = Annotated[
+    bool,
+    typer.Option("--include-ungraded", help="Also export attempts that ended in an error or without a reward."),
+]
+IncludeScriptedOpt = Annotated[
+    bool, typer.Option("--include-scripted", help="Also export rollouts of scripted policies (replays, tests).")
+]
+TestFractionOpt = Annotated[float, typer.Option("--test-fraction", min=0.0, max=0.99, help=TEST_FRACTION_HELP)]
+TestTasksOpt = Annotated[Path | None, typer.Option("--test-tasks", help=TEST_TASKS_HELP)]
+SplitSeedOpt = Annotated[int, typer.Option("--split-seed", help="Seed of the --test-fraction choice.")]
+
+
 @app.command("sft")
 def sft(
-    rollouts: Path = typer.Argument(..., metavar="ROLLOUTS", help="A rollout parquet file or a folder of shards."),
+    rollouts: Path = typer.Argument(
+        ..., metavar="ROLLOUTS", help="A rollout parquet file, a folder of shards, or a pool (its recorded rollouts)."
+    ),
     out: Path = typer.Option(..., "--out", "-o", help=OUT_HELP),
+    pool: Path | None = typer.Option(None, "--pool", help=POOL_HELP),
+    include_unaccepted: IncludeUnacceptedOpt = False,
+    include_ungraded: IncludeUngradedOpt = False,
+    include_scripted: IncludeScriptedOpt = False,
+    test_fraction: TestFractionOpt = 0.0,
+    test_tasks: TestTasksOpt = None,
+    split_seed: SplitSeedOpt = 0,
     funnel: Path | None = typer.Option(None, "--funnel", help="Funnel JSON of the filter stage, shown in the card."),
     sharegpt: bool = typer.Option(True, "--sharegpt/--no-sharegpt", help="Also write the ShareGPT variant."),
     max_message_chars: int = typer.Option(
@@ -61,17 +98,25 @@ def sft(
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the export report as JSON."),
 ) -> None:
-    """Write the SFT dataset of ROLLOUTS: `messages` + `tools` + metadata, a ShareGPT variant and a card.
+    """Write the SFT dataset of ROLLOUTS: `messages` + `tools` + provenance columns, a ShareGPT variant and a card.
 
-    Rows that cannot be exported (repaired text, broken tool-call structure, oversized messages) are
-    left out and listed with their reason.
+    Only attempts on task versions the pool's ledger has as accepted, that the verifier graded and that a model
+    (not a script) produced are written, unless an --include flag says otherwise. Rows that cannot be exported
+    (repaired text, broken tool-call structure, oversized messages) are left out too; all are listed with
+    their reason. Without --funnel, failed or timed-out attempts in the output are reported (run `qaflow
+    filter` first).
 
-    Example: qaflow export sft runs/rollouts --out exports/sft --funnel runs/funnel.json
+    Example: qaflow export sft ./pool --out exports/sft --test-fraction 0.1
+    Example: qaflow export sft kept.parquet --pool ./pool --funnel funnel.json --out exports/sft
     """
-    from curation.export import Provenance, export_sft, load_funnel
+    from curation.export import GateOptions, Provenance, export_sft, load_funnel
 
     token = _check_before(out, force, push)
-    frame = _read_rollouts(rollouts)
+    frame, rollout_pool = _rollouts_and_pool(rollouts, pool)
+    split = _split(test_fraction, test_tasks, split_seed)
+    gate = GateOptions(
+        include_unaccepted=include_unaccepted, include_ungraded=include_ungraded, include_scripted=include_scripted
+    )
     steps = None
     if funnel is not None:
         steps = _guard(lambda: load_funnel(funnel))
@@ -80,6 +125,9 @@ def sft(
         lambda: export_sft(
             frame,
             out,
+            pool=rollout_pool,
+            gate=gate,
+            split=split,
             funnel=steps,
             provenance=provenance,
             sharegpt=sharegpt,
@@ -101,6 +149,13 @@ def rl(
         None, "--rollouts", help="With a pool: rollouts giving the prompts the agent saw and per-effort stats."
     ),
     status: str = typer.Option("accepted", "--status", help="With a pool: " + STATUS_HELP),
+    pool: Path | None = typer.Option(None, "--pool", help="With rollouts: " + POOL_HELP),
+    include_unaccepted: IncludeUnacceptedOpt = False,
+    include_ungraded: IncludeUngradedOpt = False,
+    include_scripted: IncludeScriptedOpt = False,
+    test_fraction: TestFractionOpt = 0.0,
+    test_tasks: TestTasksOpt = None,
+    split_seed: SplitSeedOpt = 0,
     system_prompt: Path | None = typer.Option(
         None, "--system-prompt", help="With a pool: a text file used as the system message of built prompts."
     ),
@@ -112,31 +167,52 @@ def rl(
 ) -> None:
     """Write the RL dataset: one row per task version with its prompt, tools, grouping keys and per-effort stats.
 
-    Example: qaflow export rl runs/rollouts --out exports/rl
-    Example: qaflow export rl ./pool --rollouts runs/rollouts --status accepted --out exports/rl
+    With rollouts, only task versions the pool (--pool) has as accepted are written, unless
+    --include-unaccepted; prompts and stats count only correctly graded attempts of models.
+
+    Example: qaflow export rl ./pool --out exports/rl --test-fraction 0.1
+    Example: qaflow export rl kept.parquet --pool ./pool --out exports/rl
     """
-    from curation.export import Provenance, export_rl
+    from curation.export import GateOptions, Provenance, export_rl
 
     token = _check_before(out, force, push)
     statuses = _statuses(status)
+    split = _split(test_fraction, test_tasks, split_seed)
+    gate = GateOptions(
+        include_unaccepted=include_unaccepted, include_ungraded=include_ungraded, include_scripted=include_scripted
+    )
     inputs: list[Path] = [source]
     if _is_rollouts(source):
         if rollouts is not None:
             usage_error("--rollouts goes with a pool; ROLLOUTS_OR_POOL is already rollouts")
         frame = _read_rollouts(source)
+        inputs += [pool] if pool is not None else []
         report = _export(
-            lambda: export_rl(frame, out, provenance=Provenance.from_argv(inputs), license=license, overwrite=force)
+            lambda: export_rl(
+                frame,
+                out,
+                pool=pool,
+                gate=gate,
+                split=split,
+                provenance=Provenance.from_argv(inputs),
+                license=license,
+                overwrite=force,
+            )
         )
     else:
         extra = _read_rollouts(rollouts) if rollouts is not None else None
         inputs += [rollouts] if rollouts is not None else []
         prompt = _read_text(system_prompt) if system_prompt is not None else None
+        if pool is not None:
+            usage_error("--pool goes with rollouts; ROLLOUTS_OR_POOL is already a pool")
         report = _export(
             lambda: export_rl(
                 source,
                 out,
                 rollouts=extra,
                 status=statuses,
+                gate=gate,
+                split=split,
                 system_prompt=prompt,
                 provenance=Provenance.from_argv(inputs),
                 license=license,
@@ -154,6 +230,9 @@ def tasks(
     max_file_bytes: int = typer.Option(
         DEFAULT_MAX_TASK_FILE_BYTES, "--max-file-bytes", min=1, help="Larger files are left out of a row (listed)."
     ),
+    test_fraction: TestFractionOpt = 0.0,
+    test_tasks: TestTasksOpt = None,
+    split_seed: SplitSeedOpt = 0,
     push: PushOpt = None,
     private: PrivateOpt = False,
     license: str | None = typer.Option(None, "--license", help=LICENSE_HELP),
@@ -168,6 +247,7 @@ def tasks(
 
     token = _check_before(out, force, push)
     statuses = _statuses(status)
+    split = _split(test_fraction, test_tasks, split_seed)
     if not pool.is_dir():
         usage_error(f"{pool}: no such pool folder")
     report = _export(
@@ -176,6 +256,7 @@ def tasks(
             out,
             status=statuses,
             max_file_bytes=max_file_bytes,
+            split=split,
             provenance=Provenance.from_argv([pool]),
             license=license,
             overwrite=force,
@@ -227,6 +308,45 @@ def _read_rollouts(path: Path) -> pl.DataFrame:
         usage_error(str(e))
     except (OSError, pl.exceptions.PolarsError) as e:
         usage_error(f"{path}: cannot read rollouts: {e}")
+
+
+def _rollouts_and_pool(rollouts: Path, pool: Path | None) -> tuple[pl.DataFrame, Path | None]:
+    """The rollout frame of ROLLOUTS (parquet, or a pool's recorded rollouts) and the pool they ran on."""
+    if _is_rollouts(rollouts):
+        return _read_rollouts(rollouts), pool
+    if pool is not None and pool.resolve() != rollouts.resolve():
+        usage_error(f"--pool {pool}: ROLLOUTS is already a pool ({rollouts})")
+    from qaflow.models.frame import records_to_frame
+    from qaflow.pool import Pool
+
+    with Pool.open(rollouts, create=False) as opened:
+        return records_to_frame(opened.ledger.rollouts()), rollouts
+
+
+def _split(test_fraction: float, test_tasks: Path | None, seed: int) -> SplitSpec | None:
+    from curation.export_common import SplitSpec
+
+    if test_tasks is not None and test_fraction:
+        usage_error("--test-tasks and --test-fraction: give one")
+    if test_tasks is None:
+        return SplitSpec(test_fraction=test_fraction, seed=seed) if test_fraction else None
+    return SplitSpec(test_tasks=frozenset(_task_names(test_tasks)))
+
+
+def _task_names(path: Path) -> list[str]:
+    """Task names from a task frame (parquet/JSONL with a `name` column) or a text file (one per line)."""
+    if not path.is_file():
+        usage_error(f"--test-tasks {path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".jsonl", ".json"):
+        try:
+            frame = pl.read_parquet(path) if suffix == ".parquet" else pl.read_ndjson(path)
+        except (OSError, pl.exceptions.PolarsError) as e:
+            usage_error(f"--test-tasks {path}: cannot read: {str(e).splitlines()[0]}")
+        if "name" not in frame.columns:
+            usage_error(f"--test-tasks {path}: no `name` column (columns: {', '.join(frame.columns)})")
+        return [str(n) for n in frame["name"].drop_nulls().to_list()]
+    return [line.strip() for line in _read_text(path).splitlines() if line.strip() and not line.startswith("#")]
 
 
 def _is_rollouts(path: Path) -> bool:
@@ -284,7 +404,8 @@ def _finish(report: ExportReport, push: str | None, token: str | None, private: 
     _print_removed(report.removed)
     for note in report.notes:
         out.print(f"note: {escape(note)}")
-    for name, pattern in report.configs.items():
-        out.print(f"  config {name}: {escape(str(report.out_dir / pattern))}")
+    for name, splits in report.configs.items():
+        for split, pattern in splits.items():
+            out.print(f"  config {name}, split {split}: {escape(str(report.out_dir / pattern))}")
     if url:
         out.print(f"pushed to {url}")

@@ -63,6 +63,13 @@ class ExportStage(BaseModel):
     tasks: bool = True
     sft: bool = True
     rl: bool = True
+    test_fraction: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="Share of tasks held out as the test split when the mix made no eval split (by task).",
+    )
+    split_seed: int = 0
 
 
 class PipelineConfig(BaseModel):

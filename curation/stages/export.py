@@ -1,19 +1,27 @@
 """The export stage: `OUT/final`, one folder per kept task version (accepted originals, accepted
 repairs, hardened candidates) with the status it earned in `OUT/pool` in its own ledger, exported to
 the Hugging Face datasets `OUT/datasets/{tasks,rl}`, and the filtered rollouts to `OUT/datasets/sft`
-(as the export flags say). The tasks pass through; its output does not feed a next stage."""
+(as the export flags say). The tasks pass through; its output does not feed a next stage.
+
+Every dataset gets the same test split, by task: the tasks of the mix's eval split when it made one (they and
+their augmented variants), else `export.test_fraction` of the tasks. Licences come from the sources."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from curation.sources import StageResult, empty_removed
 from curation.stages.base import PipelineStep, StageContext, StageInfo, slug
 from qaflow.ledger.status import StatusWriter
+from qaflow.pool import Pool
+
+if TYPE_CHECKING:
+    from curation.export import FunnelStep
+    from curation.export_common import SplitSpec
 
 
 class ExportStep(PipelineStep):
@@ -24,18 +32,29 @@ class ExportStep(PipelineStep):
         from curation.export import NothingToExport, export_sft
         from curation.export_rl import export_rl
         from curation.export_tasks import export_tasks
-        from qaflow.pool import Pool
 
         datasets = ctx.out / "datasets"
         written: dict[str, Any] = {}
         final = final_pool(ctx, tasks)
+        licences = dict(tasks.select("version", "licence").iter_rows()) if "licence" in tasks.columns else {}
         with Pool.open(final) as pool:
+            split = self.split(ctx, tasks, pool)
+            info.info["test_tasks"] = sorted(split.test_tasks or ()) if split.test_tasks is not None else None
             if ctx.config.export.tasks:
-                report = export_tasks(pool, datasets / "tasks", status=("accepted", "candidate"), overwrite=True)
-                written["tasks"] = report.rows if hasattr(report, "rows") else None
+                report = export_tasks(
+                    pool,
+                    datasets / "tasks",
+                    status=("accepted", "candidate"),
+                    licences=licences,
+                    split=split,
+                    overwrite=True,
+                )
+                written["tasks"] = report.splits
             if ctx.config.export.rl:
-                report = export_rl(pool, datasets / "rl", status=("accepted",), overwrite=True)
-                written["rl"] = report.rows if hasattr(report, "rows") else None
+                report = export_rl(
+                    pool, datasets / "rl", status=("accepted",), licences=licences, split=split, overwrite=True
+                )
+                written["rl"] = report.splits
         kept_rollouts = (
             ctx.kept("rollout_filter") if (ctx.stage_dir("rollout_filter") / "kept.parquet").is_file() else None
         )
@@ -44,12 +63,41 @@ class ExportStep(PipelineStep):
                 written["sft"] = "skipped: no rollouts passed the filters"
             else:
                 try:
-                    report = export_sft(kept_rollouts, datasets / "sft", overwrite=True)
-                    written["sft"] = report.rows if hasattr(report, "rows") else None
+                    report = export_sft(
+                        kept_rollouts,
+                        datasets / "sft",
+                        pool=final,
+                        licences=licences,
+                        split=split,
+                        funnel=self.funnel(ctx),
+                        overwrite=True,
+                    )
+                    written["sft"] = report.splits
                 except NothingToExport as e:
                     written["sft"] = f"skipped: {e}"
         info.info["datasets"] = written
         return StageResult(tasks, empty_removed()), None
+
+    @staticmethod
+    def split(ctx: StageContext, tasks: pl.DataFrame, pool: Pool) -> SplitSpec:
+        """The mix's eval tasks (by the task names they have in the final pool), else a fraction of all tasks."""
+        from curation.export_common import SplitSpec
+
+        eval_file = ctx.stage_dir("mix") / "eval.parquet"
+        if not eval_file.is_file():
+            return SplitSpec(test_fraction=ctx.config.export.test_fraction, seed=ctx.config.export.split_seed)
+        held = set(pl.read_parquet(eval_file, columns=["id"])["id"].to_list())
+        roots = tasks.select("version", pl.col("id").str.split("~").list.first().alias("root"))
+        versions = {v for v, root in roots.iter_rows() if root in held}
+        return SplitSpec(test_tasks=frozenset(v.name for v in pool.ledger.versions() if v.version in versions))
+
+    @staticmethod
+    def funnel(ctx: StageContext) -> list[FunnelStep] | None:
+        """The rollout filter's funnel, for the SFT card (None when the stage wrote none)."""
+        from curation.export import load_funnel
+
+        path = ctx.stage_dir("rollout_filter") / "funnel.json"
+        return load_funnel(path) if path.is_file() else None
 
 
 def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:

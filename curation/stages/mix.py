@@ -1,5 +1,8 @@
-"""The mix stage: weights, caps, top-k and upsampling (`mix_tasks`); an eval split, when the mix makes
-one, is written as `eval.parquet` in the stage's folder. Skipped when `mix` is not configured."""
+"""The mix stage: weights, caps, top-k and upsampling (`mix_tasks`). Skipped when `mix` is not configured.
+
+An eval split, when the mix makes one, is written as `eval.parquet` in the stage's folder and its tasks go on
+with the train mix (they are audited, repaired, hardened and rolled out like the rest): the export stage makes
+them the test split of every dataset."""
 
 from __future__ import annotations
 
@@ -23,4 +26,7 @@ class MixStep(PipelineStep):
             folder = ctx.stage_dir("mix")
             folder.mkdir(parents=True, exist_ok=True)
             mixed.eval.write_parquet(folder / "eval.parquet")
+            return StageResult(
+                pl.concat([mixed.kept, mixed.eval], how="diagonal_relaxed"), mixed.removed, mixed.info
+            ), None
         return StageResult(mixed.kept, mixed.removed, mixed.info), None

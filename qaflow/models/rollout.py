@@ -9,6 +9,8 @@ joined by `normalize_message`).
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -146,6 +148,25 @@ def _check_json_shape(value: Any, where: str) -> None:
             if depth >= MAX_NESTING:
                 raise ValueError(f"{where} nests deeper than {MAX_NESTING} levels")
             stack.extend((inner, depth + 1) for inner in item)
+
+
+SCRIPTED_KEY = "scripted"
+"""`meta[SCRIPTED_KEY] = True` marks a rollout whose replies came from a script, not a model."""
+REPLAY_MODEL = "openai/replay-oracle"
+"""The model string of the replay policy (`qaflow.rollouts.replay`), scripted by definition."""
+
+
+def is_scripted(model: str | None, meta: Mapping[str, Any] | str | None) -> bool:
+    """True for a rollout of a scripted policy: marked in its meta (a dict, or the frame's `meta_json`), or the
+    replay policy's model string (records written before the mark existed)."""
+    if model == REPLAY_MODEL:
+        return True
+    if isinstance(meta, str):
+        try:
+            meta = json.loads(meta)
+        except (json.JSONDecodeError, RecursionError):
+            return False
+    return isinstance(meta, Mapping) and meta.get(SCRIPTED_KEY) is True
 
 
 def rollout_id(task_version: str, model: str, effort: str, attempt: int, round: int = 0) -> str:

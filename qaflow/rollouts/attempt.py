@@ -6,7 +6,7 @@ from qaflow.agents.harness import CodingAgent, HarnessConfig
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.llm import LLMConfig
 from qaflow.llm.account import UsageAccount
-from qaflow.models.rollout import Effort, RolloutRecord
+from qaflow.models.rollout import SCRIPTED_KEY, Effort, RolloutRecord, rollout_id
 from qaflow.models.trial import ExitStatus
 from qaflow.pool import task_source
 from qaflow.rollouts.steps import join_trajectories, step_meta, steps_verifier_output
@@ -34,7 +34,8 @@ def run_attempt(
     network: RunNetwork | None = None,
 ) -> RolloutRecord:
     """Run the coding agent once on `task` and return its full record; failures are data, never raised."""
-    agent = CodingAgent(llm_config, effort, harness, account)
+    key = rollout_id(task.version, llm_config.model, Effort(effort).value, attempt, round)
+    agent = CodingAgent(llm_config, effort, harness, account, attempt_key=key)
     result = run_trial(task, agent, backend=backend, run_id=run_id, limits=limits, network=network)
     traj = join_trajectories(agent.trajectories) if result.steps else agent.trajectory
     verifier = result.verifier_exec
@@ -75,6 +76,12 @@ def run_attempt(
         timings=result.timings,
         backend=result.backend,
         run_id=result.run_id,
-        meta={"tool_errors": traj.tool_errors, "cost_usd": traj.cost_usd, "task_path": str(task.path)}
-        | ({"steps": step_meta(agent.trajectories, result)} if result.steps else {}),
+        meta={
+            "tool_errors": traj.tool_errors,
+            "cost_usd": traj.cost_usd,
+            "task_path": str(task.path),
+            "sampling": agent.sampling,
+        }
+        | ({"steps": step_meta(agent.trajectories, result)} if result.steps else {})
+        | ({SCRIPTED_KEY: True} if llm_config.script is not None else {}),
     )

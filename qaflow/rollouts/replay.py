@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from qaflow.llm import LLMConfig, ScriptedReply
 from qaflow.llm.config import ScriptedToolCall
 from qaflow.models.records import VersionStatus
-from qaflow.models.rollout import Effort, RolloutRecord, rollout_id
+from qaflow.models.rollout import REPLAY_MODEL, Effort, RolloutRecord, rollout_id
 from qaflow.pool import Pool
 from qaflow.task import Task
 
-REPLAY_MODEL = "openai/replay-oracle"
 THINKING_WORDS = {Effort.OFF: 0, Effort.LOW: 40, Effort.MEDIUM: 120, Effort.XHIGH: 360}
 _WORDS = ["check", "the", "files", "then", "run", "solution", "verify", "output", "edge", "case", "plan", "step"]
 
