@@ -20,12 +20,11 @@ def front_matter(
     *,
     pretty_name: str,
     configs: Mapping[str, Mapping[str, str]],
-    features: Features,
     splits: Mapping[str, int],
     license: str | Sequence[str] | None = None,
     tags: Sequence[str] = (),
 ) -> str:
-    """YAML the hub (and `datasets.load_dataset(folder)`) reads: configs with their split files, features, licence."""
+    """YAML the hub (and `datasets.load_dataset(folder)`) reads: configs with their split files, licence, tags."""
     meta: dict[str, object] = {"pretty_name": pretty_name}
     licences = [license] if isinstance(license, str) else sorted(set(license or ()))
     if licences:
@@ -40,13 +39,8 @@ def front_matter(
         }
         for name, files in configs.items()
     ]
-    # datasets writes hub YAML features with this (private) helper; without it the card just omits them.
-    to_yaml = getattr(features, "_to_yaml_list", None)
-    if to_yaml is not None:
-        meta["dataset_info"] = {
-            "features": to_yaml(),
-            "splits": [{"name": split, "num_examples": rows} for split, rows in splits.items()],
-        }
+    # No `dataset_info` features: the parquet files carry them (schema metadata), and datasets 5.2 reading an
+    # export with YAML features that hold Json() columns returns wrong values (nulls) for later columns.
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
 
 

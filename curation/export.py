@@ -306,7 +306,6 @@ def _sft_card(
     head = cards.front_matter(
         pretty_name="qaflow SFT trajectories",
         configs=report.configs,
-        features=SFT_FEATURES,
         splits=report.splits,
         license=license or cards.row_licences(report.counts),
         tags=["agentic-coding", "tool-use", "sft", "trajectories"],

@@ -360,7 +360,6 @@ def _rl_card(report: ExportReport, audit: dict[str, dict[str, int]], license: st
     head = cards.front_matter(
         pretty_name="qaflow RL prompts",
         configs=report.configs,
-        features=RL_FEATURES,
         splits=report.splits,
         license=license or cards.row_licences(report.counts),
         tags=["agentic-coding", "tool-use", "rl"],

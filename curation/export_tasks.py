@@ -289,7 +289,6 @@ def _tasks_card(report: ExportReport, license: str | None) -> str:
     head = cards.front_matter(
         pretty_name="qaflow task pool",
         configs=report.configs,
-        features=TASKS_FEATURES,
         splits=report.splits,
         license=license or cards.row_licences(report.counts),
         tags=["agentic-coding", "harbor", "tasks"],

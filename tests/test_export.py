@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import datasets
 import polars as pl
 import pytest
 import yaml
@@ -20,6 +21,7 @@ from curation.export import (
     GateOptions,
     NothingToExport,
     RemovalReason,
+    SplitSpec,
     export_rl,
     export_sft,
     export_tasks,
@@ -33,7 +35,7 @@ from qaflow.agents.tool_specs import TOOLS
 from qaflow.cli import app
 from qaflow.ledger.status import StatusWriter
 from qaflow.models.frame import records_to_frame, write_shard
-from qaflow.models.records import VersionStatus
+from qaflow.models.records import RunKind, VersionStatus
 from qaflow.models.rollout import RolloutRecord, normalize_message
 from qaflow.pool import Pool
 from qaflow.task import Task
@@ -135,7 +137,8 @@ def test_sft_export_round_trips_through_load_from_disk_and_parquet(tmp_path: Pat
         "default": [{"split": "train", "path": "data/train-*.parquet"}],
         "sharegpt": [{"split": "train", "path": "sharegpt/train-*.parquet"}],
     }
-    assert meta["dataset_info"]["splits"] == [{"name": "train", "num_examples": 4}]
+    assert "dataset_info" not in meta  # the parquet files carry the features
+    assert "| `train` | 4 | 3 |" in card  # rows and tasks of the one split
     assert "| `local` | 2 |" in card and "| `nl2bash` | 1 |" in card and "| `swe-smith` | 1 |" in card
     assert "| `openai/scripted` | 3 |" in card and "| `xhigh` | 1 |" in card
     assert (
@@ -641,3 +644,91 @@ def test_push_without_token_errors_clearly(tmp_path: Path, monkeypatch: pytest.M
     assert result.exit_code == 2
     assert "me/data: cannot push: no Hugging Face token (set HF_TOKEN or run `hf auth login`)" in plain(result.output)
     assert not out.exists()
+
+
+def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_task(tmp_path: Path) -> None:
+    pool_dir = make_pool(tmp_path)
+    known = versions(pool_dir)
+    with Pool.open(pool_dir, create=False) as pool:
+        names = {row.path: row.name for row in pool.list()}
+        audit_run = pool.ledger.start_run(RunKind.AUDIT).run_id
+        csv = known["real/csv-sum"]
+        pool.ledger.set_status(csv, VersionStatus.NEEDS_REPAIR, by=StatusWriter.AUDIT, reason="audit: false_pass")
+        pool.ledger.set_status(
+            known["real/csv-sum"],
+            VersionStatus.ACCEPTED,
+            by=StatusWriter.AUDIT,
+            reason="audit: clean",
+            run_id=audit_run,
+        )
+
+    def on(path: str, **fields: Any) -> RolloutRecord:
+        return make_record(task=names[path], task_version=known[path], **fields)
+
+    kept = [on("alpha", attempt=0), on("alpha", attempt=1, reward=0.0), on("real/csv-sum"), on("real/fix-slugify")]
+    left_out = {
+        on("beta").rollout_id: RemovalReason.TASK_NOT_ACCEPTED,
+        make_record(task="elsewhere/x").rollout_id: RemovalReason.UNKNOWN_TASK_VERSION,
+        on("alpha", attempt=2, exit_status="error", error="sandbox: docker died").rollout_id: RemovalReason.NOT_GRADED,
+        on("alpha", attempt=3, reward=None, exit_status="agent_timeout").rollout_id: RemovalReason.NOT_GRADED,
+        on("alpha", attempt=4, meta={"scripted": True}).rollout_id: RemovalReason.SCRIPTED,
+        on("alpha", attempt=5, model="openai/replay-oracle").rollout_id: RemovalReason.SCRIPTED,
+    }
+    records = [
+        *kept,
+        on("beta"),
+        make_record(task="elsewhere/x"),
+        on("alpha", attempt=2, exit_status="error", error="sandbox: docker died"),
+        on("alpha", attempt=3, reward=None, exit_status="agent_timeout"),
+        on("alpha", attempt=4, meta={"scripted": True}),
+        on("alpha", attempt=5, model="openai/replay-oracle"),
+    ]
+    out = tmp_path / "sft"
+    licences = {known["alpha"]: "MIT"}
+    report = export_sft(
+        records_to_frame(records), out, pool=pool_dir, licences=licences, split=SplitSpec(test_fraction=0.34)
+    )
+
+    assert {r.id: r.reason for r in report.removed} == left_out
+    assert report.rows == 4 and sum(report.splits.values()) == 4
+    loaded = datasets.load_dataset(str(out))
+    assert set(loaded) == {"train", "test"}
+    train_tasks, test_tasks = set(loaded["train"]["task"]), set(loaded["test"]["task"])
+    assert train_tasks and test_tasks and not train_tasks & test_tasks
+    assert train_tasks | test_tasks == {names["alpha"], names["real/csv-sum"], names["real/fix-slugify"]}
+    rows = {r["rollout_id"]: r for split in loaded.values() for r in split}
+    csv = rows[kept[2].rollout_id]
+    assert (csv["task_status"], csv["audit_verdict"], csv["audit_run"]) == ("accepted", "clean", audit_run)
+    alpha = rows[kept[0].rollout_id]
+    assert (alpha["licence"], alpha["task_status"], alpha["audit_verdict"]) == ("MIT", "accepted", None)
+    sharegpt = datasets.load_dataset(str(out), "sharegpt")
+    assert {s: len(d) for s, d in sharegpt.items()} == report.splits
+    card = (out / "README.md").read_text()
+    assert front_matter(card)["license"] == "MIT"
+    assert "| `clean` | 1 |" in card and "| `MIT` | 2 |" in card
+    assert "1 of 4 rows are attempts without full reward" in card  # no funnel: was the filter run?
+    assert "| `not_graded` | 2 |" in card and "| `scripted` | 2 |" in card
+
+    again = export_sft(
+        records_to_frame(records), tmp_path / "again", pool=pool_dir, split=SplitSpec(test_fraction=0.34)
+    )
+    assert again.splits == report.splits  # the same tasks are held out each time
+    with pytest.raises(ExportError, match="--include-unaccepted"):
+        export_sft(records_to_frame(records), tmp_path / "nopool")
+    everything = export_sft(
+        records_to_frame(records),
+        tmp_path / "all",
+        pool=pool_dir,
+        gate=GateOptions(include_unaccepted=True, include_ungraded=True, include_scripted=True),
+    )
+    assert (everything.rows, everything.removed) == (len(records), [])
+
+
+def test_split_spec_holds_out_whole_tasks() -> None:
+    tasks = [f"t{i}" for i in range(20)]
+    held = SplitSpec(test_fraction=0.2, seed=1).test_set(tasks)
+    assert len(held) == 4 and held == SplitSpec(test_fraction=0.2, seed=1).test_set(list(reversed(tasks)))
+    assert held != SplitSpec(test_fraction=0.2, seed=2).test_set(tasks)
+    assert SplitSpec(test_fraction=0.01).test_set(tasks) and len(SplitSpec(test_fraction=0.9).test_set(["a", "b"])) == 1
+    assert SplitSpec(test_fraction=0.5).test_set(["only"]) == set()
+    assert SplitSpec(test_tasks=frozenset({"t1", "zz"})).test_set(tasks) == {"t1"}

@@ -1,0 +1,192 @@
+"""Exported SFT rows render through the chat templates TRL bundles as each model family expects.
+
+A row is exported, loaded back the way TRL users load it (`datasets.load_dataset(folder)`) and rendered
+with `tokenizer.apply_chat_template(messages, tools=...)` under every template in `trl/chat_templates`.
+For Qwen3, Qwen2.5 and Llama 3.x the tool-call turn is compared with a hand-written rendering; for every
+template, tool calls are never double-encoded and never silently dropped (`sft.tool_render`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pytest
+
+from curation.export import GateOptions, export_sft
+from qaflow.models.frame import records_to_frame
+from sft.tool_render import tool_call_problems
+from tests.test_export import parallel_record, tiny_tokenizer
+from tests.trajectories import make_record
+
+TRL_TEMPLATES = Path(__import__("trl").__file__).parent / "chat_templates"
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "bash",
+        "description": "Run a shell command.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    },
+}
+SINGLE_CALL = [
+    {"role": "system", "content": "You are a coding agent."},
+    {"role": "user", "content": "List the files."},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "c0", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls -a /app"}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c0", "content": "a.txt"},
+    {"role": "assistant", "content": "One file: a.txt."},
+]
+
+QWEN_CALL = (
+    '<|im_start|>assistant\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls -a /app"}}\n</tool_call>'
+    "<|im_end|>\n"
+)
+QWEN_RESULT = "<|im_start|>user\n<tool_response>\na.txt\n</tool_response><|im_end|>\n"
+QWEN3_CALL = (
+    "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    '<tool_call>\n{"name": "bash", "arguments": {"command": "ls -a /app"}}\n</tool_call><|im_end|>\n'
+)
+LLAMA_CALL = (
+    "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    '{"name": "bash", "parameters": {"command": "ls -a /app"}}<|eot_id|>'
+)
+LLAMA_RESULT = '<|start_header_id|>ipython<|end_header_id|>\n\n"a.txt"<|eot_id|>'
+EXPECTED = {
+    "qwen2_5.jinja": (QWEN_CALL, QWEN_RESULT),
+    "qwen2_5_training.jinja": (QWEN_CALL, QWEN_RESULT),
+    "qwen3.jinja": (QWEN_CALL, QWEN_RESULT),
+    "qwen3_training.jinja": (QWEN3_CALL, QWEN_RESULT),
+    "llama3_1.jinja": (LLAMA_CALL, LLAMA_RESULT),
+    "llama3_2.jinja": (LLAMA_CALL, LLAMA_RESULT),
+}
+"""Hand-written: the tool-call turn and the tool-result turn as each family's own format has them."""
+
+NO_TOOL_CONVERSATIONS = {
+    "cohere",
+    "cohere2",
+    "gemma",
+    "gemma3",
+    "idefics3",
+    "llava_next",
+    "smolvlm",
+}
+"""Families whose templates refuse a system message or a tool turn at all (checked below, not assumed)."""
+NO_TOOL_CALLS = {"deepseek_r1_distill", "lfm2", "llama3", "phi3", "phi3_5", "qwen2_5_vl"}
+"""Families whose templates render no tool calls (checked below: the conversation renders, the calls do not);
+LFM2's first template expects the calls written into the assistant's text."""
+STRING_ARGUMENTS = {"deepseekv3.jinja"}
+"""DeepSeek-V3's inference template concatenates `arguments` as a string; TRL's training variant takes objects."""
+
+
+def family(template: str) -> str:
+    return template.removesuffix(".jinja").removesuffix("_training")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> datasets.DatasetDict:
+    out = tmp_path_factory.mktemp("export") / "sft"
+    single = make_record(task="demo/single", messages=SINGLE_CALL, tools=[TOOL])
+    export_sft(
+        records_to_frame([single, parallel_record()]), out, gate=GateOptions(include_unaccepted=True), sharegpt=False
+    )
+    return datasets.load_dataset(str(out))
+
+
+def render(template: str, row: dict[str, Any], **extra: Any) -> str:
+    tokenizer = tiny_tokenizer()
+    text = tokenizer.apply_chat_template(
+        row["messages"],
+        tools=row["tools"],
+        chat_template=(TRL_TEMPLATES / template).read_text(),
+        tokenize=False,
+        bos_token="<|begin_of_text|>",
+        date_string="26 Jul 2024",
+        **extra,
+    )
+    assert isinstance(text, str)
+    return text
+
+
+def rows(exported: datasets.DatasetDict) -> dict[str, dict[str, Any]]:
+    return {row["task"]: row for row in exported["train"]}
+
+
+def string_arguments(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for message in messages:
+        calls = message.get("tool_calls")
+        if calls:
+            calls = [
+                {**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"])}} for c in calls
+            ]
+        out.append({**message, "tool_calls": calls})
+    return out
+
+
+def test_arguments_load_as_objects(exported: datasets.DatasetDict) -> None:
+    row = rows(exported)["demo/single"]
+    assert row["messages"][2]["tool_calls"][0]["function"]["arguments"] == {"command": "ls -a /app"}
+    assert row["tools"] == [TOOL]
+
+
+@pytest.mark.parametrize("template", sorted(EXPECTED))
+def test_hand_written_renderings(template: str, exported: datasets.DatasetDict) -> None:
+    text = render(template, rows(exported)["demo/single"])
+    call, result = EXPECTED[template]
+    assert call in text
+    assert result in text
+    assert text.index(call) < text.index(result)
+    assert tool_call_problems(rows(exported)["demo/single"]["messages"], text) == []
+
+
+def test_every_bundled_template(exported: datasets.DatasetDict) -> None:
+    """Every template either renders the calls right, or is a family that has no tool calls at all."""
+    templates = sorted(p.name for p in TRL_TEMPLATES.glob("*.jinja"))
+    assert len(templates) >= 40
+    right, without_calls, without_tools = [], [], []
+    for template in templates:
+        for task in ("demo/single", "demo/parallel"):
+            row = rows(exported)[task]
+            try:
+                text = render(template, row)
+            except Exception as e:  # jinja raises whatever the template says
+                message = str(e)
+                if family(template) in NO_TOOL_CONVERSATIONS:
+                    without_tools.append(template)
+                    break
+                if task == "demo/parallel" and "single tool-call" in message:
+                    continue  # Llama 3.1/3.2 templates support one call per turn, and say so
+                if template in STRING_ARGUMENTS:
+                    text = render(template, {**row, "messages": string_arguments(row["messages"])})
+                else:
+                    raise AssertionError(f"{template} fails on {task}: {message}") from e
+            problems = tool_call_problems(row["messages"], text)
+            if family(template) in NO_TOOL_CALLS:
+                assert problems and all("not rendered" in p for p in problems), (template, problems)
+                without_calls.append(template)
+                break
+            assert problems == [], (template, task, problems)
+        else:
+            right.append(template)
+    assert {family(t) for t in without_tools} == NO_TOOL_CONVERSATIONS
+    assert {family(t) for t in without_calls} == NO_TOOL_CALLS
+    assert len(right) >= 40, right
+    for name in ("qwen3_training.jinja", "qwen2_5_training.jinja", "glm4moe_training.jinja", "gptoss_training.jinja"):
+        assert name in right
+    assert any(t.startswith("nemotron") for t in right) and "llama3_1.jinja" in right
+
+
+def test_string_arguments_are_caught(exported: datasets.DatasetDict) -> None:
+    """What the export avoids: the same row with JSON-string arguments renders double-encoded under Qwen2.5."""
+    row = rows(exported)["demo/single"]
+    text = render("qwen2_5_training.jinja", {**row, "messages": string_arguments(row["messages"])})
+    assert tool_call_problems(row["messages"], text) == [
+        "message 2 tool call 0 (bash): arguments are rendered double-encoded (a JSON string, not an object)"
+    ]
