@@ -37,6 +37,7 @@ from curation.filter_structure import field_of, structure_reasons
 from qaflow.config_file import load_config
 from qaflow.errors import ConfigError
 from qaflow.models.frame import ROLLOUT_SCHEMA, empty_frame
+from qaflow.models.rollout import is_scripted
 
 
 class FilterConfigError(ConfigError):
@@ -102,6 +103,18 @@ class NoTimeout(Rule):
             .otherwise(status.str.replace("_", " "))
         )
         return Verdict(status.is_not_null() & ~status.is_in(dropped), reason)
+
+
+class NotScripted(Rule):
+    """Rollouts of scripted policies (replays of reference solutions, test scripts) are not model behaviour."""
+
+    rule: Literal["not_scripted"] = "not_scripted"
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        scripted = pl.Series(
+            [is_scripted(m, j) for m, j in zip(frame["model"], frame["meta_json"], strict=True)], dtype=pl.Boolean
+        )
+        return Verdict(~scripted, pl.format("scripted policy, not a model ({})", pl.col("model")))
 
 
 class NoSideCalls(Rule):
@@ -342,7 +355,8 @@ class StructureValid(Rule):
 
 
 AnyRule = Annotated[
-    VerifierPassed
+    NotScripted
+    | VerifierPassed
     | NoTimeout
     | NoSideCalls
     | CleanText
@@ -355,6 +369,7 @@ AnyRule = Annotated[
     Field(discriminator="rule"),
 ]
 BUILTIN_RULES: tuple[type[Rule], ...] = (
+    NotScripted,
     NoTimeout,
     VerifierPassed,
     NoSideCalls,

@@ -38,7 +38,17 @@ from tests.trajectories import make_record
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 BUDGET = TokenBudget(max_thinking_tokens=1_000, max_completion_tokens=5_000, max_message_chars=10_000)
 ALL_RULES = FilterConfig(
-    rules=[NoTimeout(), VerifierPassed(), "no_side_calls", "clean_text", MinTurns(), BUDGET, StructureValid(), Dedup()]
+    rules=[
+        "not_scripted",
+        NoTimeout(),
+        VerifierPassed(),
+        "no_side_calls",
+        "clean_text",
+        MinTurns(),
+        BUDGET,
+        StructureValid(),
+        Dedup(),
+    ]
 )
 
 
@@ -106,6 +116,8 @@ def ends_pending(ms: list[dict[str, Any]]) -> None:
 HUGE = "x" * 20_000
 
 SINGLE_RULE_CASES: list[tuple[str, RolloutRecord, str, str]] = [
+    ("scripted", record(meta={"scripted": True}), "not_scripted", "scripted policy, not a model (openai/scripted)"),
+    ("replay", record(model="openai/replay-oracle"), "not_scripted", "scripted policy, not a model (openai/replay"),
     ("reward below full", record(reward=0.5), "verifier_passed", "reward 0.5 is not full"),
     ("no reward", record(reward=None), "verifier_passed", "no reward"),
     ("agent timeout", record(exit_status="agent_timeout"), "no_timeout", "agent timeout"),
@@ -426,6 +438,7 @@ def test_funnel_counts_add_up_overall_and_per_group() -> None:
     assert (funnel["rows_in"] - funnel["removed"] == funnel["rows_out"]).all()
     assert funnel["rows_out"][-1] == result.kept.height
     assert dict(zip(funnel["rule"], funnel["removed"], strict=True)) == {
+        "not_scripted": 0,
         "no_timeout": 4,
         "verifier_passed": 4,
         "no_side_calls": 0,
