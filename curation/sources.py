@@ -139,6 +139,19 @@ class TerminalBenchSource(BaseModel):
     licence: str | None = None
 
 
+class TasksExportSource(BaseModel):
+    """The tasks of a `qaflow export tasks` folder, rebuilt byte for byte: the same task versions come back."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["tasks_export"] = "tasks_export"
+    name: str
+    path: Path = Field(description="A `qaflow export tasks` folder (its README.md, data/ and export_report.json).")
+    out_dir: Path = Field(description="Where the task folders are rebuilt: out_dir/<source>/<task name>.")
+    split: str | None = Field(None, description="Only this split (train, test); None: every split.")
+    licence: str | None = Field(None, description="Licence of rows that carry none.")
+
+
 class ColumnMap(BaseModel):
     """Which dataset columns hold what. tests/solution/dockerfile columns hold a script (str) or a mapping of
     file name to content (the tests/, solution/ or environment/ folder; it must hold test.sh, solve.sh or
@@ -193,7 +206,9 @@ class PythonSource(BaseModel):
     licence: str | None = None
 
 
-SourceSpec = Annotated[HarborSource | TerminalBenchSource | DatasetSource | PythonSource, Field(discriminator="kind")]
+SourceSpec = Annotated[
+    HarborSource | TerminalBenchSource | TasksExportSource | DatasetSource | PythonSource, Field(discriminator="kind")
+]
 
 
 class SourcesConfig(BaseModel):
@@ -240,6 +255,8 @@ def iter_source(spec: SourceSpec) -> Iterator[SourcedTask | SourceProblem]:
         yield from _harbor(spec)
     elif isinstance(spec, TerminalBenchSource):
         yield from _terminal_bench(spec)
+    elif isinstance(spec, TasksExportSource):
+        yield from _tasks_export(spec)
     elif isinstance(spec, DatasetSource):
         yield from _dataset(spec)
     else:
@@ -275,6 +292,35 @@ def _harbor(spec: HarborSource) -> Iterator[SourcedTask | SourceProblem]:
             yield SourceProblem(source=spec.name, original_id=original_id, reason=f"invalid task: {e}")
             continue
         yield _sourced(task, spec.name, original_id, spec.licence)
+
+
+def _tasks_export(spec: TasksExportSource) -> Iterator[SourcedTask | SourceProblem]:
+    from curation.export_common import ExportError, load_export
+    from curation.export_tasks import rows_to_task_dir
+
+    try:
+        splits = load_export(spec.path)
+    except ExportError as e:
+        raise SourceError(spec.path, e.reason) from e
+    if spec.split is not None and spec.split not in splits:
+        raise SourceError(spec.path, f"no split {spec.split!r}; it has {', '.join(splits)}")
+    for split, rows in splits.items():
+        if spec.split not in (None, split):
+            continue
+        for row in rows:
+            name = str(row["name"])
+            dest = spec.out_dir / safe_folder_name(spec.name) / safe_folder_name(name)
+            try:
+                if not (dest.is_dir() and Task.load(dest).version == row["version"]):
+                    if dest.exists():
+                        raise SourceError(dest, "exists and holds another version of the task; not overwritten")
+                    rows_to_task_dir(row, dest)
+                task = Task.load(dest)
+            except (SourceError, ExportError, TaskError, OSError) as e:
+                yield SourceProblem(source=spec.name, original_id=name, reason=f"cannot rebuild: {e}")
+                continue
+            licence = row.get("licence") or spec.licence
+            yield _sourced(task, spec.name, name, licence)
 
 
 def _terminal_bench(spec: TerminalBenchSource) -> Iterator[SourcedTask | SourceProblem]:

@@ -732,3 +732,38 @@ def test_split_spec_holds_out_whole_tasks() -> None:
     assert SplitSpec(test_fraction=0.01).test_set(tasks) and len(SplitSpec(test_fraction=0.9).test_set(["a", "b"])) == 1
     assert SplitSpec(test_fraction=0.5).test_set(["only"]) == set()
     assert SplitSpec(test_tasks=frozenset({"t1", "zz"})).test_set(tasks) == {"t1"}
+
+
+def test_tasks_export_is_a_source_that_gives_back_the_same_versions(tmp_path: Path) -> None:
+    from curation.sources import SourcesConfig, collect_tasks
+
+    pool_dir = make_pool(tmp_path)
+    known = versions(pool_dir)
+    export_tasks(pool_dir, tmp_path / "tasks", split=SplitSpec(test_fraction=0.34), licences={known["alpha"]: "MIT"})
+    config = tmp_path / "sources.yaml"
+    config.write_text(
+        "sources:\n  - {kind: tasks_export, name: mine, path: tasks, out_dir: rebuilt, licence: CC-BY-4.0}\n"
+    )
+    result = collect_tasks(SourcesConfig.load(config).sources)
+    frame = result.kept
+    assert sorted(frame["version"]) == sorted(v for p, v in known.items() if p != "beta")
+    assert dict(frame.select("version", "licence").iter_rows())[known["alpha"]] == "MIT"
+    assert set(frame["licence"]) == {"MIT", "CC-BY-4.0"}
+    assert all(Path(p).is_relative_to(tmp_path / "rebuilt" / "mine") for p in frame["path"])
+
+    again = collect_tasks(SourcesConfig.load(config).sources)  # rebuilt folders are reused, not rewritten
+    assert sorted(again.kept["version"]) == sorted(frame["version"]) and again.removed.is_empty()
+    only_test = SourcesConfig.model_validate(
+        {
+            "sources": [
+                {
+                    "kind": "tasks_export",
+                    "name": "t",
+                    "path": tmp_path / "tasks",
+                    "out_dir": tmp_path / "r2",
+                    "split": "test",
+                }
+            ]
+        }
+    )
+    assert collect_tasks(only_test.sources).kept.height == 1

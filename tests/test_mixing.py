@@ -177,3 +177,6 @@ def test_mix_cli_writes_the_metadata(tmp_path: Path):
     assert "a: 8 rows (8 tasks + 0 copies) of 15 available" in result.output
     bad = CliRunner().invoke(app, ["curate", "mix", str(tmp_path / "tasks.parquet"), "--weight", "a"])
     assert bad.exit_code == 2 and "expected SOURCE=FLOAT" in bad.output
+    lost = CliRunner().invoke(app, [*args, "--eval-fraction", "0.2", "--out", str(tmp_path / "mix2.parquet")])
+    assert lost.exit_code == 2 and "--eval-out" in lost.output
+    assert not (tmp_path / "mix2.parquet").exists()  # refused before any work

@@ -231,7 +231,8 @@ def mix_command(
     """Mix sources by weight up to a target size, with caps, top-k and upsampling.
 
     Short sources are upsampled by repetition (ids `_copyN`). An eval split by original id is made first, so
-    copies never cross splits. The mix metadata is stored in the parquet file (key `qaflow.mix`) and in OUT
+    copies never cross splits; its tasks go to --eval-out (needed with --eval-fraction), which `qaflow export
+    ... --test-tasks` takes as the test split. The mix metadata is stored in the parquet file (key `qaflow.mix`) and in OUT
     with suffix .mix.json.
 
     Example: qaflow curate mix deduped.parquet --target 5000 --weight tb=2 --cap local=500 --eval-fraction 0.05
@@ -239,6 +240,8 @@ def mix_command(
     """
     from curation.mixing import MixConfig, mix_tasks
 
+    if eval_fraction > 0 and eval_out is None:
+        usage_error("--eval-fraction holds tasks out of the mix: say where they go with --eval-out")
     loaded = load_inputs(inputs)
     try:
         config = MixConfig(
