@@ -46,12 +46,26 @@ def test_batch_job_writes_datasets_that_load_back(batch_out: Path) -> None:
     assert stages["audit"]["info"]["verdicts"]["accepted"] >= len(clean)
     assert stages["repair"]["info"]["outcomes"]["accepted"] >= 3  # the rule-repairable tasks
     assert stages["harden"]["info"]["hardened"] >= len(clean)
-    tasks = datasets.load_from_disk(str(batch_out / "datasets" / "tasks"))
+    # loaded the way TRL users load datasets: one folder, a DatasetDict with the mix's held-out tasks as test
+    tasks_dict = datasets.load_dataset(str(batch_out / "datasets" / "tasks"))
+    assert set(tasks_dict) == {"train", "test"}
+    assert not set(tasks_dict["train"]["name"]) & set(tasks_dict["test"]["name"])
+    held = {n.split("/")[-1] for n in stages["export"]["info"]["test_tasks"]}
+    assert held and {n.split("/")[-1] for n in tasks_dict["test"]["name"]} <= held
+    tasks = datasets.concatenate_datasets([tasks_dict["train"], tasks_dict["test"]])
     names = {n.split("/")[-1] for n, s in zip(tasks["name"], tasks["status"], strict=True) if s == "accepted"}
     assert set(clean) <= names
     assert "candidate" in tasks["status"]
-    rl = datasets.load_from_disk(str(batch_out / "datasets" / "rl"))
-    assert len(rl) == sum(1 for s in tasks["status"] if s == "accepted")
+    assert set(tasks["licence"]) == {"Apache-2.0"}
+    accepted = [row for row in tasks if row["status"] == "accepted"]
+    assert all(
+        row["audit_verdict"] == "clean" and row["audit_run"] for row in accepted if row["parent_version"] is None
+    )
+    rl = datasets.load_dataset(str(batch_out / "datasets" / "rl"))
+    assert sum(len(split) for split in rl.values()) == len(accepted)
+    assert set(rl["train"]["task_status"]) == {"accepted"} and set(rl["train"]["licence"]) == {"Apache-2.0"}
+    card = (batch_out / "datasets" / "rl" / "README.md").read_text()
+    assert "license: Apache-2.0" in card and "## Audit" in card and "## Splits" in card
     assert (batch_out / "funnel.png").is_file()
 
 

@@ -245,3 +245,37 @@ def test_harness_evaluates_a_local_checkpoint_end_to_end(sft_run, tmp_path: Path
     assert (outcome.solved, outcome.attempted) == (0, 1)  # a random tiny model solves nothing, without crashing
     assert outcome.mean_output_tokens > 0
     assert any((tmp_path / "eval" / "checkpoint-6").glob("eval-*.parquet"))
+
+
+def test_checker_fails_double_encoded_tool_calls_and_checks_an_export(tiny: Path, tokenizer, tmp_path: Path) -> None:
+    import trl
+    from typer.testing import CliRunner
+
+    from curation.export import GateOptions, export_sft
+    from qaflow.cli import app
+    from qaflow.models.frame import records_to_frame
+
+    messages, tools = session()
+    qwen25 = (Path(trl.__file__).parent / "chat_templates" / "qwen2_5_training.jinja").read_text()
+    as_strings = check_sessions([messages], [tools], tokenizer, qwen25)
+    assert not as_strings.ok
+    assert [e for e in as_strings.errors if "double-encoded" in e] == [
+        f"session 0: message {i} tool call 0 (bash): arguments are rendered double-encoded (a JSON string, not an "
+        "object)"
+        for i in (2, 4, 6)
+    ]
+    objects = [
+        {**m, "tool_calls": [{**c, "function": {**c["function"], "arguments": json.loads(c["function"]["arguments"])}}
+                             for c in m["tool_calls"]]} if m.get("tool_calls") else m
+        for m in messages
+    ]  # fmt: skip
+    assert check_sessions([objects], [tools], tokenizer, qwen25).ok
+
+    out = tmp_path / "sft"
+    records = [make_record(task=f"demo/t{i}", tool_steps=3) for i in range(4)]
+    export_sft(records_to_frame(records), out, gate=GateOptions(include_unaccepted=True), sharegpt=False)
+    template = tmp_path / "qwen25.jinja"
+    template.write_text(qwen25)
+    result = CliRunner().invoke(app, ["sft", "check", str(out), "--model", str(tiny), "--template", str(template)])
+    assert result.exit_code == 0, result.output
+    assert "loss by role · 4 sessions" in result.output

@@ -102,9 +102,11 @@ class ExportStep(PipelineStep):
 
 def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
     """OUT/final: one folder per kept task version (accepted originals, accepted repairs, hardened
-    candidates), with the status it earned in OUT/pool recorded in its own ledger."""
+    candidates), with the status it earned in OUT/pool recorded in its own ledger. Where that status came
+    from an audit, its reason and run id (of OUT/pool's ledger) are carried over: the exports read the audit
+    verdict from them."""
+    from curation.export_facts import AUDIT_PREFIX
     from qaflow.models.records import VersionStatus
-    from qaflow.pool import Pool
 
     final = ctx.out / "final"
     shutil.rmtree(final, ignore_errors=True)
@@ -115,15 +117,18 @@ def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
         dest = final / f"{slug(row['source'])}" / src.name
         shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".qaflow"))
         wanted[row["version"]] = row.get("status") or "accepted"
+    audits: dict[str, tuple[str, str | None]] = {}
+    with Pool.open(ctx.pool_dir, create=False) as working:
+        for change in working.ledger.status_log():
+            if change.reason.startswith(AUDIT_PREFIX):
+                audits[change.version] = (change.reason, change.run_id)
     with Pool.open(final) as pool:
         pool.scan()
         for version in pool.ledger.versions():
             status = wanted.get(version.version)
             if status is not None and status != version.status.value:
+                reason, run_id = audits.get(version.version, ("pipeline: status in OUT/pool", None))
                 pool.ledger.set_status(
-                    version.version,
-                    VersionStatus(status),
-                    by=StatusWriter.PIPELINE,
-                    reason="pipeline: status in OUT/pool",
+                    version.version, VersionStatus(status), by=StatusWriter.PIPELINE, reason=reason, run_id=run_id
                 )
     return final
