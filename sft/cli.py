@@ -136,7 +136,7 @@ def check_cmd(
 
     Loss on a system, user or tool token is an error (exit code 1), as is an assistant turn without loss.
 
-    Example: qaflow sft check out/sft --model models/tiny
+    Example: qaflow sft check exports/sft --model models/tiny
     """
     from transformers import AutoTokenizer
 

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from qaflow.cli import app
 from qaflow.cli.help_text import reflow
-from tests.conftest import TASKS_REPO
+from tests.conftest import REPO, TASKS_REPO
 
 
 def test_reflow_joins_prose_and_keeps_examples_and_list_items() -> None:
@@ -73,3 +73,17 @@ def test_rollout_noun_takes_its_verbs_and_the_old_spellings() -> None:
     assert old.exit_code == new.exit_code == 0 and "(deprecated)" in old.output
     options = [ln for ln in new.output.splitlines() if ln.strip("│ ").startswith("--")]
     assert options and all(ln in old.output for ln in options)
+
+
+def test_help_examples_name_paths_that_exist_or_that_qaflow_writes() -> None:
+    """Every repository path an `Example:` names is in the repository (or under a pool's .qaflow/, which qaflow
+    writes); the rest are outputs the example itself creates or metavariables."""
+    examples = []
+    for package in ("qaflow", "curation", "sft", "rl"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            examples += re.findall(r"Example: (qaflow [^\n]+)", path.read_text())
+    assert len(examples) >= 40
+    named = [token for line in examples for token in line.split() if token.startswith(("tasks_repo", "pipelines/"))]
+    assert len(named) >= 15
+    missing = [t for t in named if "/.qaflow/" not in t and not (REPO / t).exists()]
+    assert missing == []

@@ -232,8 +232,8 @@ def mix_command(
 
     Short sources are upsampled by repetition (ids `_copyN`). An eval split by original id is made first, so
     copies never cross splits; its tasks go to --eval-out (needed with --eval-fraction), which `qaflow export
-    ... --test-tasks` takes as the test split. The mix metadata is stored in the parquet file (key `qaflow.mix`) and in OUT
-    with suffix .mix.json.
+    ... --test-tasks` takes as the test split. The mix metadata is stored in the parquet file (key
+    `qaflow.mix`) and in OUT with suffix .mix.json.
 
     Example: qaflow curate mix deduped.parquet --target 5000 --weight tb=2 --cap local=500 --eval-fraction 0.05
     --out mix.parquet --eval-out eval.parquet

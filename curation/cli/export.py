@@ -106,8 +106,8 @@ def sft(
     their reason. Without --funnel, failed or timed-out attempts in the output are reported (run `qaflow
     filter` first).
 
-    Example: qaflow export sft ./pool --out exports/sft --test-fraction 0.1
-    Example: qaflow export sft kept.parquet --pool ./pool --funnel funnel.json --out exports/sft
+    Example: qaflow export sft tasks_repo --out exports/sft --test-fraction 0.1
+    Example: qaflow export sft filtered/kept.parquet --pool tasks_repo --funnel filtered/funnel.json --out exports/sft
     """
     from curation.export import GateOptions, Provenance, export_sft, load_funnel
 
@@ -170,8 +170,8 @@ def rl(
     With rollouts, only task versions the pool (--pool) has as accepted are written, unless
     --include-unaccepted; prompts and stats count only correctly graded attempts of models.
 
-    Example: qaflow export rl ./pool --out exports/rl --test-fraction 0.1
-    Example: qaflow export rl kept.parquet --pool ./pool --out exports/rl
+    Example: qaflow export rl tasks_repo --out exports/rl --test-fraction 0.1
+    Example: qaflow export rl filtered/kept.parquet --pool tasks_repo --out exports/rl
     """
     from curation.export import GateOptions, Provenance, export_rl
 

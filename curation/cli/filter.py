@@ -42,7 +42,7 @@ def filter_rollouts(
 
     Each rule sees only the rows kept by the rules before it; removed.parquet holds each removed row once, with why.
 
-    Example: qaflow filter runs/rollouts --config filters.yaml --out runs/filtered
+    Example: qaflow filter tasks_repo/.qaflow/rollouts --out filtered
     """
     if not rollouts.exists():
         usage_error(f"{rollouts}: no such rollout file or folder")

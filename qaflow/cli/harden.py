@@ -244,7 +244,7 @@ def compose_cmd(
     by content, or named with --link). Instructions, verifiers and solutions are merged; the verifier
     passes only when both parts pass.
 
-    Example: qaflow harden compose pool/sort-lines pool/count-lines --link /app/sorted.txt=/app/sorted.txt
+    Example: qaflow harden compose PART1_DIR PART2_DIR --link /app/out.txt=/app/input.txt -b bwrap
     """
     try:
         config = ComposeConfig(backend=backend, links=[Link.parse(x) for x in link or []])
