@@ -9,17 +9,19 @@ import typer
 from rich.table import Table
 
 from qaflow.cli.output import console, emit_json, usage_error
-from qaflow.errors import ConfigError
+from qaflow.errors import ConfigError, LLMError
 
 
 def round_cmd(
     config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="YAML RoundConfig")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the round report as JSON")] = False,
 ) -> None:
-    """Collect rollouts with the current policy at each effort, score them with effort-ordered rewards
-    (references from higher-effort successes of this round), compute group-mean advantages (no std
-    division) and make one clipped policy-gradient update on every generated token; save the adapter
-    and a report in OUTPUT_DIR/round-N.
+    """Collect rollouts with the current policy at each effort (sampled, a seed per attempt, each effort's
+    thinking budget; only tasks whose current version is accepted unless `statuses` says otherwise), keep the
+    correctly graded attempts (model errors, infrastructure errors and attempts without a verifier result are
+    counted and left out), score them with effort-ordered rewards (references from higher-effort successes
+    of this round), compute group-mean advantages (no std division) and make one clipped policy-gradient
+    update on every generated token; save the adapter and a report in OUTPUT_DIR/round-N.
 
     Example: qaflow rl round rl_round.yaml
     """
@@ -31,13 +33,24 @@ def round_cmd(
         usage_error(str(e))
     try:
         report = run_round(config)
-    except ValueError as e:
+    except (ValueError, LLMError) as e:
         usage_error(str(e))
     if as_json:
         emit_json(report)
         return
-    table = Table(title=f"round {report.round} · {report.rollouts} rollouts", title_justify="left")
-    columns = ("effort", "attempts", "success_rate", "mean_thinking_tokens", "mean_reference", "mean_reward")
+    table = Table(
+        title=f"round {report.round} · {report.rollouts} graded of {report.collected} rollouts", title_justify="left"
+    )
+    columns = (
+        "effort",
+        "attempts",
+        "excluded",
+        "success_rate",
+        "mean_thinking_tokens",
+        "mean_reference",
+        "mean_reward",
+        "mean_abs_advantage",
+    )
     for col in columns:
         table.add_column(col)
     for row in report.by_effort:
@@ -46,6 +59,8 @@ def round_cmd(
         )
     out = console()
     out.print(table)
+    left = ", ".join(f"{n} {reason}" for reason, n in report.excluded.items() if n)
+    out.print(f"left out (not correctly graded): {left or 'none'}")
     u = report.update
     out.print(
         f"update: {u.steps} steps on {u.trajectories - u.skipped_zero_advantage} trajectories "

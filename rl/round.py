@@ -4,6 +4,13 @@ Collection is the rollout stage with the current policy served locally (`qaflow-
 each task at every configured effort `attempts` times, recorded in the pool's ledger under this
 round; or pre-collected rollouts of the round (parquet, or a pool ledger) when `rollouts` is given.
 References and advantages only ever use attempts of this round and this policy.
+
+Collection samples (`temperature`, default 1.0; greedy only at an explicit 0) with a per-attempt seed derived
+from `seed` and the attempt's rollout id, at each effort's thinking budget (`sft.local_llm`, overridable per
+effort with `thinking_budgets`); a setting the policy cannot honour fails before any attempt runs. Only
+tasks whose current version has one of `statuses` are collected on (default: accepted; a pool ledger given
+as `rollouts` is filtered the same way, a parquet source is taken as is). Only correctly graded attempts
+(`rl.graded`) are scored; the others are counted in the report by reason.
 """
 
 from __future__ import annotations
@@ -18,8 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from qaflow.agents.harness import HarnessConfig
 from qaflow.config_file import load_config
 from qaflow.models.frame import read_rollouts, records_to_frame
+from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import EFFORT_RANK, Effort
 from rl.advantage import AdvantageMode, advantages, score
+from rl.graded import exclusion_counts, split_graded
 from rl.reward import RewardConfig
 from rl.update import Trajectory, UpdateConfig, UpdateStats, load_policy, policy_update
 
@@ -39,7 +48,20 @@ class RoundConfig(BaseModel):
     jobs: int = Field(1, ge=1)
     backend: str = "auto"
     harness: HarnessConfig = Field(default_factory=lambda: HarnessConfig(max_turns=20))
-    max_new_tokens: int = Field(512, ge=1, description="Per model turn when collecting with the local policy.")
+    max_new_tokens: int = Field(
+        512, ge=1, description="Answer tokens per model turn (after thinking) when collecting with the local policy."
+    )
+    temperature: float = Field(1.0, ge=0, description="Sampling temperature of collection; 0 = greedy (all equal).")
+    seed: int = Field(0, description="Base of the per-attempt sampling seeds (unless harness.seed is set).")
+    thinking_budgets: dict[Effort, int] = Field(
+        default_factory=dict,
+        description="Thinking-token budget per effort for the local policy, over sft.local_llm.DEFAULT_BUDGETS "
+        "(0 = thinking off).",
+    )
+    statuses: list[VersionStatus] | None = Field(
+        default_factory=lambda: [VersionStatus.ACCEPTED],
+        description="Collect only on tasks whose current version has one of these statuses; None = every valid task.",
+    )
     reward: RewardConfig = Field(default_factory=RewardConfig)
     advantage: AdvantageMode = "mean"
     update: UpdateConfig = Field(default_factory=UpdateConfig)
@@ -63,7 +85,11 @@ class RoundConfig(BaseModel):
 
 class RoundReport(BaseModel):
     round: int
-    rollouts: int
+    rollouts: int = Field(description="Correctly graded attempts: the ones scored and learned from.")
+    collected: int = Field(0, description="Attempts of this round and policy, graded or not.")
+    excluded: dict[str, int] = Field(
+        default_factory=dict, description="Attempts left out, by reason (rl.graded.EXCLUSION_REASONS)."
+    )
     by_effort: list[dict[str, Any]] = Field(default_factory=list)
     update: UpdateStats = Field(default_factory=UpdateStats)
     checkpoint: Path | None = None
@@ -73,8 +99,23 @@ def policy_dir(config: RoundConfig) -> str:
     return str(config.adapter) if config.adapter is not None else config.policy
 
 
+def collection_harness(config: RoundConfig) -> HarnessConfig:
+    """The round's harness config: the local effort table and the sampling seed filled in."""
+    from sft.local_llm import with_local_efforts
+
+    harness = with_local_efforts(config.harness, config.thinking_budgets)
+    if harness.seed is None:
+        harness = harness.model_copy(update={"seed": config.seed})
+    return harness
+
+
 def collect(config: RoundConfig) -> pl.DataFrame:
-    """This round's rollouts of the current policy."""
+    """This round's rollouts of the current policy.
+
+    Raises:
+        ValueError: no source, or the policy cannot honour one of the efforts (before any attempt).
+        LLMError: the provider refuses an effort's settings (before any attempt).
+    """
     if config.rollouts is not None:
         source = Path(config.rollouts)
         if (source / ".qaflow" / "ledger.sqlite").is_file():
@@ -82,6 +123,9 @@ def collect(config: RoundConfig) -> pl.DataFrame:
 
             with Pool.open(source, create=False) as pool:
                 frame = records_to_frame(pool.ledger.rollouts())
+                if config.statuses is not None:
+                    current = [r.version for r in pool.list() if r.status in config.statuses]
+                    frame = frame.filter(pl.col("task_version").is_in(current))
         else:
             frame = read_rollouts(source)
         frame = frame.filter(pl.col("round") == config.round)
@@ -90,21 +134,28 @@ def collect(config: RoundConfig) -> pl.DataFrame:
         return frame
     if config.pool is None:
         raise ValueError("a round needs `pool` (collect with the harness) or `rollouts` (pre-collected)")
+    from qaflow.agents.effort import check_efforts
     from qaflow.llm import LLMConfig
     from qaflow.pool import Pool
     from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
-    from sft.local_llm import PROVIDER, register_local_provider
+    from sft.local_llm import PROVIDER, check_local_efforts, register_local_provider
 
     register_local_provider()
-    model = f"{PROVIDER}/{Path(policy_dir(config)).resolve()}"
+    folder = Path(policy_dir(config)).resolve()
+    model = f"{PROVIDER}/{folder}"
+    harness = collection_harness(config)
+    llm = LLMConfig(model=model, max_tokens=config.max_new_tokens, temperature=config.temperature, concurrency=1)
+    check_efforts(llm, config.efforts, harness.efforts, seed=harness.seed is not None)
+    check_local_efforts(folder, config.efforts, harness)
     job = RolloutJobConfig(
-        model=LLMConfig(model=model, max_tokens=config.max_new_tokens, concurrency=1),
+        model=llm,
         efforts=config.efforts,
         attempts=config.attempts,
         jobs=config.jobs,
         backend=config.backend,
         round=config.round,
-        harness=config.harness,
+        harness=harness,
+        statuses=config.statuses,
     )
     with Pool.open(config.pool) as pool:
         run_rollouts(pool, job)
@@ -117,9 +168,14 @@ def run_round(config: RoundConfig) -> RoundReport:
 
     from sft.templates import training_template
 
-    frame = collect(config)
-    if frame.is_empty():
+    collected = collect(config)
+    if collected.is_empty():
         raise ValueError(f"round {config.round}: no rollouts of the current policy to learn from")
+    frame, left_out = split_graded(collected)
+    excluded = exclusion_counts(left_out)
+    if frame.is_empty():
+        reasons = ", ".join(f"{n} {r}" for r, n in excluded.items() if n)
+        raise ValueError(f"round {config.round}: no correctly graded attempt to learn from ({reasons})")
     scored = advantages(score(frame, config.reward), config.advantage)
     tokenizer = AutoTokenizer.from_pretrained(policy_dir(config))
     template = training_template(tokenizer, config.chat_template)
@@ -143,13 +199,22 @@ def run_round(config: RoundConfig) -> RoundReport:
             pl.col("reference").mean().alias("mean_reference"),
             pl.col("rl_reward").mean().alias("mean_reward"),
             pl.col("advantage").abs().mean().alias("mean_abs_advantage"),
+            pl.col("rl_reward").n_unique().alias("distinct_rewards"),
         )
         .with_columns(pl.col("effort").replace_strict(EFFORT_RANK).alias("_rank"))
         .sort("_rank")
         .drop("_rank")
     )
+    left_by_effort = {e: exclusion_counts(g) for (e,), g in left_out.group_by("effort")}
+    rows = [{**row, "excluded": sum(left_by_effort.get(row["effort"], {}).values())} for row in by_effort.to_dicts()]
     report = RoundReport(
-        round=config.round, rollouts=scored.height, by_effort=by_effort.to_dicts(), update=stats, checkpoint=out
+        round=config.round,
+        rollouts=scored.height,
+        collected=collected.height,
+        excluded=excluded,
+        by_effort=rows,
+        update=stats,
+        checkpoint=out,
     )
     (out / "round_report.json").write_text(json.dumps(report.model_dump(mode="json"), indent=2))
     return report

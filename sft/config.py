@@ -10,6 +10,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from qaflow.config_file import load_config
 from sft.masking import MaskingConfig
 
+LRScheduler = Literal[
+    "cosine",
+    "linear",
+    "constant",
+    "constant_with_warmup",
+    "cosine_with_restarts",
+    "polynomial",
+    "inverse_sqrt",
+]
+"""The learning-rate schedules of transformers' `SchedulerType` that need no extra arguments."""
+
 
 class LoraSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -37,6 +48,9 @@ class SFTTrainConfig(BaseModel):
     batch_size: int = Field(1, ge=1)
     grad_accum: int = Field(8, ge=1)
     warmup: float = Field(0.03, ge=0, description="Warmup: steps, or a fraction of all steps when below 1.")
+    lr_scheduler_type: LRScheduler = Field(
+        "cosine", description="Learning-rate schedule after warmup (transformers' names); cosine as in the recipe."
+    )
     save_steps: int = Field(50, ge=1, description="Checkpoint (and validation) every N steps.")
     logging_steps: int = Field(10, ge=1)
     bf16: Literal["auto"] | bool = Field("auto", description="auto: bf16 where the hardware supports it.")

@@ -2,9 +2,35 @@
 
 Registered as a litellm custom provider, so the agent harness talks to a local checkpoint exactly as
 to a hosted model (same LLM wrapper, same tool calling). The prompt is the model's own chat template
-with the tools; the reply is decoded greedily and parsed the Qwen way: `<think>...</think>` is the
-reasoning, each `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` a tool call, the rest the
-text. A PEFT checkpoint (adapter_config.json) is loaded on top of its base model.
+with the tools; the reply is parsed the Qwen way: `<think>...</think>` is the reasoning, each
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` a tool call, the rest the text. A PEFT
+checkpoint (adapter_config.json) is loaded on top of its base model.
+
+Effort. litellm refuses `reasoning_effort` for a custom provider, and a local checkpoint has no such
+knob anyway, so each effort maps to what a local model can honour, sent as provider-specific keys
+(`LOCAL_EFFORTS`, installed for `qaflow-local/*` by `with_local_efforts` unless the harness config
+maps that pattern itself):
+
+| effort | `enable_thinking` | `thinking_budget` | what the model gets |
+|---|---|---|---|
+| off | false | 0 | the template's thinking switch off (Qwen3: empty `<think></think>` prefilled) |
+| low | true | 256 | the turn starts inside `<think>`; `</think>` is forced at 256 thinking tokens |
+| medium | true | 1024 | the same, forced at 1024 |
+| xhigh | true | 4096 | the same, forced at 4096 |
+
+`<think>` itself is never generated (thinking opens in the prompt or not at all).
+A turn may generate `max_tokens` (the answer: text and tool calls, default 256) plus the thinking budget;
+the end-of-turn token is not allowed while thinking. Thinking tokens (those between the markers) are
+reported as the turn's `reasoning_tokens`, so the harness counts them exactly. A `reasoning_effort` that
+does reach the handler (sent with `allowed_openai_params`) maps to the same table (`none`/`minimal`: off,
+`high`/`xhigh`: xhigh's budget); the explicit keys win.
+
+Sampling. `temperature` > 0 samples from the full distribution (no top-k; `top_p` only when sent), and a
+`seed` makes it replayable: each turn seeds torch with a hash of the seed and the conversation's length,
+so the turns of one attempt draw different numbers and the same attempt replays exactly. The harness
+sends a per-attempt seed (`HarnessConfig.seed`), so the attempts of a group differ. Greedy decoding only
+at an explicit `temperature` of 0. The settings each attempt sent are recorded in the rollout's
+`meta["sampling"]`.
 """
 
 from __future__ import annotations
@@ -15,23 +41,145 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from qaflow.models.rollout import Effort
 from sft.model_source import model_source
 
+if TYPE_CHECKING:
+    from qaflow.agents.harness import HarnessConfig
+
 PROVIDER = "qaflow-local"
+PATTERN = f"{PROVIDER}/*"
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+DEFAULT_ANSWER_TOKENS = 256
 _TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _THINK_RE = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
+
+DEFAULT_BUDGETS: dict[Effort, int] = {Effort.OFF: 0, Effort.LOW: 256, Effort.MEDIUM: 1024, Effort.XHIGH: 4096}
+"""Thinking-token budget per effort (off: thinking switched off)."""
+
+_REASONING_EFFORT_TO_EFFORT = {
+    "none": Effort.OFF,
+    "minimal": Effort.OFF,
+    "low": Effort.LOW,
+    "medium": Effort.MEDIUM,
+    "high": Effort.XHIGH,
+    "xhigh": Effort.XHIGH,
+}
+
+
+def local_efforts(budgets: dict[Effort, int] | None = None) -> dict[Effort, dict[str, Any]]:
+    """Effort -> the provider keys of that effort (`enable_thinking`, `thinking_budget`); `budgets` overrides
+    DEFAULT_BUDGETS per effort (a budget of 0 switches thinking off)."""
+    table = {**DEFAULT_BUDGETS, **(budgets or {})}
+    return {e: {"enable_thinking": table[e] > 0, "thinking_budget": table[e]} for e in Effort}
+
+
+LOCAL_EFFORTS = local_efforts()
+
+
+def with_local_efforts(harness: HarnessConfig, budgets: dict[Effort, int] | None = None) -> HarnessConfig:
+    """`harness` with the local effort table for `qaflow-local/*`, unless it already maps a pattern that matches
+    local models (the user's table wins)."""
+    import fnmatch
+
+    probe = f"{PROVIDER}/model"
+    if any(fnmatch.fnmatchcase(probe, pattern) for pattern in harness.efforts.per_model):
+        return harness
+    efforts = harness.efforts.model_copy(
+        update={"per_model": {PATTERN: local_efforts(budgets), **harness.efforts.per_model}}
+    )
+    return harness.model_copy(update={"efforts": efforts})
+
+
+class LocalSampling(BaseModel):
+    """The decoding settings of one call, from litellm's optional params."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float = Field(0.0, ge=0, description="0 = greedy; otherwise sampled from the full distribution.")
+    top_p: float | None = Field(None, gt=0, le=1)
+    seed: int | None = None
+    enable_thinking: bool = False
+    thinking_budget: int = Field(0, ge=0)
+    max_tokens: int = Field(DEFAULT_ANSWER_TOKENS, ge=1, description="Tokens for the answer after thinking.")
+
+    @classmethod
+    def from_params(cls, optional: dict[str, Any]) -> LocalSampling:
+        effort = _REASONING_EFFORT_TO_EFFORT.get(str(optional.get("reasoning_effort") or "").lower())
+        base = LOCAL_EFFORTS[effort] if effort is not None else {}
+        thinking = optional.get("enable_thinking", base.get("enable_thinking", False))
+        budget = optional.get("thinking_budget", base.get("thinking_budget", DEFAULT_BUDGETS[Effort.LOW]))
+        return cls(
+            temperature=float(optional.get("temperature") or 0.0),
+            top_p=optional.get("top_p"),
+            seed=optional.get("seed"),
+            enable_thinking=bool(thinking),
+            thinking_budget=int(budget) if thinking else 0,
+            max_tokens=int(
+                optional.get("max_tokens") or optional.get("max_completion_tokens") or DEFAULT_ANSWER_TOKENS
+            ),
+        )
+
+    @property
+    def max_new_tokens(self) -> int:
+        return self.max_tokens + self.thinking_budget
+
+
+def turn_seed(seed: int, turn: int) -> int:
+    """The torch seed of one call: the attempt's seed mixed with the conversation length."""
+    return (seed * 1_000_003 + turn * 7919) % (2**63 - 1)
+
+
+class ThinkingBudget:
+    """A logits processor (batch of one) that keeps a turn's thinking inside its budget: `<think>` is never
+    generated (thinking opens in the prompt or not at all), `</think>` only while thinking and forced once
+    `budget` thinking tokens are out, and the end of turn is not allowed while thinking."""
+
+    def __init__(self, prompt_len: int, open_id: int, close_id: int, eos_id: int | None, thinking: bool, budget: int):
+        self.prompt_len = prompt_len
+        self.open_id, self.close_id, self.eos_id = open_id, close_id, eos_id
+        self.thinking = thinking
+        self.budget = budget
+        self.used = 0
+        self.forced = False
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if input_ids.shape[1] > self.prompt_len:
+            last = int(input_ids[0, -1])
+            if last == self.close_id:
+                self.thinking = False
+            elif self.thinking:
+                self.used += 1
+        scores[:, self.open_id] = float("-inf")
+        if not self.thinking:
+            scores[:, self.close_id] = float("-inf")
+            return scores
+        if self.used >= self.budget:
+            self.forced = True
+            forced = scores.new_full(scores.shape, float("-inf"))
+            forced[:, self.close_id] = 0.0
+            return forced
+        if self.eos_id is not None:
+            scores[:, self.eos_id] = float("-inf")
+        return scores
 
 
 def parse_reply(text: str) -> tuple[str, str | None, list[dict[str, Any]]]:
     """(content, reasoning, tool_calls) of a Qwen-style completion. A tool call whose JSON does not parse is
-    kept with its raw text as arguments, so the harness answers it with an error the model can see."""
+    kept with its raw text as arguments, so the harness answers it with an error the model can see. A
+    `<think>` that never closes (the turn ran out of tokens) is all reasoning."""
     reasoning = None
     match = _THINK_RE.match(text)
     if match:
         reasoning = match.group(1).strip() or None
         text = text[match.end() :]
+    elif text.lstrip().startswith(THINK_OPEN):
+        return "", text.lstrip()[len(THINK_OPEN) :].strip() or None, []
     calls = []
     for i, block in enumerate(_TOOL_CALL_RE.findall(text)):
         try:
@@ -49,6 +197,39 @@ def parse_reply(text: str) -> tuple[str, str | None, list[dict[str, Any]]]:
         )
     content = _TOOL_CALL_RE.sub("", text).strip()
     return content, reasoning, calls
+
+
+def think_token_ids(tokenizer: Any) -> tuple[int, int] | None:
+    """The ids of `<think>` and `</think>` when both are single tokens of `tokenizer`, else None."""
+    ids = []
+    for marker in (THINK_OPEN, THINK_CLOSE):
+        encoded = tokenizer.encode(marker, add_special_tokens=False)
+        if len(encoded) != 1:
+            return None
+        ids.append(int(encoded[0]))
+    return ids[0], ids[1]
+
+
+def check_local_efforts(path: str | Path, efforts: list[Effort], harness: HarnessConfig) -> None:
+    """Fail up front when a local model cannot honour one of `efforts`: the effort turns thinking on and the
+    tokenizer has no single-token `<think>`/`</think>`.
+
+    Raises:
+        ValueError: naming the model folder, the efforts and why.
+    """
+    from transformers import AutoTokenizer
+
+    model = f"{PROVIDER}/{path}"
+    thinking = [e for e in efforts if harness.efforts.kwargs(model, e).get("enable_thinking")]
+    if not thinking:
+        return
+    tokenizer = AutoTokenizer.from_pretrained(model_source(str(path)))
+    if think_token_ids(tokenizer) is None:
+        names = ", ".join(e.value for e in thinking)
+        raise ValueError(
+            f"{path}: efforts {names} need thinking, but the tokenizer has no single-token {THINK_OPEN}/{THINK_CLOSE}; "
+            f"run these efforts with thinking off (budget 0) or use a model with thinking markers"
+        )
 
 
 class _Loaded:
@@ -69,13 +250,86 @@ class _Loaded:
         model.eval()
         self.model = model
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        self.think_ids = think_token_ids(self.tokenizer)
         self.lock = threading.Lock()
         self.torch = torch
 
 
+class _Generated(BaseModel):
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    thinking_tokens: int
+    finish: str
+
+
+def generate_turn(loaded: _Loaded, messages: list, tools: Any, sampling: LocalSampling) -> _Generated:
+    """One assistant turn of a loaded model under `sampling` (see the module docstring).
+
+    Raises:
+        ValueError: thinking asked of a tokenizer without single-token thinking markers.
+    """
+    from transformers import LogitsProcessorList
+
+    tok = loaded.tokenizer
+    if sampling.enable_thinking and loaded.think_ids is None:
+        raise ValueError(f"thinking asked, but the tokenizer has no single-token {THINK_OPEN}/{THINK_CLOSE}")
+    prompt = str(
+        tok.apply_chat_template(
+            messages, tools=tools, add_generation_prompt=True, tokenize=False, enable_thinking=sampling.enable_thinking
+        )
+    )
+    prefill = ""
+    if sampling.enable_thinking and not prompt.rstrip().endswith(THINK_OPEN):
+        prefill = THINK_OPEN + "\n"
+    ids = tok(prompt + prefill, add_special_tokens=False, return_tensors="pt")
+    prompt_len = int(ids["input_ids"].shape[1])
+    processors = LogitsProcessorList()
+    budget = None
+    if loaded.think_ids is not None:
+        budget = ThinkingBudget(
+            prompt_len, *loaded.think_ids, tok.eos_token_id, sampling.enable_thinking, sampling.thinking_budget
+        )
+        processors.append(budget)
+    decoding: dict[str, Any] = {"do_sample": False}
+    if sampling.temperature > 0:
+        decoding = {"do_sample": True, "temperature": sampling.temperature, "top_k": 0, "top_p": sampling.top_p or 1.0}
+    torch = loaded.torch
+    with loaded.lock, torch.no_grad():
+        if sampling.seed is not None:
+            torch.manual_seed(turn_seed(sampling.seed, len(messages)))
+        out = loaded.model.generate(
+            **ids,
+            max_new_tokens=sampling.max_new_tokens,
+            logits_processor=processors,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+            **decoding,
+        )
+    generated = out[0, prompt_len:].tolist()
+    finish = "length"
+    if tok.eos_token_id in generated:
+        generated = generated[: generated.index(tok.eos_token_id)]
+        finish = "stop"
+    return _Generated(
+        text=prefill + str(tok.decode(generated, skip_special_tokens=False)),
+        prompt_tokens=prompt_len,
+        completion_tokens=len(generated),
+        thinking_tokens=budget.used if budget is not None else 0,
+        finish=finish,
+    )
+
+
 def _handler_class() -> type:
     from litellm import CustomLLM
-    from litellm.types.utils import ChatCompletionMessageToolCall, Function, Message, ModelResponse, Usage
+    from litellm.types.utils import (
+        ChatCompletionMessageToolCall,
+        CompletionTokensDetailsWrapper,
+        Function,
+        Message,
+        ModelResponse,
+        Usage,
+    )
 
     class LocalTransformersLLM(CustomLLM):
         def __init__(self) -> None:
@@ -91,26 +345,10 @@ def _handler_class() -> type:
 
         def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
             optional = kwargs.get("optional_params") or {}
-            loaded = self._load(model)
-            tok = loaded.tokenizer
-            prompt = tok.apply_chat_template(
-                messages, tools=optional.get("tools"), add_generation_prompt=True, tokenize=False
+            turn = generate_turn(
+                self._load(model), messages, optional.get("tools"), LocalSampling.from_params(optional)
             )
-            ids = tok(prompt, add_special_tokens=False, return_tensors="pt")
-            with loaded.lock, loaded.torch.no_grad():
-                out = loaded.model.generate(
-                    **ids,
-                    max_new_tokens=int(optional.get("max_tokens") or optional.get("max_completion_tokens") or 256),
-                    do_sample=False,
-                    eos_token_id=tok.eos_token_id,
-                    pad_token_id=tok.pad_token_id,
-                )
-            generated = out[0, ids["input_ids"].shape[1] :].tolist()
-            finish = "length"
-            if tok.eos_token_id in generated:
-                generated = generated[: generated.index(tok.eos_token_id)]
-                finish = "stop"
-            content, reasoning, calls = parse_reply(tok.decode(generated, skip_special_tokens=False))
+            content, reasoning, calls = parse_reply(turn.text)
             message = Message(
                 content=content or None,
                 role="assistant",
@@ -123,11 +361,12 @@ def _handler_class() -> type:
             )
             response = ModelResponse(model=model, created=int(time.time()))
             response.choices[0].message = message  # type: ignore[union-attr]
-            response.choices[0].finish_reason = "tool_calls" if calls else finish
+            response.choices[0].finish_reason = "tool_calls" if calls else turn.finish
             response.usage = Usage(  # type: ignore[attr-defined]
-                prompt_tokens=int(ids["input_ids"].shape[1]),
-                completion_tokens=len(generated),
-                total_tokens=int(ids["input_ids"].shape[1]) + len(generated),
+                prompt_tokens=turn.prompt_tokens,
+                completion_tokens=turn.completion_tokens,
+                total_tokens=turn.prompt_tokens + turn.completion_tokens,
+                completion_tokens_details=CompletionTokensDetailsWrapper(reasoning_tokens=turn.thinking_tokens),
             )
             return response
 

@@ -35,6 +35,7 @@ class TrainReport(BaseModel):
     eval_examples: int = 0
     checkpoints: list[CheckpointInfo] = Field(default_factory=list)
     losses: list[float] = Field(default_factory=list, description="Training loss at every logging step.")
+    learning_rates: list[float] = Field(default_factory=list, description="Learning rate at every logging step.")
 
 
 EXPORT_REPORT = "export_report.json"
@@ -147,6 +148,7 @@ def train(config: SFTTrainConfig) -> TrainReport:
         per_device_eval_batch_size=config.batch_size,
         gradient_accumulation_steps=config.grad_accum,
         warmup_steps=config.warmup,
+        lr_scheduler_type=config.lr_scheduler_type,
         logging_steps=config.logging_steps,
         save_strategy="steps",
         save_steps=config.save_steps,
@@ -174,6 +176,7 @@ def train(config: SFTTrainConfig) -> TrainReport:
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
     report.losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    report.learning_rates = [h["learning_rate"] for h in trainer.state.log_history if "learning_rate" in h]
     report.checkpoints = checkpoint_infos(config.output_dir)
     (Path(config.output_dir) / "qaflow_sft_report.json").write_text(report.model_dump_json(indent=2))
     return report

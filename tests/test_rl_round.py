@@ -1,16 +1,21 @@
-"""A policy-gradient round on the tiny model with scripted rollouts."""
+"""Policy-gradient rounds on the tiny model: on scripted rollouts, and collected by the local policy."""
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import polars as pl
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from qaflow.agents.tool_specs import TOOLS
 from qaflow.models.frame import write_shard
 from rl.round import RoundConfig, run_round
-from rl.update import IGNORE_INDEX, policy_loss
+from rl.update import IGNORE_INDEX, policy_loss, token_logprobs
 from sft.masking import mask_sessions
 from sft.templates import training_template
 from sft.tiny_model import build_tiny_model
@@ -83,6 +88,45 @@ def test_round_moves_logprobs_with_the_sign_of_the_advantage(tiny: Path, tmp_pat
     assert (report.checkpoint / "scored_rollouts.parquet").is_file()
 
 
+def test_attempts_that_were_not_correctly_graded_are_left_out_and_counted(tiny: Path, tmp_path: Path) -> None:
+    good, bad = conversation("alpha"), conversation("omega")
+    graded = [
+        make_record(task="t", effort="low", attempt=0, messages=good, reward=1.0, tools=[]),
+        make_record(task="t", effort="low", attempt=1, messages=bad, reward=0.0, tools=[]),
+        # a limit stop the verifier still scored is a correctly graded failure
+        make_record(task="t", effort="low", attempt=2, messages=bad, reward=0.0, tools=[], exit_status="agent_timeout"),
+    ]
+    left_out = [
+        make_record(task="t", effort="low", attempt=3, messages=bad, reward=0.0, tools=[], stop_reason="llm_error"),
+        make_record(task="t", effort="low", attempt=4, messages=bad, reward=None, tools=[], exit_status="error"),
+        make_record(task="t", effort="low", attempt=5, messages=bad, reward=None, tools=[], exit_status="error"),
+        make_record(
+            task="t", effort="low", attempt=6, messages=bad, reward=None, tools=[], exit_status="agent_timeout"
+        ),
+        make_record(
+            task="t", effort="low", attempt=7, messages=bad, reward=None, tools=[], exit_status="verifier_timeout"
+        ),
+    ]
+    write_shard(graded + left_out, tmp_path / "rollouts")
+    config = RoundConfig.model_validate(
+        {"policy": str(tiny), "output_dir": str(tmp_path / "out"), "rollouts": str(tmp_path / "rollouts")}
+    )
+    report = run_round(config)
+    assert (report.collected, report.rollouts) == (8, 3)
+    assert report.excluded == {"llm_error": 1, "error": 2, "verifier_timeout": 1, "no_verifier_result": 1}
+    low = report.by_effort[0]
+    assert (low["effort"], low["attempts"], low["excluded"]) == ("low", 3, 5)
+    scored = pl.read_parquet(report.checkpoint / "scored_rollouts.parquet")
+    assert sorted(scored["attempt"].to_list()) == [0, 1, 2]
+    # the mean is over graded attempts only: 1/3, so the success gets +2/3 and each graded failure -1/3
+    assert sorted(scored["advantage"].to_list()) == pytest.approx([-1 / 3, -1 / 3, 2 / 3])
+
+    write_shard(left_out, tmp_path / "only_errors")
+    config = config.model_copy(update={"rollouts": tmp_path / "only_errors"})
+    with pytest.raises(ValueError, match="no correctly graded attempt"):
+        run_round(config)
+
+
 def test_observation_tokens_get_no_gradient_and_the_advantage_sign_sets_the_direction(tiny: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(tiny)
     record = make_record(tool_steps=2)
@@ -117,33 +161,136 @@ def test_ratio_clipping_stops_the_gradient_beyond_the_trust_region(tiny: Path) -
     assert info["clipped"] == info["tokens"] and torch.all(logits.grad == 0)
 
 
+SYSTEM = "You are a coding agent in {{ workdir }}."
+INSTRUCTION = "Write `done` to /app/out.txt.\n"
+
+
+def coin_session(word: str) -> list[dict]:
+    """The two turns of the coin policy: one bash call writing `word` to /app/out.txt, then `finished`."""
+    command = json.dumps({"command": f"echo {word} > /app/out.txt"})
+    call = {"id": "c0", "type": "function", "function": {"name": "bash", "arguments": command}}
+    return [
+        {"role": "system", "content": SYSTEM.replace("{{ workdir }}", "/app")},
+        {"role": "user", "content": INSTRUCTION},
+        {"role": "assistant", "content": "", "reasoning_content": "ok", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c0", "content": "exit code: 0"},
+        {"role": "assistant", "content": "finished", "reasoning_content": "ok"},
+    ]
+
+
+@pytest.fixture(scope="module")
+def one_thread() -> Iterator[None]:
+    """One torch thread: on a 2-core machine shared with other work, two threads contend and run slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def coin_policy(one_thread: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model taught offline (plain next-token loss on two sessions, a few dozen full-model steps) to
+    answer the task with one bash call that writes `done` or `none` to /app/out.txt about equally often, then
+    `finished`: a policy that earns the task's reward about half the time, so a group of attempts has
+    different rewards and the round has something to learn."""
+    root = tmp_path_factory.mktemp("coin")
+    base = build_tiny_model(root / "base", hidden_size=64)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    examples = mask_sessions(
+        [coin_session("done"), coin_session("none")], [TOOLS, TOOLS], tokenizer, training_template(tokenizer)
+    ).examples
+    n = max(len(e.input_ids) for e in examples)
+    ids = torch.tensor([e.input_ids + [tokenizer.pad_token_id] * (n - len(e.input_ids)) for e in examples])
+    labels = torch.tensor([e.labels + [IGNORE_INDEX] * (n - len(e.labels)) for e in examples])
+    model = AutoModelForCausalLM.from_pretrained(base)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-2)
+    model.train()
+    for _ in range(150):
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert float(loss) < 0.05  # both sessions learned; what is left is the coin flip between them
+    model.save_pretrained(root / "coin")
+    tokenizer.save_pretrained(root / "coin")
+    return root / "coin"
+
+
+def session_logprob(model, tokenizer, messages: list[dict]) -> float:
+    example = mask_sessions([messages], [TOOLS], tokenizer, training_template(tokenizer)).examples[0]
+    ids, labels = torch.tensor([example.input_ids]), torch.tensor([example.labels])
+    with torch.no_grad():
+        logp, mask = token_logprobs(model(input_ids=ids).logits, labels)
+    return float((logp * mask).sum())
+
+
 @pytest.mark.bwrap
-def test_round_collects_with_the_local_policy_through_the_harness(tiny: Path, tmp_path: Path) -> None:
+def test_a_round_with_the_local_policy_learns_the_rewarded_action(coin_policy: Path, tmp_path: Path) -> None:
+    from peft import PeftModel
+
+    from qaflow.ledger.status import StatusWriter
+    from qaflow.models.records import VersionStatus
+    from qaflow.pool import Pool
     from tests.conftest import require_backend
     from tests.taskfactory import write_task
 
     require_backend("bwrap")
-    write_task(tmp_path / "pool", "a")
+    write_task(tmp_path / "pool", "a", instruction=INSTRUCTION)  # reward 1 when /app/out.txt is `done`
+    write_task(tmp_path / "pool", "b", instruction=INSTRUCTION)  # never accepted: not collected
+    with Pool.open(tmp_path / "pool") as pool:
+        pool.scan()
+        accepted = next(r for r in pool.list() if r.name == "test/a")
+        pool.ledger.set_status(accepted.version, VersionStatus.ACCEPTED, by=StatusWriter.AUDIT, reason="test")
+    budgets = {"low": 4, "medium": 8, "xhigh": 16}
     config = RoundConfig.model_validate(
         {
-            "policy": str(tiny),
+            "policy": str(coin_policy),
             "output_dir": str(tmp_path / "out"),
             "pool": str(tmp_path / "pool"),
-            "efforts": ["low", "xhigh"],
-            "attempts": 1,
+            "efforts": ["low", "medium", "xhigh"],
+            "attempts": 4,
             "backend": "bwrap",
-            "max_new_tokens": 16,
-            "harness": {"max_turns": 2},
+            "max_new_tokens": 64,
+            "thinking_budgets": budgets,
+            "harness": {"max_turns": 2, "system_prompt": SYSTEM},
             "round": 3,
+            "update": {"learning_rate": 3e-3, "epochs": 2, "batch_size": 4, "lora": {"r": 8, "alpha": 16}},
         }
     )
+    started = time.monotonic()
     report = run_round(config)
-    assert report.rollouts == 2 and {r["effort"] for r in report.by_effort} == {"low", "xhigh"}
-    # a random tiny policy solves nothing: equal rewards, zero advantages, no update step
-    assert report.update.skipped_zero_advantage == 2 and report.update.steps == 0
-    from qaflow.ledger import Ledger
+    print(f"round wall time: {time.monotonic() - started:.1f}s")
 
-    with Ledger(tmp_path / "pool" / ".qaflow" / "ledger.sqlite") as ledger:
-        records = ledger.rollouts()
-    assert {r.round for r in records} == {3} and all(r.model.startswith("qaflow-local/") for r in records)
-    assert (report.checkpoint / "adapter_config.json").is_file()
+    with Pool.open(tmp_path / "pool", create=False) as pool:
+        records = pool.ledger.rollouts()
+    assert {r.task for r in records} == {"test/a"} and {r.round for r in records} == {3}
+    assert len(records) == 12 and report.collected == report.rollouts == 12
+    assert sum(report.excluded.values()) == 0
+    assert all(r.stop_reason != "llm_error" and r.error is None for r in records)
+    assert all(r.turns >= 1 for r in records)
+    for effort, budget in budgets.items():
+        group = [r for r in records if r.effort == effort]
+        assert len({json.dumps(r.messages, sort_keys=True) for r in group}) == 4  # the attempts differ
+        sampling = [r.meta["sampling"] for r in group]
+        assert all(
+            s["temperature"] == 1.0 and s["thinking_budget"] == budget and s["enable_thinking"] for s in sampling
+        )
+        assert len({s["seed"] for s in sampling}) == 4
+        assert all(0 < u.reasoning_tokens <= budget for r in group for u in r.usage)
+
+    scored = pl.read_parquet(report.checkpoint / "scored_rollouts.parquet")
+    rewards = scored.group_by("effort").agg(pl.col("rl_reward").n_unique().alias("distinct"))
+    assert rewards["distinct"].max() >= 2  # some group has a success and a failure
+    assert (scored["advantage"] != 0).any()
+    assert report.update.steps > 0 and report.update.skipped_zero_advantage < 12
+    solved = scored.filter(pl.col("success"))["rollout_id"].to_list()
+    assert all("echo done" in json.dumps(r.messages) for r in records if r.rollout_id in solved)
+
+    tokenizer = AutoTokenizer.from_pretrained(coin_policy)
+    before = AutoModelForCausalLM.from_pretrained(coin_policy)
+    after = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(coin_policy), str(report.checkpoint))
+    good, bad = coin_session("done"), coin_session("none")
+    up = session_logprob(after, tokenizer, good) - session_logprob(before, tokenizer, good)
+    down = session_logprob(after, tokenizer, bad) - session_logprob(before, tokenizer, bad)
+    print(f"log-probability of the rewarded session {up:+.3f}, of the unrewarded one {down:+.3f}")
+    assert up > 0.1 and down < -0.1

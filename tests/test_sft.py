@@ -3,6 +3,7 @@ training with LoRA, checkpoint selection by agentic success."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -183,9 +184,25 @@ def test_training_lowers_the_loss_and_checkpoints_carry_validation_loss(sft_run)
     config, report = sft_run
     assert report.train_examples == 9 and report.eval_examples == 3
     assert report.losses[-1] < report.losses[0]
+    # the cosine schedule (the default): past warmup it falls slowly, then fast, then slowly towards 0
+    assert config.lr_scheduler_type == "cosine"
+    lrs = report.learning_rates
+    steps = [a - b for a, b in itertools.pairwise(lrs)]
+    assert len(lrs) == 6 and all(d > 0 for d in steps) and lrs[-1] < 0.1 * 0.01
+    assert steps[0] < steps[2] > steps[-1]
     assert [c.step for c in report.checkpoints] == [6, 12]
     assert all(c.eval_loss is not None for c in report.checkpoints)
     assert (config.output_dir / "checkpoint-6" / "adapter_model.safetensors").is_file()
+
+
+def test_the_learning_rate_schedule_is_a_config_option(tmp_path: Path) -> None:
+    from qaflow.errors import ConfigError
+
+    (tmp_path / "sft.yaml").write_text("model: m\ndataset: data\noutput_dir: run\nlr_scheduler_type: linear\n")
+    assert SFTTrainConfig.load(tmp_path / "sft.yaml").lr_scheduler_type == "linear"
+    (tmp_path / "sft.yaml").write_text("model: m\ndataset: data\noutput_dir: run\nlr_scheduler_type: zigzag\n")
+    with pytest.raises(ConfigError, match="lr_scheduler_type"):
+        SFTTrainConfig.load(tmp_path / "sft.yaml")
 
 
 def test_lora_adapters_save_and_reload(sft_run, tiny: Path, tokenizer) -> None:

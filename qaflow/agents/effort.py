@@ -4,15 +4,22 @@ An effort maps to keyword arguments for litellm.completion; `reasoning_effort` i
 provider-neutral knob (it translates it to OpenAI's reasoning effort, Anthropic's thinking
 budget, Gemini's thinking config...). Models are matched by glob on the litellm model string;
 the first matching pattern wins, else the defaults apply.
+
+`check_efforts` is the up-front check: before any attempt runs, every effort whose settings send an
+OpenAI parameter litellm will not pass to the model's provider (`reasoning_effort`, `seed`) is named
+in one `LLMError`, instead of each attempt ending in `llm_error`. Provider-specific keys (anything
+litellm does not know as an OpenAI parameter) are passed through by litellm and are not checked here.
 """
 
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qaflow.errors import LLMError
 from qaflow.llm.config import LLMConfig
 from qaflow.models.rollout import Effort
 
@@ -47,3 +54,52 @@ class EffortMap(BaseModel):
         kwargs = self.kwargs(config.model, effort)
         reasoning_effort = kwargs.pop("reasoning_effort", None)
         return config.model_copy(update={"reasoning_effort": reasoning_effort, "extra": {**config.extra, **kwargs}})
+
+
+CHECKED_PARAMS = ("reasoning_effort", "seed")
+"""OpenAI parameters an effort or a sampling seed may send that some providers refuse."""
+
+
+def supported_params(model: str) -> set[str] | None:
+    """The OpenAI parameters litellm passes to `model`'s provider; None when litellm cannot tell."""
+    from qaflow.llm.client import import_litellm
+
+    litellm = import_litellm()
+    try:
+        params = litellm.get_supported_openai_params(model=model)
+    except Exception:  # litellm raises bare Exception/BadRequestError for a provider it cannot resolve
+        return None
+    return None if params is None else set(params)
+
+
+def check_efforts(config: LLMConfig, efforts: Iterable[Effort], efforts_map: EffortMap, *, seed: bool = False) -> None:
+    """Fail before any attempt when the provider cannot take an effort's settings (see the module docstring).
+
+    `seed`: the harness will send a per-attempt `seed` too. Scripted configs are not checked (no provider).
+
+    Raises:
+        LLMError: naming every effort (and the parameter) the provider would refuse, and the fix.
+    """
+    if config.script is not None:
+        return
+    supported = supported_params(config.model)
+    if supported is None:
+        return
+    allowed = supported | set(config.extra.get("allowed_openai_params") or [])
+    problems = []
+    for effort in efforts:
+        applied = efforts_map.apply(config, Effort(effort))
+        sent = {"reasoning_effort": applied.reasoning_effort, **applied.extra}
+        if seed:
+            sent.setdefault("seed", 0)
+        refused = [k for k in CHECKED_PARAMS if sent.get(k) is not None and k not in allowed]
+        if refused:
+            problems.append(f"{Effort(effort).value} sends {', '.join(refused)}")
+    if problems:
+        raise LLMError(
+            config.model,
+            "the provider does not accept "
+            + "; ".join(problems)
+            + ": map these efforts to settings it honours in harness.efforts.per_model (or drop the sampling "
+            "seed), or list the parameter in the model's extra.allowed_openai_params if it does honour it",
+        )

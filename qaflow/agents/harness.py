@@ -10,6 +10,7 @@ in `trajectory` for the rollout record.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from importlib import resources
 from typing import Any
@@ -60,6 +61,12 @@ class HarnessConfig(BaseModel):
     )
     system_prompt: str | None = Field(None, description="A jinja2 template replacing the default system prompt.")
     efforts: EffortMap = Field(default_factory=EffortMap)
+    seed: int | None = Field(
+        None,
+        description="Base of the per-attempt sampling seed: each attempt sends `seed` = a hash of (this, its attempt "
+        "key: task version, effort, attempt, round) on every model call, so the attempts of a group differ, each "
+        "one replays, and two checkpoints draw the same numbers for the same attempt; None = no seed sent.",
+    )
 
 
 class Trajectory(BaseModel):
@@ -82,6 +89,12 @@ class Trajectory(BaseModel):
         return sum(u.reasoning_tokens for u in self.usage)
 
 
+def attempt_seed(base: int, key: str) -> int:
+    """The sampling seed of one attempt: a 31-bit hash of the base seed and the attempt's key."""
+    digest = hashlib.sha256(f"{base}\x00{key}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
 def _system_prompt(template: str | None, workdir: str) -> str:
     source = template or resources.files("qaflow.agents").joinpath("prompts/system.j2").read_text(encoding="utf-8")
     return jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(source).render(workdir=workdir).strip()
@@ -98,14 +111,28 @@ class CodingAgent:
         effort: Effort = Effort.OFF,
         config: HarnessConfig | None = None,
         account: UsageAccount | None = None,
+        attempt_key: str = "",
     ):
         self.config = config or HarnessConfig()
         self.effort = Effort(effort)
         self.llm_config = self.config.efforts.apply(llm_config, self.effort)
+        if self.config.seed is not None:
+            seed = attempt_seed(self.config.seed, attempt_key)
+            self.llm_config = self.llm_config.model_copy(update={"extra": {**self.llm_config.extra, "seed": seed}})
         self.account = account
         self.trajectory = Trajectory()
         self.trajectories: list[Trajectory] = []
         """One fresh conversation per run: per step of a multi-step task, in order."""
+
+    @property
+    def sampling(self) -> dict[str, Any]:
+        """The settings every model call of this attempt sends: temperature, max tokens, the effort's settings
+        (`reasoning_effort` or the provider's own, e.g. a thinking budget) and the seed, if any."""
+        cfg = self.llm_config
+        out: dict[str, Any] = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+        if cfg.reasoning_effort is not None:
+            out["reasoning_effort"] = cfg.reasoning_effort
+        return out | {k: v for k, v in cfg.extra.items() if isinstance(v, str | int | float | bool) or v is None}
 
     def run(self, task: Task, sandbox: Sandbox) -> ExecResult:
         cfg = self.config

@@ -6,7 +6,7 @@ from qaflow.agents.harness import CodingAgent, HarnessConfig
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.llm import LLMConfig
 from qaflow.llm.account import UsageAccount
-from qaflow.models.rollout import SCRIPTED_KEY, Effort, RolloutRecord, rollout_id
+from qaflow.models.rollout import SCRIPTED_KEY, Effort, RolloutRecord
 from qaflow.models.trial import ExitStatus
 from qaflow.pool import task_source
 from qaflow.rollouts.steps import join_trajectories, step_meta, steps_verifier_output
@@ -34,7 +34,8 @@ def run_attempt(
     network: RunNetwork | None = None,
 ) -> RolloutRecord:
     """Run the coding agent once on `task` and return its full record; failures are data, never raised."""
-    key = rollout_id(task.version, llm_config.model, Effort(effort).value, attempt, round)
+    # the sampling seed's key leaves the model out: two checkpoints draw the same numbers for the same attempt
+    key = f"{task.version}:{Effort(effort).value}:{attempt}:{round}"
     agent = CodingAgent(llm_config, effort, harness, account, attempt_key=key)
     result = run_trial(task, agent, backend=backend, run_id=run_id, limits=limits, network=network)
     traj = join_trajectories(agent.trajectories) if result.steps else agent.trajectory

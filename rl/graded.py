@@ -1,0 +1,50 @@
+"""Which attempts were correctly graded, and so may enter references, rewards and advantages.
+
+An attempt is graded when the agent ran to an end of its own (done, or a turn/token/time limit) and the
+verifier gave a reward: a success, or a correctly graded failure. Everything else says nothing about the
+policy and is left out, counted by reason:
+
+- `llm_error`: the model call failed (stop reason `llm_error`); the environment was scored untouched;
+- `error`: exit status `error`: the sandbox, the build, the setup or the reward file failed (infrastructure);
+- `verifier_timeout`: the verifier did not finish;
+- `no_verifier_result`: no reward recorded (an agent timeout the verifier never scored, or any other).
+
+A failure scored 0 for any of these would get a negative advantage for something the policy did not do.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+EXCLUSION_REASONS = ("llm_error", "error", "verifier_timeout", "no_verifier_result")
+
+
+def exclusion_expr() -> pl.Expr:
+    """The reason an attempt is left out (one of EXCLUSION_REASONS), null for a correctly graded one."""
+    return (
+        pl.when(pl.col("stop_reason") == "llm_error")
+        .then(pl.lit("llm_error"))
+        .when(pl.col("exit_status") == "error")
+        .then(pl.lit("error"))
+        .when(pl.col("exit_status") == "verifier_timeout")
+        .then(pl.lit("verifier_timeout"))
+        .when(pl.col("reward").is_null())
+        .then(pl.lit("no_verifier_result"))
+        .otherwise(pl.lit(None, dtype=pl.String))
+    )
+
+
+def split_graded(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(graded attempts, left-out attempts with an `excluded` reason column)."""
+    marked = frame.with_columns(exclusion_expr().alias("excluded"))
+    graded = marked.filter(pl.col("excluded").is_null()).drop("excluded")
+    return graded, marked.filter(pl.col("excluded").is_not_null())
+
+
+def exclusion_counts(excluded: pl.DataFrame) -> dict[str, int]:
+    """Reason -> attempts left out (every reason present, 0 when none)."""
+    counts = dict.fromkeys(EXCLUSION_REASONS, 0)
+    if excluded.height:
+        for reason, n in excluded.group_by("excluded").len().iter_rows():
+            counts[reason] = int(n)
+    return counts
