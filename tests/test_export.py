@@ -767,3 +767,47 @@ def test_tasks_export_is_a_source_that_gives_back_the_same_versions(tmp_path: Pa
         }
     )
     assert collect_tasks(only_test.sources).kept.height == 1
+
+
+def test_cli_test_split_from_a_mix_eval_file_or_a_fraction(tmp_path: Path) -> None:
+    pool_dir = make_pool(tmp_path)
+    with Pool.open(pool_dir, create=False) as pool:
+        names = sorted(row.name for row in pool.list() if row.status is VersionStatus.ACCEPTED)
+    held = tmp_path / "eval.parquet"
+    pl.DataFrame({"id": ["x:1"], "name": [names[0]]}).write_parquet(held)  # as `curate mix --eval-out` writes it
+    out = tmp_path / "tasks"
+    result = runner.invoke(app, ["export", "tasks", str(pool_dir), "--out", str(out), "--test-tasks", str(held)])
+    assert result.exit_code == 0, result.output
+    assert "(train 2, test 1)" in plain(result.output)
+    loaded = load_export(out)
+    assert loaded["test"]["name"] == [names[0]] and sorted(loaded["train"]["name"]) == names[1:]
+
+    listed = tmp_path / "held.txt"
+    listed.write_text(f"# held out\n{names[1]}\n")
+    result = runner.invoke(
+        app, ["export", "rl", str(pool_dir), "--out", str(tmp_path / "rl"), "--test-tasks", str(listed)]
+    )
+    assert result.exit_code == 0, result.output
+    assert load_export(tmp_path / "rl")["test"]["task"] == [names[1]]
+
+    both = runner.invoke(
+        app,
+        [
+            "export",
+            "tasks",
+            str(pool_dir),
+            "--out",
+            str(tmp_path / "t2"),
+            "--test-tasks",
+            str(held),
+            "--test-fraction",
+            "0.5",
+        ],
+    )
+    assert both.exit_code == 2 and "give one" in plain(both.output)
+    no_name = tmp_path / "bad.parquet"
+    pl.DataFrame({"id": ["x"]}).write_parquet(no_name)
+    bad = runner.invoke(
+        app, ["export", "tasks", str(pool_dir), "--out", str(tmp_path / "t3"), "--test-tasks", str(no_name)]
+    )
+    assert bad.exit_code == 2 and "no `name` column" in plain(bad.output)
