@@ -215,3 +215,38 @@ def test_read_first_text_takes_the_first_regular_file_and_follows_no_link(make_s
     box.exec("rm -rf /logs/verifier && mkdir -p /app/fake && echo 1 > /app/fake/reward.txt")
     box.exec("ln -s /app/fake /logs/verifier")
     assert box.read_first_text("/logs/verifier", names) is None  # nor is a linked folder
+
+
+@pytest.mark.parametrize("user", ["0", "nobody"])
+def test_exec_when_settled_runs_nothing_while_processes_run_else_clears_uploads_and_runs(make_sandbox, tmp_path, user):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test.sh").write_text("echo fresh\n")
+    box = make_sandbox()
+    box.exec(
+        "mkdir -p /tests /logs/verifier && echo planted > /tests/test.sh && echo forged > /logs/verifier/reward.txt"
+    )
+    box.exec("chmod -R a+rwX /tests /logs")
+    box.exec("setsid sleep 30 >/dev/null 2>&1 &")
+    cmd = "cat /tests/test.sh; ls -A /logs/verifier | wc -l; echo $(id -u)"
+    clear = ["/tests", "/logs/verifier"]
+    running = box.exec_when_settled(cmd, clear=clear, uploads=[("/tests", tests)], user=user)
+    assert running == 1
+    assert box.exec("cat /tests/test.sh /logs/verifier/reward.txt").stdout == "planted\nforged\n"  # nothing changed
+
+    box.kill_strays()
+    ran = box.exec_when_settled(cmd, clear=clear, uploads=[("/tests", tests)], user=user)
+    assert not isinstance(ran, int)
+    assert ran.exit_code == 0, ran.stderr
+    uid = "0" if user == "0" else box.exec("id -u nobody").stdout.strip()
+    assert ran.stdout.split() == ["echo", "fresh", "0", uid]  # the uploaded test.sh, an empty logs folder
+
+    left = box.exec_when_settled(
+        "setsid sh -c 'sleep 1; echo late > /logs/verifier/reward.txt' >/dev/null 2>&1 & echo started",
+        clear=clear,
+        uploads=[],
+        user=user,
+    )
+    assert not isinstance(left, int) and left.strays_killed >= 1  # what the command leaves is killed with it
+    time.sleep(1.5)
+    assert box.exec("cat /logs/verifier/reward.txt 2>/dev/null || echo none").stdout == "none\n"

@@ -164,6 +164,25 @@ class Sandbox(Protocol):
         """
         ...
 
+    def exec_when_settled(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        clear: Sequence[str],
+        uploads: Sequence[tuple[str, Path]],
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | int | None = None,
+    ) -> ExecResult | int:
+        """`settle(clear)`; when it returns a count (processes still run), return it and run nothing; else
+        copy `uploads` ((sandbox path, host folder) pairs) in and run `cmd` with `kill_strays_after`.
+        How the trial starts a shared-mode verifier: the docker backend does it all in one exec when the
+        command runs as root (`settled_exec` is the plain sequence every backend may use).
+
+        Raises SandboxError as `settle` and `exec` do.
+        """
+        ...
+
     def verifier_view(self) -> Sandbox:
         """A new sandbox for the verifier: a copy of this sandbox's files as they are now, sharing
         its network namespace (the agent's servers answer on 127.0.0.1), running none of its
@@ -182,6 +201,25 @@ class Sandbox(Protocol):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
+
+
+def settled_exec(
+    box: Sandbox,
+    cmd: str | Sequence[str],
+    *,
+    clear: Sequence[str],
+    uploads: Sequence[tuple[str, Path]],
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    user: str | int | None = None,
+) -> ExecResult | int:
+    """`Sandbox.exec_when_settled` as its three steps: settle, put, exec."""
+    running = box.settle(clear)
+    if running:
+        return running
+    for path, folder in uploads:
+        box.put(path, folder)
+    return box.exec(cmd, timeout=timeout, env=env, user=user, kill_strays_after=True)
 
 
 class CappedBuffer:

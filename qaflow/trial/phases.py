@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -87,52 +88,68 @@ def verifier_phase(
         _verify_separately(box, spec, plan, result, backend)
         return
     paths = [TESTS_DIR, VERIFIER_LOGS] if clear else [TESTS_DIR]
-    running = box.settle(clear=paths)
+    running = _verify(box, plan, result, clear=clear, settle=paths)
     result.services_left = running
-    if running:
-        try:
-            view = box.verifier_view()
-        except UnsupportedError as exc:
-            result.verifier_note = str(exc)
-        else:
-            result.verifier_sandbox = VerifierSandbox.VIEW
-            with view:
-                view.kill_strays(clear=paths)  # nothing runs in a fresh view: this empties the copied paths
-                _verify(view, plan, result, clear=clear)
-            return
-        result.strays_killed["agent"] = box.kill_strays(clear=paths)
+    if not running:
+        result.verifier_sandbox = VerifierSandbox.SHARED
+        return
+    try:
+        view = box.verifier_view()
+    except UnsupportedError as exc:
+        result.verifier_note = str(exc)
+    else:
+        result.verifier_sandbox = VerifierSandbox.VIEW
+        with view:
+            view.kill_strays(clear=paths)  # nothing runs in a fresh view: this empties the copied paths
+            _verify(view, plan, result, clear=clear)
+        return
+    result.strays_killed["agent"] = box.kill_strays(clear=paths)
     result.verifier_sandbox = VerifierSandbox.SHARED
     _verify(box, plan, result, clear=clear)
 
 
-def _verify(box: Sandbox, plan: VerifierPlan, result: PhaseResult, *, clear: bool = True) -> None:
-    """Upload the plan's tests, run test.sh in `box` and read its reward.
+def _verify(
+    box: Sandbox, plan: VerifierPlan, result: PhaseResult, *, clear: bool = True, settle: Sequence[str] | None = None
+) -> int:
+    """Upload the plan's tests, run test.sh in `box` and read its reward; return 0.
 
     The caller has emptied /tests (and /logs/verifier unless `clear` is False) and nothing of the
-    agent runs in `box`. Whatever test.sh leaves running is killed the moment it ends, before the
-    reward is read: nothing writes /logs/verifier after the verifier.
+    agent runs in `box`; or it passes those paths as `settle`, and then, when processes still run in
+    `box`, nothing is done and their count is returned (`Sandbox.exec_when_settled`). Whatever test.sh
+    leaves running is killed the moment it ends, before the reward is read: nothing writes
+    /logs/verifier after the verifier.
     """
     t0 = time.perf_counter()
-    for folder in plan.tests:
-        box.put(TESTS_DIR, folder)
     prepare = f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS}" if clear else f"mkdir -p {VERIFIER_LOGS}"
     script = f"{prepare} && exec bash {TESTS_DIR}/test.sh"
-    result.verifier_exec = box.exec(
-        script,
-        timeout=plan.timeout_sec,
-        env=plan.env,
-        user=plan.user,
-        kill_strays_after=True,
-    )
+    if settle is not None:
+        uploads = [(TESTS_DIR, folder) for folder in plan.tests]
+        ran = box.exec_when_settled(
+            script, clear=settle, uploads=uploads, timeout=plan.timeout_sec, env=plan.env, user=plan.user
+        )
+        if isinstance(ran, int):
+            return ran
+        result.verifier_exec = ran
+    else:
+        for folder in plan.tests:
+            box.put(TESTS_DIR, folder)
+        result.verifier_exec = box.exec(
+            script,
+            timeout=plan.timeout_sec,
+            env=plan.env,
+            user=plan.user,
+            kill_strays_after=True,
+        )
     result.strays_killed["verifier"] = result.verifier_exec.strays_killed
     try:
         if result.verifier_exec.timed_out:
             if result.exit_status is ExitStatus.OK:
                 result.exit_status = ExitStatus.VERIFIER_TIMEOUT
-            return
+            return 0
         _set_reward(result, reward_from_file(box.read_first_text(VERIFIER_LOGS, REWARD_FILES)))
     finally:
         result.timings["verifier"] = time.perf_counter() - t0
+    return 0
 
 
 def _verify_separately(

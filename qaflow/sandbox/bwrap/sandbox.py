@@ -66,7 +66,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from qaflow.errors import SandboxError, UnsupportedError
-from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, tree_usage
+from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, settled_exec, tree_usage
 from qaflow.sandbox.bwrap import cgroups
 from qaflow.sandbox.bwrap.process import HOST_ENV as HOST_ENV
 from qaflow.sandbox.bwrap.process import KILL_GRACE_S, NSENTER, SHIM, NetHolder, Report, kill, pump
@@ -455,6 +455,19 @@ class BwrapSandbox:
         self.kill_strays(clear)
         lost, self._lost = self._lost, 0
         return lost
+
+    def exec_when_settled(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        clear: Sequence[str],
+        uploads: Sequence[tuple[str, Path]],
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | int | None = None,
+    ) -> ExecResult | int:
+        """See `Sandbox.exec_when_settled`: settle, put and exec are host-side steps here (no exec to save)."""
+        return settled_exec(self, cmd, clear=clear, uploads=uploads, timeout=timeout, env=env, user=user)
 
     def verifier_view(self) -> BwrapSandbox:
         """A sandbox over a copy of this one's files, in the same network namespace (the host's

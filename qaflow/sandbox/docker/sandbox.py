@@ -46,7 +46,7 @@ import docker.errors
 import requests
 
 from qaflow.errors import SandboxError, UnsupportedError
-from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, tree_usage
+from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, settled_exec, tree_usage
 from qaflow.sandbox.docker.client import submit_removal
 from qaflow.sandbox.docker.streams import (
     UNTAR_MARK,
@@ -157,14 +157,14 @@ _END = 'printf "\\n%s:%s:%s\\n" "$_qn" "$_qr" "${_qk:-0}" >&2; exit $_qr'
 _UNTAR = f"tar -xf - -C / 2>/dev/null || {{ echo {UNTAR_MARK} >&2; exit 125; }}; "
 
 
-def _clear_script(path: str) -> str:
-    """Shell lines removing `path` (a mount point is emptied), then failing if anything is left."""
+def _clear_script(path: str, fail: int = 1) -> str:
+    """Shell lines removing `path` (a mount point is emptied), then exiting `fail` if anything is left."""
     q = shlex.quote(path)
     return (
         f"rm -rf {q} 2>/dev/null\n"
-        f"if [ -L {q} ]; then echo {shlex.quote(f'cannot remove {path}: still a link')} >&2; exit 1; fi\n"
+        f"if [ -L {q} ]; then echo {shlex.quote(f'cannot remove {path}: still a link')} >&2; exit {fail}; fi\n"
         f'for f in {q}/* {q}/.[!.]* {q}/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then '
-        f'echo "cannot empty {path}: $f" >&2; exit 1; fi; done\n'
+        f'echo "cannot empty {path}: $f" >&2; exit {fail}; fi; done\n'
     )
 
 
@@ -178,8 +178,42 @@ def _wrapper(*, untar: bool, kill_strays: bool) -> str:
     return (_UNTAR if untar else "") + run + (_STRAYS + "\n" if kill_strays else "") + _END
 
 
+_ALIVE_EXIT = 199
+"""The settled wrapper's exit code when processes still run (it ran nothing)."""
+_CLEAR_EXIT = 198
+"""The settled wrapper's exit code when a path to clear stays."""
+_ALIVE_COUNT = _ALIVE.removesuffix('echo "qaflow-alive:$_qk"\n')
+
+
+def _settled_wrapper(clears: str) -> str:
+    """The exec wrapper of `exec_when_settled` (as root): count what runs (in a function, so its `set --`
+    leaves the command's arguments alone); if anything does, print the count and exit `_ALIVE_EXIT`
+    having changed nothing; else clear the paths, unpack the uploads from stdin, run the command and
+    kill what it leaves, as `_wrapper(untar=True, kill_strays=True)` does."""
+    return (
+        "_qn=$1; shift; echo $$ >&2\n"
+        f"_qalive() {{\n{_ALIVE_COUNT}}}\n_qalive\n"
+        f'if [ "$_qk" != 0 ]; then echo "qaflow-alive:$_qk"; _qr={_ALIVE_EXIT}; {_END}; fi\n'
+        + clears
+        + f"tar -xf - -C / 2>/dev/null || {{ echo {UNTAR_MARK}; exit 125; }}\n"
+        + '"$@" </dev/null; _qr=$?\n'
+        + _STRAYS
+        + "\n"
+        + _END
+    )
+
+
 _OOM_PROBE = "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events"
 _OOM_RE = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
+
+
+def _empty_tar() -> bytes:
+    buf = io.BytesIO()
+    tarfile.open(fileobj=buf, mode="w").close()
+    return buf.getvalue()
+
+
+_EMPTY_TAR = _empty_tar()
 
 
 class _UntarFailed(Exception):
@@ -280,14 +314,16 @@ class DockerSandbox:
         user: str | int | None,
         cwd: str | None,
         kill: bool = False,
+        wrapper: str | None = None,
     ) -> ExecResult:
-        """One exec of `argv` under the wrapper; `upload` (a tar) is first unpacked at / from its stdin.
+        """One exec of `argv` under the wrapper (`_wrapper`'s, unless `wrapper` is given); `upload` (a tar) is
+        first unpacked at / from its stdin.
 
         Long on purpose: one exec's life (wrapper, socket pump, timeout, tree kill, exit code, OOM) shares its locals.
         """
         api = self.client.api
         start = time.monotonic()
-        wrapper = _wrapper(untar=upload is not None, kill_strays=kill)
+        wrapper = wrapper or _wrapper(untar=upload is not None, kill_strays=kill)
         nonce = f"qaflow-exit-{uuid.uuid4().hex}"
         try:
             exec_id = api.exec_create(
@@ -432,6 +468,43 @@ class DockerSandbox:
         clears = "".join(_clear_script(self._abs(p)) for p in clear)
         script = _ALIVE + (f'if [ "$_qk" = 0 ]; then\n{clears}true\nfi\n' if clears else "") + "true"
         return self._count_as_root(script, _ALIVE_RE, "could not look for running processes")
+
+    def exec_when_settled(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        clear: Sequence[str],
+        uploads: Sequence[tuple[str, Path]],
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | int | None = None,
+    ) -> ExecResult | int:
+        """See `Sandbox.exec_when_settled`. As root it is one exec (`_settled_wrapper`): the check that nothing
+        runs, the clearing, the uploads and the command, with no gap in which a process could start. As another
+        user, or in an image without tar, it is `settled_exec`'s sequence.
+
+        Raises:
+            SandboxError: the sandbox is closed or dead, or a path stays.
+        """
+        if not self._runs_as_root(user):
+            return settled_exec(self, cmd, clear=clear, uploads=uploads, timeout=timeout, env=env, user=user)
+        self._require_open()
+        for path, folder in uploads:
+            self.put(path, folder)
+        upload = self._take_pending() or _EMPTY_TAR
+        argv = ["sh", "-c", cmd] if isinstance(cmd, str) else [str(a) for a in cmd]
+        clears = "".join(_clear_script(self._abs(p), fail=_CLEAR_EXIT) for p in clear)
+        wrapper = _settled_wrapper(clears)
+        res = self._run(argv, upload, timeout=timeout, env=env, user=user, cwd=None, kill=True, wrapper=wrapper)
+        if res.exit_code == _ALIVE_EXIT and not res.stderr.strip():
+            found = _ALIVE_RE.fullmatch(res.stdout.strip().encode())
+            if found is not None:
+                return int(found.group(1))
+        if res.exit_code == _CLEAR_EXIT and res.stderr.strip().startswith("cannot "):
+            raise SandboxError(f"in {self.spec.name}: {res.stderr.strip()[-400:]}")
+        if res.exit_code == 125 and res.stdout.strip() == UNTAR_MARK:  # no tar in the image: the plain sequence
+            return settled_exec(self, cmd, clear=clear, uploads=uploads, timeout=timeout, env=env, user=user)
+        return res
 
     def _count_as_root(self, script: str, count: re.Pattern[bytes], failing: str) -> int:
         """Run a process-scanning `script` as root and return the count it printed (`count`'s group).
