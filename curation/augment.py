@@ -1,7 +1,11 @@
 """Synthetic augmentation: LLM rewrites of instructions, kept only when the rewritten task audits clean.
 
-For every task (row with a folder) and every style, the model gets `prompts/augment_system.j2` and
-`prompts/augment_<style>.j2` and answers a `Rewrite` (structured output, re-asked when malformed):
+For every task (row with a folder), every style and every seed (`seeds` variants per style, so a task gets
+styles x seeds rewrites), the model gets `prompts/augment_system.j2` and `prompts/augment_<style>.j2` and
+answers a `Rewrite` (structured output, re-asked when malformed). Variant 1 is that prompt as is; variant k > 1
+also gets `prompts/augment_variant.j2` (its number: write it differently from the other variants), so neither
+the response cache nor a deterministic model repeats variant 1, and each variant is deduplicated against the
+others and audited on its own like any rewrite:
 
 - paraphrase, terse, verbose: a new instruction; environment, tests and solution are copied unchanged.
 - files: a new instruction plus files holding the moved specification; each is written to
@@ -14,12 +18,13 @@ the original's, when it is a near duplicate (`curation.dedup`, Jaccard >= thresh
 the input frame or of `existing`, or of an earlier rewrite kept in this run, and when the audit of the new task
 (`qaflow.audit.runner.Auditor`, recorded in `out_dir`'s pool ledger) gives any verdict but `accepted`.
 
-The new task is `out_dir/<parent folder name>~<style>`: a copy of the parent with instruction.md replaced and
-task.toml's `[task] name` = "<parent name>~<style>" and `[metadata.augmentation]` = {style, parent_id,
-parent_version, model}. Rejected folders are moved to `out_dir/.rejected/`. A folder already made from the
-same parent version and style is reused without asking the model again. Output rows keep the parent's source
-and original_id (so an eval split by original_id keeps a parent and its rewrites together) and get id
-"<parent id>~<style>", `parent_id`, `augment_style` and `status` columns.
+The new task is `out_dir/<parent folder name>~<variant>`, where the variant is "<style>" (variant 1) or
+"<style>-<k>": a copy of the parent with instruction.md replaced and task.toml's `[task] name` =
+"<parent name>~<variant>" and `[metadata.augmentation]` = {style, parent_id, parent_version, model, and
+`variant` = k for k > 1}. Rejected folders are moved to `out_dir/.rejected/`. A folder already made from the
+same parent version, style and variant is reused without asking the model again. Output rows keep the
+parent's source and original_id (so an eval split by original_id keeps a parent and its rewrites together)
+and get id "<parent id>~<variant>", `parent_id`, `augment_style`, `augment_variant` and `status` columns.
 """
 
 from __future__ import annotations
@@ -80,6 +85,9 @@ class AugmentConfig(BaseModel):
     out_dir: Path = Field(description="Where rewritten tasks are written (a pool with its own ledger).")
     llm: LLMConfig
     styles: list[Style] = Field(default_factory=lambda: [Style.PARAPHRASE])
+    seeds: int = Field(
+        1, ge=1, description="Rewrites per style and task (variants 1..seeds): styles x seeds new tasks per task."
+    )
     audit: AuditConfig = Field(default_factory=AuditConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
 
@@ -90,8 +98,14 @@ class _Candidate:
     style: Style
     id: str
     folder: Path
+    variant: int = 1
     rewrite: Rewrite | None = None
     reused: bool = False
+
+
+def variant_label(style: Style, variant: int = 1) -> str:
+    """The suffix of ids, names and folders: `<style>` for variant 1, `<style>-<k>` for variant k > 1."""
+    return style.value if variant == 1 else f"{style.value}-{variant}"
 
 
 @cache
@@ -115,15 +129,19 @@ def _workdir(dockerfile: Path) -> str:
     return workdir
 
 
-def messages_for(task: Task, style: Style) -> list[dict[str, str]]:
+def messages_for(task: Task, style: Style, variant: int = 1, variants: int = 1) -> list[dict[str, str]]:
+    """The prompt of one rewrite; variant k > 1 of `variants` adds `augment_variant.j2` to the user message."""
     variables: dict[str, Any] = {"instruction": task.instruction}
     if style is Style.FILES:
         env_dir = task.environment_dir
         variables["workdir"] = _workdir(task.dockerfile).rstrip("/") or "/app"
         variables["existing_files"] = sorted(p.name for p in env_dir.iterdir()) if env_dir.is_dir() else []
+    user = render(f"augment_{style.value}", **variables)
+    if variant > 1:
+        user += "\n" + render("augment_variant", variant=variant, variants=max(variants, variant))
     return [
         {"role": "system", "content": render("augment_system")},
-        {"role": "user", "content": render(f"augment_{style.value}", **variables)},
+        {"role": "user", "content": user},
     ]
 
 
@@ -146,14 +164,16 @@ def _check_files(task: Task, rewrite: Rewrite, style: Style) -> str | None:
     return None
 
 
-def write_rewrite(parent: Task, folder: Path, rewrite: Rewrite, style: Style, parent_id: str, model: str) -> Task:
+def write_rewrite(
+    parent: Task, folder: Path, rewrite: Rewrite, style: Style, parent_id: str, model: str, variant: int = 1
+) -> Task:
     """Write the rewritten task folder (see the module docstring) and load it."""
     if folder.exists():
         shutil.rmtree(folder)
     shutil.copytree(parent.path, folder, ignore=shutil.ignore_patterns(*IGNORED_NAMES, ".qaflow"))
     (folder / "instruction.md").write_text(rewrite.instruction.rstrip() + "\n", encoding="utf-8")
     config = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
-    config.setdefault("task", {})["name"] = f"{parent.name}~{style.value}"
+    config.setdefault("task", {})["name"] = f"{parent.name}~{variant_label(style, variant)}"
     metadata = config.setdefault("metadata", {})
     metadata["augmentation"] = {
         "style": style.value,
@@ -161,6 +181,8 @@ def write_rewrite(parent: Task, folder: Path, rewrite: Rewrite, style: Style, pa
         "parent_version": parent.version,
         "model": model,
     }
+    if variant > 1:
+        metadata["augmentation"]["variant"] = variant
     (folder / "task.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
     if style is Style.FILES:
         dockerfile = folder / "environment" / "Dockerfile"
@@ -173,14 +195,16 @@ def write_rewrite(parent: Task, folder: Path, rewrite: Rewrite, style: Style, pa
     return Task.load(folder)
 
 
-def _reusable(folder: Path, parent: Task, style: Style) -> Rewrite | None:
-    """The rewrite already in `folder` when it was made from this parent version in this style."""
+def _reusable(folder: Path, parent: Task, style: Style, variant: int = 1) -> Rewrite | None:
+    """The rewrite already in `folder` when it was made from this parent version in this style and variant."""
     try:
         task = Task.load(folder)
     except TaskError:
         return None
     made = task.config.metadata.get("augmentation") or {}
     if made.get("parent_version") != parent.version or made.get("style") != style.value:
+        return None
+    if made.get("variant", 1) != variant:
         return None
     files = []
     if style is Style.FILES:
@@ -201,8 +225,8 @@ def augment_tasks(
     llm: LLM | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> StageResult:
-    """Rewrite every task of the frame in every configured style; `kept` holds the new tasks that passed,
-    `removed` the rewrites dropped (ids "<parent id>~<style>") and why. Input rows are not changed.
+    """Rewrite every task of the frame in every configured style, `seeds` times; `kept` holds the new tasks that
+    passed, `removed` the rewrites dropped (ids "<parent id>~<variant>") and why. Input rows are not changed.
 
     Long on purpose: one pass over the candidates (rewrite, load, audit, keep or remove) whose steps share
     the removed/kept bookkeeping.
@@ -215,27 +239,29 @@ def augment_tasks(
     removed: list[tuple[str, str, str]] = []
     candidates: list[_Candidate] = []
     parents: dict[str, Task] = {}
+    variants = [(style, k) for style in config.styles for k in range(1, config.seeds + 1)]
     for row in tasks.iter_rows(named=True):
         if not row.get("path"):
-            for style in config.styles:
-                removed.append((f"{row['id']}~{style.value}", STAGE, "parent has no task folder"))
+            for style, k in variants:
+                removed.append((f"{row['id']}~{variant_label(style, k)}", STAGE, "parent has no task folder"))
             continue
         try:
             parent = parents.setdefault(row["id"], Task.load(row["path"]))
         except TaskError as e:
-            for style in config.styles:
-                removed.append((f"{row['id']}~{style.value}", STAGE, f"parent does not load: {e}"))
+            for style, k in variants:
+                removed.append((f"{row['id']}~{variant_label(style, k)}", STAGE, f"parent does not load: {e}"))
             continue
-        for style in config.styles:
-            cid = f"{row['id']}~{style.value}"
-            folder = out_dir / f"{safe_folder_name(Path(row['path']).name)}~{style.value}"
-            candidate = _Candidate(parent=row, style=style, id=cid, folder=folder)
-            reused = _reusable(folder, parent, style) if folder.is_dir() else None
+        for style, k in variants:
+            label = variant_label(style, k)
+            cid = f"{row['id']}~{label}"
+            folder = out_dir / f"{safe_folder_name(Path(row['path']).name)}~{label}"
+            candidate = _Candidate(parent=row, style=style, id=cid, folder=folder, variant=k)
+            reused = _reusable(folder, parent, style, k) if folder.is_dir() else None
             if reused is not None:
                 candidate.rewrite, candidate.reused = reused, True
             else:
                 try:
-                    candidate.rewrite = llm.structured(messages_for(parent, style), Rewrite)
+                    candidate.rewrite = llm.structured(messages_for(parent, style, k, config.seeds), Rewrite)
                 except LLMError as e:
                     removed.append((cid, STAGE, f"model failure: {e.reason}"))
                     continue
@@ -256,7 +282,7 @@ def augment_tasks(
         assert c.rewrite is not None
         parent = parents[c.parent["id"]]
         try:
-            task = write_rewrite(parent, c.folder, c.rewrite, c.style, c.parent["id"], llm.model)
+            task = write_rewrite(parent, c.folder, c.rewrite, c.style, c.parent["id"], llm.model, c.variant)
         except (TaskError, OSError) as e:
             removed.append((c.id, STAGE, f"rewritten task does not load: {e}"))
             if c.folder.exists():
@@ -288,13 +314,20 @@ def augment_tasks(
                     "version": task.version,
                     "parent_id": c.parent["id"],
                     "augment_style": c.style.value,
+                    "augment_variant": c.variant,
                     "status": "accepted",
                 }
             )
-    schema = TASK_SCHEMA | {"parent_id": pl.String(), "augment_style": pl.String(), "status": pl.String()}
+    schema = TASK_SCHEMA | {
+        "parent_id": pl.String(),
+        "augment_style": pl.String(),
+        "augment_variant": pl.Int64(),
+        "status": pl.String(),
+    }
     info = {
         "parents": tasks.height,
         "styles": [s.value for s in config.styles],
+        "seeds": config.seeds,
         "rewritten": len(candidates),
         "reused": sum(c.reused for c in candidates),
         "audited": len(written),

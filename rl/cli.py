@@ -149,6 +149,12 @@ def gradcheck_cmd(
     eps_b: Annotated[float | None, typer.Option("--eps-b", help="Override rms_norm_eps of variant B")] = None,
     liger_a: Annotated[bool, typer.Option("--liger-a", help="Liger kernels in variant A (CUDA)")] = False,
     liger_b: Annotated[bool, typer.Option("--liger-b", help="Liger kernels in variant B (CUDA)")] = False,
+    fp32_head_a: Annotated[
+        bool, typer.Option("--fp32-lm-head-a", help="Variant A: output projection in float32, the rest in --dtype-a")
+    ] = False,
+    fp32_head_b: Annotated[
+        bool, typer.Option("--fp32-lm-head-b", help="Variant B: output projection in float32, the rest in --dtype-b")
+    ] = False,
     threshold: Annotated[float, typer.Option(min=0.0, help="Flag groups whose relative L2 exceeds this")] = 1e-3,
     seq_len: Annotated[int, typer.Option(min=2, help="Tokens per row of the fixed batch")] = 64,
     batch_size: Annotated[int, typer.Option(min=1, help="Rows of the fixed batch")] = 2,
@@ -159,6 +165,8 @@ def gradcheck_cmd(
 
     Both variants run one fixed batch; the relative L2 difference ||g_a - g_b|| / ||g_a|| is reported overall
     and per parameter group, and groups above --threshold are flagged (exit status 1).
+
+    --fp32-lm-head-a/-b keep a variant's output projection (lm_head) in float32 while the rest runs in its dtype.
 
     Example: qaflow rl gradcheck runs/sft1/checkpoint-200 --a eager --b sdpa --dtype-b bfloat16 --threshold 1e-2
     """
@@ -174,12 +182,14 @@ def gradcheck_cmd(
             dtype=dtype_a,
             config_overrides={} if eps_a is None else {"rms_norm_eps": eps_a},
             liger=liger_a,
+            fp32_lm_head=fp32_head_a,
         )
         vb = Variant(
             attn_implementation=b,
             dtype=dtype_b,
             config_overrides={} if eps_b is None else {"rms_norm_eps": eps_b},
             liger=liger_b,
+            fp32_lm_head=fp32_head_b,
         )
     except ValidationError as e:
         usage_error(str(e))

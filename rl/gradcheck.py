@@ -9,6 +9,12 @@ dtype, config overrides, Liger kernels), and both run forward and backward on on
 per parameter, per parameter group (the same formula over the group's parameters together), and
 overall. A group above `threshold` is flagged. With tied input and output embeddings the output
 projection has no parameter of its own and its gradient is part of `embed`.
+
+`fp32_lm_head` keeps the output projection in float32 while the rest runs in the variant's `dtype` (as
+RL trainers do to keep the sampler's and the learner's log-probabilities close): its weight is float32 and
+the hidden states are cast to float32 before it, so logits, loss and the projection's gradient are float32.
+With tied embeddings the shared matrix is that weight: it is float32 and its lookups are cast to `dtype`
+on the way into the first layer, so both variants keep the same parameters and compare as usual.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 TINY = 1e-30
 
@@ -55,10 +61,21 @@ class Variant(BaseModel):
         default_factory=dict, description="Model config attributes to change, e.g. {'rms_norm_eps': 1e-1}."
     )
     liger: bool = Field(False, description="Patch the model with Liger kernels (needs liger_kernel and CUDA).")
+    fp32_lm_head: bool = Field(
+        False, description="Keep the output projection (lm_head) in float32 while the rest runs in `dtype`."
+    )
+
+    @model_validator(mode="after")
+    def _head_without_liger(self) -> Variant:
+        if self.fp32_lm_head and self.liger:
+            raise ValueError("fp32_lm_head with liger: Liger's fused linear cross-entropy bypasses the lm_head module")
+        return self
 
     def label(self) -> str:
         parts = [self.attn_implementation, self.dtype]
         parts += [f"{k}={v}" for k, v in sorted(self.config_overrides.items())]
+        if self.fp32_lm_head:
+            parts.append("fp32-lm_head")
         if self.liger:
             parts.append("liger")
         return " ".join(parts)
@@ -153,9 +170,30 @@ def load_variant(model_path: Path | str, variant: Variant, device: str = "cpu") 
         from liger_kernel.transformers import _apply_liger_kernel_to_instance
 
         _apply_liger_kernel_to_instance(model=model)
+    if variant.fp32_lm_head:
+        keep_lm_head_fp32(model, getattr(torch, variant.dtype))
     model.to(device)
     model.eval()
     return model
+
+
+def keep_lm_head_fp32(model: Any, dtype: Any) -> None:
+    """Make `model`'s output projection float32 and feed it float32 hidden states; with tied embeddings, cast
+    the shared matrix's lookups back to `dtype` (see the module docstring).
+
+    Raises:
+        ValueError: the model has no output projection module.
+    """
+    import torch
+
+    head = model.get_output_embeddings()
+    if head is None or not hasattr(head, "weight"):
+        raise ValueError(f"{type(model).__name__} has no output projection to keep in float32")
+    head.float()
+    head.register_forward_pre_hook(lambda _module, args: (args[0].to(torch.float32), *args[1:]))
+    embed = model.get_input_embeddings()
+    if embed is not None and getattr(embed, "weight", None) is head.weight and dtype != torch.float32:
+        embed.register_forward_hook(lambda _module, _args, output: output.to(dtype))
 
 
 def _gradients(model: Any, batch: dict[str, Any], device: str) -> tuple[float, dict[str, Any]]:

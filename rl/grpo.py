@@ -2,10 +2,22 @@
 
 The dataset has a `prompt` column (conversational messages or text) and, per row:
 
-- `effort`: the reasoning effort the prompt asks for (logged per effort; the reward itself depends on
-  the reference, which is per effort);
-- `reference_thinking_tokens`: the reference length for that effort (null or NaN: none, correctness only);
+- `task` (or `task_version`): which task the prompt poses; the prompts of one task at different efforts
+  share it;
+- `effort`: the reasoning effort the prompt asks for (off, low, medium, xhigh);
+- `round` (optional, default 0): the collection round, when one dataset mixes rounds;
 - `answer`: the expected final answer, unless a `correct(reply, row)` callable is given.
+
+References come from the same batch, as the method builds them from the same round: each call scores
+its completions, then `rl.reference.reference_table` (the one implementation, the same rules as a
+multi-turn round) takes, per (task, round), the floored median thinking of each effort's successes in
+this batch (at least `min_successes` of them) and gives every completion the shortest reference among
+the efforts above its own (`xhigh`: none, correctness only). So the prompts of a task at its efforts must
+reach the reward function together: one generation batch (`per_device_train_batch_size *
+steps_per_generation` completions per process) holding every effort of a task, e.g. the rows ordered
+task by task with `shuffle_dataset=False`. A task whose higher efforts are not in the batch, or have too
+few successes there, gets no reference (correctness only). A fixed `reference_thinking_tokens` column is
+refused rather than ignored.
 
 Thinking tokens of a completion are the tokens between `<think>` and `</think>`. When the generated ids
 are at hand and both markers are single tokens of the tokenizer, they are counted on the ids (exact,
@@ -29,6 +41,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import polars as pl
+
+from qaflow.models.rollout import EFFORT_RANK
+from rl.reference import reference_table
 from rl.reward import RewardConfig, effort_reward
 
 THINK_OPEN = "<think>"
@@ -37,6 +53,37 @@ REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
 
 Correctness = Callable[[str, Mapping[str, Any]], bool]
 """correct(reply, row) -> success; `row` holds the dataset columns of that completion."""
+
+TASK_COLUMNS = ("task_version", "task")
+"""The dataset column that names a prompt's task (the first present)."""
+
+
+def batch_references(
+    tasks: Sequence[Any], rounds: Sequence[Any], efforts: Sequence[str], thinking: Sequence[int],
+    successes: Sequence[bool], config: RewardConfig,
+) -> list[float | None]:  # fmt: skip
+    """The reference thinking length of each completion of one batch, from that batch's higher-effort
+    successes of the same task and round (`rl.reference.reference_table`); None = no reference."""
+    frame = pl.DataFrame(
+        {
+            "task_version": [str(t) for t in tasks],
+            "round": [int(r) for r in rounds],
+            "model": ["policy"] * len(tasks),
+            "effort": list(efforts),
+            "thinking_tokens": [int(t) for t in thinking],
+            "exit_status": ["ok"] * len(tasks),
+            "full_reward": [bool(s) for s in successes],
+        },
+        schema={
+            "task_version": pl.String, "round": pl.Int64, "model": pl.String, "effort": pl.String,
+            "thinking_tokens": pl.Int64, "exit_status": pl.String, "full_reward": pl.Boolean,
+        },
+    )  # fmt: skip
+    table = reference_table(frame, config)
+    lookup = {
+        (row["task_version"], row["round"], row["effort"]): row["reference"] for row in table.iter_rows(named=True)
+    }
+    return [lookup[(str(t), int(r), e)] for t, r, e in zip(tasks, rounds, efforts, strict=True)]
 
 
 def split_thinking(text: str) -> tuple[str, str]:
@@ -145,22 +192,37 @@ class EffortReward:
         for key, values in columns.items():
             if isinstance(values, Sequence) and not isinstance(values, str) and len(values) != n:
                 raise ValueError(f"column {key!r} has {len(values)} values for {n} completions")
-        rewards: list[float] = []
+        if "reference_thinking_tokens" in columns:
+            raise ValueError(
+                "effort_reward computes references from the batch's higher-effort successes of the same task and "
+                "round; drop the fixed `reference_thinking_tokens` column"
+            )
+        task_key = next((k for k in TASK_COLUMNS if k in columns), None)
+        if task_key is None or "effort" not in columns:
+            raise ValueError("effort_reward needs a `task` (or `task_version`) and an `effort` column")
+        efforts = [str(e) for e in columns["effort"]]
+        unknown = sorted(set(efforts) - set(EFFORT_RANK))
+        if unknown:
+            raise ValueError(f"unknown effort(s) {', '.join(unknown)}; choose from {', '.join(EFFORT_RANK)}")
+        rounds = columns.get("round") or [0] * n
         thinking: list[int] = []
-        per_effort: dict[str, list[float]] = {}
+        successes: list[bool] = []
         for i, completion in enumerate(completions):
             row = {key: values[i] for key, values in columns.items() if isinstance(values, Sequence)}
             ids = completion_ids[i] if completion_ids is not None else None
             tokens, reply = self.thinking_and_reply(completion, ids)
-            reference = row.get("reference_thinking_tokens")
-            if reference is not None and (isinstance(reference, float) and math.isnan(reference)):
-                reference = None
-            value = effort_reward(self.is_correct(reply, row), tokens, reference, self.config)
-            rewards.append(value)
             thinking.append(tokens)
-            per_effort.setdefault(str(row.get("effort", "unknown")), []).append(value)
+            successes.append(self.is_correct(reply, row))
+        references = batch_references(columns[task_key], rounds, efforts, thinking, successes, self.config)
+        rewards: list[float] = []
+        per_effort: dict[str, list[float]] = {}
+        for effort, tokens, success, reference in zip(efforts, thinking, successes, references, strict=True):
+            value = effort_reward(success, tokens, reference, self.config)
+            rewards.append(value)
+            per_effort.setdefault(effort, []).append(value)
         if log_extra is not None:
             log_extra("thinking_tokens", thinking)
+            log_extra("reference_thinking_tokens", [math.nan if r is None else r for r in references])
         if log_metric is not None:
             for effort, values in per_effort.items():
                 log_metric(f"effort_reward/{_metric_name(effort)}", sum(values) / len(values))

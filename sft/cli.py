@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -11,8 +11,12 @@ from rich.table import Table
 
 from qaflow.cli.options import BackendOpt
 from qaflow.cli.output import console, emit_json, usage_error
-from qaflow.errors import ConfigError
+from qaflow.errors import ConfigError, LLMError, TaskError
+from qaflow.models.rollout import Effort
 from sft.model_source import ModelPathError, model_source
+
+if TYPE_CHECKING:
+    from sft.select import Selection
 
 app = typer.Typer(
     help="Supervised fine-tuning on whole agent sessions, tool observations masked.", no_args_is_help=True
@@ -54,6 +58,15 @@ def train_cmd(config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help
         out.print(f"  {c.path.name}: step {c.step}, validation loss {c.eval_loss}")
 
 
+def _efforts(text: str, option: str) -> list[Effort]:
+    known = [e.value for e in Effort]
+    wanted = [e.strip() for e in text.split(",") if e.strip()]
+    bad = [e for e in wanted if e not in known]
+    if bad or not wanted:
+        usage_error(f"{option}: unknown effort(s) {', '.join(bad) or '(none given)'}; choose from {', '.join(known)}")
+    return [Effort(e) for e in dict.fromkeys(wanted)]
+
+
 @app.command("select")
 def select_cmd(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN", help="Output folder of `qaflow sft train`")],
@@ -63,20 +76,30 @@ def select_cmd(
         str, typer.Option(help="Served model name per checkpoint at --endpoint; {name} and {step} are filled in")
     ] = "{name}",
     backend: BackendOpt = "auto",
-    attempts: Annotated[int, typer.Option(min=1, help="Attempts per task")] = 1,
+    subset: Annotated[int, typer.Option(min=0, help="Stage 1: tasks in the shortlist subset (0: no stage 1)")] = 8,
+    shortlist_efforts: Annotated[
+        str, typer.Option(help="Stage 1: efforts each checkpoint runs the subset at, comma-separated")
+    ] = "low,medium,xhigh",
+    shortlist: Annotated[int, typer.Option(min=1, help="Stage 1: checkpoints that go on to stage 2")] = 2,
+    shortlist_attempts: Annotated[int, typer.Option(min=1, help="Stage 1: attempts per task and effort")] = 1,
+    final_effort: Annotated[str, typer.Option(help="Stage 2: the effort on the full task set")] = "medium",
+    attempts: Annotated[int, typer.Option(min=1, help="Stage 2: attempts per task")] = 1,
     max_turns: Annotated[int, typer.Option(min=1, help="Agent turns per attempt")] = 20,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the selection (both stages) as JSON")] = False,
 ) -> None:
-    """Evaluate every checkpoint of RUN with the agent harness on --tasks and choose the one solving the most.
+    """Choose the checkpoint of RUN that solves the most --tasks with the agent harness, in two stages.
 
+    Stage 1 runs every checkpoint on a --subset of the tasks at each of --shortlist-efforts and keeps the
+    best --shortlist; stage 2 runs those on every task at --final-effort (ties: lower validation loss).
     Without --endpoint each checkpoint is loaded locally (transformers, through litellm's custom-provider
-    path); with it, `openai/<served model>` at that URL. Results are cached in RUN/eval/.
+    path); with it, `openai/<served model>` at that URL. Results are cached in RUN/eval/ by checkpoint
+    content, task version, effort and attempts.
 
-    Example: qaflow sft select runs/sft1 --tasks heldout_pool --backend docker
+    Example: qaflow sft select runs/sft1 --tasks heldout_pool --backend docker --subset 8 --shortlist 2
     """
     from qaflow.agents.harness import HarnessConfig
     from qaflow.llm import LLMConfig
-    from sft.select import HarnessEvaluator, select_checkpoint
+    from sft.select import HarnessEvaluator, SelectConfig, load_tasks, select_checkpoint
     from sft.train import checkpoint_infos
 
     infos = checkpoint_infos(run_dir)
@@ -84,6 +107,20 @@ def select_cmd(
         usage_error(f"{run_dir}: no checkpoint-N folders")
     if not tasks.is_dir():
         usage_error(f"{tasks}: no such task pool")
+    try:
+        pool_tasks = load_tasks(tasks)
+    except TaskError as e:
+        usage_error(str(e))
+    if not pool_tasks:
+        usage_error(f"{tasks}: no task folders (task.toml) found")
+    config = SelectConfig(
+        subset_size=subset,
+        shortlist_efforts=_efforts(shortlist_efforts, "--shortlist-efforts"),
+        shortlist_attempts=shortlist_attempts,
+        shortlist_size=shortlist,
+        final_effort=_efforts(final_effort, "--final-effort")[0],
+        final_attempts=attempts,
+    )
     model_for = None
     if endpoint:
 
@@ -92,16 +129,49 @@ def select_cmd(
             return LLMConfig(model=f"openai/{name}", api_base=endpoint, api_key_env=None)
 
     evaluator = HarnessEvaluator(
-        tasks, cache_dir=run_dir / "eval", model_for=model_for, backend=backend, attempts=attempts,
-        harness=HarnessConfig(max_turns=max_turns),
-    )  # fmt: skip
-    selection = select_checkpoint(infos, evaluator)
+        cache_dir=run_dir / "eval", model_for=model_for, backend=backend, harness=HarnessConfig(max_turns=max_turns)
+    )
+    try:
+        selection = select_checkpoint(infos, pool_tasks, evaluator, config)
+    except LLMError as e:
+        usage_error(str(e))
     if as_json:
         emit_json(selection)
         return
-    table = Table(title="checkpoints by agentic success", title_justify="left")
+    print_selection(selection)
+
+
+def print_selection(selection: Selection) -> None:
+    """Both stages' tables (stage 1 only when it ran) and the choice."""
+    out = console()
+    config = selection.config
+    if selection.shortlist:
+        title = (
+            f"stage 1: {len(selection.subset)} tasks at {', '.join(e.value for e in config.shortlist_efforts)}, "
+            f"{config.shortlist_attempts} attempt(s) each"
+        )
+        first = Table(title=title, title_justify="left")
+        efforts = [e.value for e in config.shortlist_efforts]
+        for col in ("checkpoint", "step", "validation loss", *efforts, "solved", "mean output tokens", ""):
+            first.add_column(col)
+        for s in selection.shortlist:
+            first.add_row(
+                Path(s.checkpoint).name,
+                str(s.step),
+                _loss(s.eval_loss),
+                *(f"{s.solved_by_effort[e]}/{len(selection.subset)}" for e in efforts),
+                f"{s.solved}/{s.attempted}",
+                f"{s.mean_output_tokens:.0f}",
+                "shortlisted" if s.shortlisted else "",
+            )
+        out.print(first)
+    attempted = selection.rows[0].attempted if selection.rows else 0
+    second = Table(
+        title=f"stage 2: {attempted} tasks at {config.final_effort.value}, {config.final_attempts} attempt(s) each",
+        title_justify="left",
+    )
     for col in ("checkpoint", "step", "validation loss", "tasks solved", "mean output tokens", ""):
-        table.add_column(col)
+        second.add_column(col)
     for r in selection.rows:
         marks = [
             m
@@ -111,17 +181,22 @@ def select_cmd(
             )
             if on
         ]
-        loss = "—" if r.eval_loss is None else f"{r.eval_loss:.4f}"
-        table.add_row(
+        second.add_row(
             Path(r.checkpoint).name,
             str(r.step),
-            loss,
+            _loss(r.eval_loss),
             f"{r.solved}/{r.attempted}",
             f"{r.mean_output_tokens:.0f}",
             ", ".join(marks),
         )
-    console().print(table)
-    console().print(f"[bold]chosen:[/bold] {escape(selection.chosen)}")
+    out.print(second)
+    out.print(f"[bold]chosen:[/bold] {escape(selection.chosen)}")
+    if selection.lowest_loss and selection.lowest_loss != selection.chosen:
+        out.print(f"lowest validation loss: {escape(selection.lowest_loss)}")
+
+
+def _loss(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"
 
 
 @app.command("check")

@@ -64,9 +64,16 @@ def build_tokenizer(vocab_size: int = 1024):
 
 
 def build_tiny_model(
-    dest: Path, *, seed: int = 0, hidden_size: int = 32, layers: int = 2, vocab_size: int = 1024
+    dest: Path,
+    *,
+    seed: int = 0,
+    hidden_size: int = 32,
+    layers: int = 2,
+    vocab_size: int = 1024,
+    tie_embeddings: bool = True,
 ) -> Path:
-    """Write a tiny Qwen3 model (random weights) and its tokenizer to `dest`; returns `dest`."""
+    """Write a tiny Qwen3 model (random weights) and its tokenizer to `dest`; returns `dest`. With
+    `tie_embeddings=False` the output projection (`lm_head`) is a matrix of its own."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -84,7 +91,7 @@ def build_tiny_model(
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=None,
-        tie_word_embeddings=True,
+        tie_word_embeddings=tie_embeddings,
     )
     model = Qwen3ForCausalLM(config)
     model.generation_config.eos_token_id = tokenizer.eos_token_id

@@ -211,3 +211,52 @@ def test_augment_cli_with_scripted_replies(tmp_path: Path):
     summary = json.loads(result.stdout)
     assert (summary["kept"], summary["removed"], summary["info"]["verdicts"]) == (1, 0, {"accepted": 1})
     assert pl.read_parquet(tmp_path / "aug.parquet")["id"].to_list() == ["local:csv-sum~paraphrase"]
+
+
+def test_styles_times_seeds_variants_each_deduplicated_and_audited(tmp_path: Path):
+    require_backend("bwrap")
+    tasks = pool(tmp_path, ["csv-sum"])
+    second = (
+        "Open `/app/sales.csv` (columns `date,region,amount`), add up the `amount` of the rows in the `north` "
+        "region, and store the total in `/app/answer.txt` as one number with exactly two decimal places, such as "
+        "`1234.50`."
+    )
+    terse = "North-region total of `amount` in /app/sales.csv (cols date,region,amount) to /app/answer.txt, 2 decimals."
+    near_first = CSV_PARAPHRASE.replace("Save the result", "Store the result")
+    # order of the calls: paraphrase 1, paraphrase 2, terse 1, terse 2
+    script = [reply(CSV_PARAPHRASE), reply(second), reply(terse), reply(near_first)]
+    llm = LLM(LLMConfig(model="openai/scripted", script=script))
+    cfg = config(tmp_path, [Style.PARAPHRASE, Style.TERSE]).model_copy(update={"seeds": 2})
+
+    result = augment_tasks(tasks, cfg, llm=llm)
+
+    assert llm.script_left() == 0
+    assert result.kept.select("id", "augment_style", "augment_variant").rows() == [
+        ("local:csv-sum~paraphrase", "paraphrase", 1),
+        ("local:csv-sum~paraphrase-2", "paraphrase", 2),
+        ("local:csv-sum~terse", "terse", 1),
+    ]
+    reason = result.removed.filter(pl.col("id") == "local:csv-sum~terse-2")["reason"][0]
+    assert reason.startswith("near duplicate of rewrite local:csv-sum~paraphrase (jaccard")
+    assert result.info["verdicts"] == {"accepted": 3} and result.info["seeds"] == 2
+    folder = Path(result.kept.filter(pl.col("augment_variant") == 2)["path"][0])
+    assert folder.name == "csv-sum~paraphrase-2" and Task.load(folder).name == "qaflow/csv-sum~paraphrase-2"
+    assert tomllib.loads((folder / "task.toml").read_text())["metadata"]["augmentation"]["variant"] == 2
+    assert (
+        "variant"
+        not in tomllib.loads((folder.parent / "csv-sum~paraphrase" / "task.toml").read_text())["metadata"][
+            "augmentation"
+        ]
+    )
+    # variant 1 is the plain prompt; a later variant's prompt says which it is (so no cache or model repeats it)
+    parent = Task.load(tmp_path / "pool" / "csv-sum")
+    assert messages_for(parent, Style.TERSE, 1, 2) == messages_for(parent, Style.TERSE)
+    assert "variant 2 of 2" in messages_for(parent, Style.TERSE, 2, 2)[1]["content"]
+    # a rerun reuses each variant from its own folder
+    again = augment_tasks(
+        tasks, cfg.model_copy(update={"styles": [Style.PARAPHRASE]}), llm=LLM(LLMConfig(model="openai/scripted"))
+    )
+    assert again.info["reused"] == 2 and again.kept["instruction"].to_list() == [
+        CSV_PARAPHRASE + "\n",
+        second + "\n",
+    ]

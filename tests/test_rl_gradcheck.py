@@ -121,3 +121,38 @@ def test_cli_gradcheck(tiny: Path):
 
     bad = CliRunner().invoke(_cli(), ["rl", "gradcheck", str(tiny), "--dtype-b", "int8"])
     assert bad.exit_code == 2
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_fp32_output_projection_with_the_rest_in_bfloat16(tiny: Path, tmp_path: Path, tied: bool):
+    """The output projection's weight, gradient and logits are float32; the layers stay bfloat16. Tied: the
+    shared matrix is the float32 one (its lookups are cast to bfloat16); untied: lm_head alone is float32."""
+    path = tiny if tied else build_tiny_model(tmp_path / "untied", tie_embeddings=False)
+    model = load_variant(path, Variant(dtype="bfloat16", fp32_lm_head=True))
+    out = model(**fixed_batch(AutoTokenizer.from_pretrained(path)))
+    out.loss.backward()
+    head, embed = model.get_output_embeddings().weight, model.get_input_embeddings().weight
+    assert (head is embed) is tied
+    assert (head.dtype, head.grad.dtype, out.logits.dtype) == (torch.float32, torch.float32, torch.float32)
+    assert embed.dtype == (torch.float32 if tied else torch.bfloat16)
+    layer = model.model.layers[0]
+    assert {layer.self_attn.q_proj.weight.dtype, layer.mlp.up_proj.weight.dtype} == {torch.bfloat16}
+    assert layer.self_attn.q_proj.weight.grad.dtype == torch.bfloat16
+    if tied:
+        return
+    report = gradcheck(path, a=Variant(), b=Variant(dtype="bfloat16", fp32_lm_head=True), threshold=5e-2)
+    by_group = {g.group: g for g in report.groups}
+    assert by_group["lm_head"].params == 1 and 0 < by_group["lm_head"].rel_l2 < 5e-2
+    assert 1e-4 < report.overall < 5e-2 and report.flagged == []
+    assert report.b.label() == "eager bfloat16 fp32-lm_head"
+    with pytest.raises(ValueError, match="liger"):
+        Variant(fp32_lm_head=True, liger=True)
+
+
+def test_cli_gradcheck_fp32_output_projection(tiny: Path):
+    args = ["rl", "gradcheck", str(tiny), "--b", "eager", "--dtype-b", "bfloat16", "--fp32-lm-head-b"]
+    out = CliRunner().invoke(_cli(), [*args, "--threshold", "5e-2", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["b"]["fp32_lm_head"] is True and data["a"]["fp32_lm_head"] is False
+    assert 1e-4 < data["overall"] < 5e-2

@@ -42,51 +42,69 @@ def test_answer_matches():
     assert not answer_matches("42", "")
 
 
+def _think(n: int, answer: str = "42") -> str:
+    return "<think>" + " ".join(["w"] * n) + "</think>" + answer
+
+
 def test_reward_reproduces_hand_computed_values():
-    reward = effort_reward_function(WordTokenizer())
-    completions = [
-        "<think>a b c d</think>42",  # 4 thinking = reference: 1
-        "<think>a b c d e f g h</think>42",  # 8 = 2x reference: 0.5 + 0.5 e^-1
-        "<think>a b</think>41",  # wrong: 0
-        "<think>a b c d e f g h</think>\nSo the answer is:\n42",  # no reference: 1
-        "a b c</think> 42",  # thinking opened by the prompt, 3 vs 2: 0.5 + 0.5 e^-0.5
-        "<think>a b c d e f",  # never closed: no reply, failure
-        [{"role": "assistant", "content": "42", "reasoning_content": "a b c d e f"}],  # 6 vs 3: 0.5 + 0.5 e^-1
-        "<think>a b c d e f g h i j</think>42",  # NaN reference = none: 1
+    """References come from this batch's higher-effort successes of the same task and round (floor 2, at least
+    two successes): task t1 round 0 has xhigh successes 6, 10 (reference 8), medium 3, 5, 12 (5), low 5, 10 (7.5)."""
+    reward = effort_reward_function(WordTokenizer(), config=RewardConfig(min_successes=2, floor=2.0))
+    e = math.exp
+    cases = [  # (task, round, effort, completion, expected)
+        ("t1", 0, "xhigh", _think(6), 1.0),  # xhigh: no reference, correctness only
+        ("t1", 0, "xhigh", _think(10), 1.0),
+        ("t1", 0, "xhigh", _think(1, "41"), 0.0),  # wrong: never a success, never in a reference
+        ("t1", 0, "medium", _think(3), 1.0),  # reference xhigh's 8
+        ("t1", 0, "medium", _think(5), 1.0),
+        ("t1", 0, "medium", _think(12), 0.5 + 0.5 * e(-0.5)),  # 12 / 8 - 1
+        ("t1", 0, "low", _think(5), 1.0),  # reference min(medium 5, xhigh 8) = 5
+        ("t1", 0, "low", _think(10), 0.5 + 0.5 * e(-1.0)),  # 10 / 5 - 1
+        ("t1", 0, "low", _think(2, "7"), 0.0),
+        ("t1", 0, "off", _think(10), 0.5 + 0.5 * e(-1.0)),  # min(low 7.5, medium 5, xhigh 8) = 5
+        ("t1", 1, "low", _think(40), 1.0),  # round 1 has no higher effort in this batch: no reference
+        ("t2", 0, "medium", _think(1), 1.0),  # t2: one medium success < min_successes: no reference for low
+        ("t2", 0, "low", _think(40), 1.0),
+        ("t3", 0, "xhigh", _think(1), 1.0),  # median 1 raised to the floor 2
+        ("t3", 0, "xhigh", "<think>a</think>\nSo the answer is:\n42", 1.0),
+        ("t3", 0, "low", _think(4), 0.5 + 0.5 * e(-1.0)),  # 4 / 2 - 1
+        ("t3", 0, "low", "<think>a b c d e f", 0.0),  # never closed: no reply, failure
     ]
-    references = [4.0, 4.0, 4.0, None, 2.0, 2.0, 3.0, float("nan")]
-    efforts = ["low", "low", "low", "xhigh", "medium", "medium", "low", "xhigh"]
     metrics: dict[str, float] = {}
     extra: dict[str, list] = {}
     values = reward(
-        prompts=["q"] * 8,
-        completions=completions,
-        effort=efforts,
-        reference_thinking_tokens=references,
-        answer=["42"] * 8,
+        prompts=["q"] * len(cases),
+        completions=[c[3] for c in cases],
+        task=[c[0] for c in cases],
+        round=[c[1] for c in cases],
+        effort=[c[2] for c in cases],
+        answer=["42"] * len(cases),
         trainer_state=None,
         log_metric=metrics.__setitem__,
         log_extra=extra.__setitem__,
     )
-    expected = [1.0, 0.5 + 0.5 * math.exp(-1), 0.0, 1.0, 0.5 + 0.5 * math.exp(-0.5), 0.0, 0.5 + 0.5 * math.exp(-1), 1.0]
-    assert values == pytest.approx(expected)
-    assert extra["thinking_tokens"] == [4, 8, 2, 8, 3, 6, 6, 10]
-    assert metrics == pytest.approx(
-        {
-            "effort_reward/low": (1.0 + 0.5 + 0.5 * math.exp(-1) + 0.0 + 0.5 + 0.5 * math.exp(-1)) / 4,
-            "effort_reward/medium": (0.5 + 0.5 * math.exp(-0.5)) / 2,
-            "effort_reward/xhigh": 1.0,
-        }
-    )
+    assert values == pytest.approx([c[4] for c in cases])
+    assert extra["thinking_tokens"] == [6, 10, 1, 3, 5, 12, 5, 10, 2, 10, 40, 1, 40, 1, 1, 4, 6]
+    refs = [None if math.isnan(r) else r for r in extra["reference_thinking_tokens"]]
+    n = None
+    assert refs == [n, n, n, 8.0, 8.0, 8.0, 5.0, 5.0, 5.0, 5.0, n, n, n, n, n, 2.0, 2.0]
+    by_effort: dict[str, list[float]] = {}
+    for case in cases:
+        by_effort.setdefault(case[2], []).append(case[4])
+    assert metrics == pytest.approx({f"effort_reward/{k}": sum(v) / len(v) for k, v in by_effort.items()})
+    # the same completions split across two calls: t1's low no longer sees its higher efforts
+    alone = reward(completions=[_think(10)], task=["t1"], effort=["low"], answer=["42"])
+    assert alone == [1.0]
 
 
 def test_reward_config_and_correctness_callable():
-    linear = effort_reward_function(WordTokenizer(), config=RewardConfig(phi="linear", k=0.5))
+    linear = effort_reward_function(WordTokenizer(), config=RewardConfig(phi="linear", k=0.5, floor=0.0))
     assert linear(
-        completions=["<think>a b c d e f g h</think>42", "<think>a b c d e f g h i j k l</think>42"],
-        reference_thinking_tokens=[4.0, 4.0],
-        answer=["42", "42"],
-    ) == pytest.approx([0.75, 0.5])  # over 1: 1 - 0.5; over 2: 1 - 1
+        completions=[_think(8), _think(12), _think(4), _think(4)],
+        task=["t"] * 4,
+        effort=["low", "low", "medium", "medium"],
+        answer=["42"] * 4,
+    ) == pytest.approx([0.75, 0.5, 1.0, 1.0])  # reference medium's 4: over 1 -> 1 - 0.5, over 2 -> 0
 
     seen = []
 
@@ -95,16 +113,27 @@ def test_reward_config_and_correctness_callable():
         return reply.strip() == "yes"
 
     custom = effort_reward_function(WordTokenizer(), correct=correct)
-    assert custom(completions=["<think>a</think>yes", "<think>a</think>no"], effort=["low", "low"]) == [1.0, 0.0]
+    assert custom(
+        completions=["<think>a</think>yes", "<think>a</think>no"], task=["t", "t"], effort=["low", "low"]
+    ) == [
+        1.0,
+        0.0,
+    ]
     assert seen == [("yes", "low"), ("no", "low")]
 
 
 def test_reward_errors():
     reward = effort_reward_function(WordTokenizer())
     with pytest.raises(ValueError, match="answer"):
-        reward(completions=["42"], effort=["low"])
+        reward(completions=["42"], task=["t"], effort=["low"])
     with pytest.raises(ValueError, match="2 values for 1 completions"):
-        reward(completions=["42"], answer=["42", "43"])
+        reward(completions=["42"], task=["t"], effort=["low"], answer=["42", "43"])
+    with pytest.raises(ValueError, match="drop the fixed `reference_thinking_tokens`"):
+        reward(completions=["42"], task=["t"], effort=["low"], answer=["42"], reference_thinking_tokens=[4.0])
+    with pytest.raises(ValueError, match="`task`"):
+        reward(completions=["42"], effort=["low"], answer=["42"])
+    with pytest.raises(ValueError, match="unknown effort"):
+        reward(completions=["42"], task=["t"], effort=["high"], answer=["42"])
 
 
 def test_thinking_counted_on_generated_ids(tiny: Path):
@@ -116,16 +145,21 @@ def test_thinking_counted_on_generated_ids(tiny: Path):
     # the tiny tokenizer's markers are special tokens: decoding drops them, the ids keep them
     text = tok.decode(ids, skip_special_tokens=True)
     assert "</think>" not in text
-    reward = effort_reward_function(tok)
+    reward = effort_reward_function(tok, config=RewardConfig(floor=0.0))
     n = len(thought)
     assert reward.thinking_and_reply(text, ids) == (n, "42")
+    k = n // 2
+    short = [open_id, *thought[:k], close_id, *answer, tok.eos_token_id]
+    message = [{"role": "assistant", "content": text}]
+    # medium's two successes think k tokens (reference k); low thinks n; a low cut off inside thinking fails
     values = reward(
-        completions=[[{"role": "assistant", "content": text}]] * 3,
-        completion_ids=[ids, ids, ids[: n // 2 + 1]],
-        reference_thinking_tokens=[float(n), n / 2, float(n)],
-        answer=["42"] * 3,
+        completions=[message, message, message, message],
+        completion_ids=[short, short, ids, ids[: k + 1]],
+        task=["t"] * 4,
+        effort=["medium", "medium", "low", "low"],
+        answer=["42"] * 4,
     )
-    assert values == pytest.approx([1.0, 0.5 + 0.5 * math.exp(-1), 0.0])
+    assert values == pytest.approx([1.0, 1.0, 0.5 + 0.5 * math.exp(-(n / k - 1)), 0.0])
 
 
 def test_grpo_config_defaults():
@@ -143,16 +177,16 @@ def test_one_grpo_step_on_cpu(tiny: Path, tmp_path: Path):
     tok = AutoTokenizer.from_pretrained(tiny)
     model = AutoModelForCausalLM.from_pretrained(tiny)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    rows = [("low", 8.0, "1"), ("medium", None, "2"), ("low", 4.0, "3"), ("xhigh", None, "4")]
+    rows = [("t1", "low", "1"), ("t1", "medium", "2"), ("t2", "low", "3"), ("t1", "xhigh", "4")]
     dataset = Dataset.from_list(
         [
             {
                 "prompt": [{"role": "user", "content": f"What is {int(a) - 1} + 1?"}],
+                "task": task,
                 "effort": effort,
-                "reference_thinking_tokens": ref,
                 "answer": a,
             }
-            for effort, ref, a in rows
+            for task, effort, a in rows
         ]
     )
     # Random weights never answer: alternate success so each group of 2 has one of each and a gradient.

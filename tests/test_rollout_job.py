@@ -10,7 +10,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from qaflow.agents.effort import EffortMap
+from qaflow.agents.harness import HarnessConfig
 from qaflow.cli import app
+from qaflow.errors import LLMError
 from qaflow.llm import LLMConfig, ScriptedReply
 from qaflow.llm.config import ScriptedToolCall as Call
 from qaflow.models.frame import read_rollouts
@@ -140,3 +143,57 @@ def test_rollout_cli_runs_reports_and_skips_bad_tasks(tmp_path: Path) -> None:
     bad = runner.invoke(app, [*args[:4], "--efforts", "low,extreme"])
     assert bad.exit_code == 2 and "extreme" in bad.output
     shutil.rmtree(root / ".qaflow")
+
+
+NO_REASONING = "anthropic/claude-3-haiku-20240307"
+"""A model litellm knows takes no `reasoning_effort` (nor `seed`)."""
+
+
+def test_a_provider_that_cannot_honour_an_effort_fails_the_job_once_before_any_attempt(tmp_path: Path) -> None:
+    root = _pool(tmp_path)
+    config = RolloutJobConfig(
+        model=LLMConfig(model=NO_REASONING), efforts=[Effort.OFF, Effort.LOW, Effort.XHIGH], attempts=3
+    )
+    with Pool.open(root) as pool, pytest.raises(LLMError) as failed:
+        run_rollouts(pool, config)
+    message = str(failed.value)
+    assert "low sends reasoning_effort" in message and "xhigh sends reasoning_effort" in message
+    assert "off sends" not in message and "harness.efforts.per_model" in message
+    with Pool.open(root) as pool:
+        assert pool.ledger.rollout_ids() == set() and pool.ledger.runs() == []
+    # a sampling seed the provider refuses fails the same way, even at off
+    seeded = config.model_copy(update={"efforts": [Effort.OFF], "harness": HarnessConfig(seed=1)})
+    with Pool.open(root) as pool, pytest.raises(LLMError, match="off sends seed"):
+        run_rollouts(pool, seeded)
+    # a mapping to an OpenAI parameter litellm knows the model refuses (`thinking`) is caught too
+    budget = {"thinking": {"type": "enabled", "budget_tokens": 64}}
+    thinking = EffortMap(per_model={"anthropic/*": {Effort.LOW: budget}})
+    mapped = config.model_copy(update={"efforts": [Effort.LOW], "harness": HarnessConfig(efforts=thinking)})
+    with Pool.open(root) as pool, pytest.raises(LLMError, match="low sends thinking"):
+        run_rollouts(pool, mapped)
+    # the CLI: one `error:` line, exit 2, nothing recorded
+    out = CliRunner().invoke(app, ["rollout", str(root), "--model", NO_REASONING, "--efforts", "off,medium"])
+    assert out.exit_code == 2, out.output
+    assert "error:" in out.output and "medium sends reasoning_effort" in out.output and "Traceback" not in out.output
+    with Pool.open(root) as pool:
+        assert pool.ledger.rollout_ids() == set()
+
+
+@pytest.mark.bwrap
+def test_efforts_the_provider_honours_run_through_litellm(tmp_path: Path) -> None:
+    """Off, and low mapped to a provider-specific key (Anthropic's `top_k`: passed through by litellm, not
+    checked), run: litellm's own offline mock answers, so every attempt has a model turn and ends done."""
+    require_backend("bwrap")
+    root = _pool(tmp_path)
+    efforts = EffortMap(per_model={"anthropic/*": {Effort.LOW: {"top_k": 5}}})
+    config = RolloutJobConfig(
+        model=LLMConfig(model=NO_REASONING, extra={"mock_response": "nothing to do"}),
+        efforts=[Effort.OFF, Effort.LOW],
+        harness=HarnessConfig(efforts=efforts, max_turns=2),
+        backend="bwrap",
+    )
+    with Pool.open(root) as pool:
+        report = run_rollouts(pool, config)
+    assert report.ran == 4 and report.failed == []
+    assert {r.stop_reason for r in report.records} == {"done"}, [(r.stop_reason, r.error) for r in report.records]
+    assert all(r.turns >= 1 for r in report.records)

@@ -219,7 +219,11 @@ def test_lora_adapters_save_and_reload(sft_run, tiny: Path, tokenizer) -> None:
     assert not torch.allclose(a, b) and torch.allclose(b, again)
 
 
-def test_selection_prefers_solved_tasks_over_loss() -> None:
+def test_selection_prefers_solved_tasks_over_loss(tmp_path: Path) -> None:
+    from sft.select import SelectConfig, load_tasks
+    from tests.taskfactory import write_task
+
+    write_task(tmp_path / "pool", "a")
     infos = [
         CheckpointInfo(path=Path("run/checkpoint-10"), step=10, eval_loss=1.20),
         CheckpointInfo(path=Path("run/checkpoint-20"), step=20, eval_loss=0.80),
@@ -227,7 +231,12 @@ def test_selection_prefers_solved_tasks_over_loss() -> None:
     ]
     solved = {10: 3, 20: 1, 30: 3}
     selection = select_checkpoint(
-        infos, lambda info: EvalOutcome(solved=solved[info.step], attempted=4, mean_output_tokens=100.0)
+        infos,
+        load_tasks(tmp_path / "pool"),
+        lambda info, tasks, effort, attempts: EvalOutcome(
+            solved=solved[info.step], attempted=4, mean_output_tokens=100.0
+        ),
+        SelectConfig(subset_size=0),
     )
     assert selection.chosen == "run/checkpoint-30"  # tie on solved (3): lower validation loss wins
     assert selection.lowest_loss == "run/checkpoint-20"
@@ -254,14 +263,15 @@ def test_harness_evaluates_a_local_checkpoint_end_to_end(sft_run, tmp_path: Path
     require_backend("bwrap")
     _, report = sft_run
     write_task(tmp_path / "pool", "a")
-    evaluator = HarnessEvaluator(tmp_path / "pool", cache_dir=tmp_path / "eval", backend="bwrap")
     from qaflow.agents.harness import HarnessConfig
+    from qaflow.models.rollout import Effort
+    from sft.select import load_tasks
 
-    evaluator.harness = HarnessConfig(max_turns=2)
-    outcome = evaluator(report.checkpoints[0])
+    evaluator = HarnessEvaluator(cache_dir=tmp_path / "eval", backend="bwrap", harness=HarnessConfig(max_turns=2))
+    outcome = evaluator(report.checkpoints[0], load_tasks(tmp_path / "pool"), Effort.OFF, 1)
     assert (outcome.solved, outcome.attempted) == (0, 1)  # a random tiny model solves nothing, without crashing
     assert outcome.mean_output_tokens > 0
-    assert any((tmp_path / "eval" / "checkpoint-6").glob("eval-*.parquet"))
+    assert len(list((tmp_path / "eval").rglob("*.parquet"))) == 1 and evaluator.runs == 1
 
 
 def test_checker_fails_double_encoded_tool_calls_and_checks_an_export(tiny: Path, tokenizer, tmp_path: Path) -> None:

@@ -278,6 +278,9 @@ def augment_command(
     style: Annotated[
         list[str] | None, typer.Option("--style", help="paraphrase (default), terse, verbose or files (repeatable).")
     ] = None,
+    seeds: Annotated[
+        int, typer.Option(min=1, help="Rewrites per style and task: styles x seeds variants, each audited.")
+    ] = 1,
     out: OutOpt = None,
     removed: RemovedOpt = None,
     backend: Annotated[str, typer.Option(help="Audit backend: auto, docker or bwrap.")] = "auto",
@@ -309,6 +312,7 @@ def augment_command(
             out_dir=out_dir,
             llm=LLMConfig(model=model, cache_dir=cache_dir, script=load_script(script) if script else None),
             styles=[Style(s) for s in style or ["paraphrase"]],
+            seeds=seeds,
             audit=AuditConfig(backend=backend, repeats=repeats, jobs=jobs),
         )
     except ValueError as e:

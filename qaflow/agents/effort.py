@@ -6,9 +6,11 @@ budget, Gemini's thinking config...). Models are matched by glob on the litellm 
 the first matching pattern wins, else the defaults apply.
 
 `check_efforts` is the up-front check: before any attempt runs, every effort whose settings send an
-OpenAI parameter litellm will not pass to the model's provider (`reasoning_effort`, `seed`) is named
-in one `LLMError`, instead of each attempt ending in `llm_error`. Provider-specific keys (anything
-litellm does not know as an OpenAI parameter) are passed through by litellm and are not checked here.
+OpenAI parameter litellm will not pass to the model's provider (`reasoning_effort`, `thinking`, the
+per-attempt `seed`, any key of litellm's chat-completion parameter list) is named in one `LLMError`,
+instead of each attempt ending in `llm_error`. Provider-specific keys (anything litellm does not know as
+an OpenAI parameter) are passed through by litellm and are not checked here. `qaflow rollout` runs it
+through `run_rollouts`.
 """
 
 from __future__ import annotations
@@ -57,7 +59,17 @@ class EffortMap(BaseModel):
 
 
 CHECKED_PARAMS = ("reasoning_effort", "seed")
-"""OpenAI parameters an effort or a sampling seed may send that some providers refuse."""
+"""OpenAI parameters an effort or a sampling seed may send that some providers refuse; with `known_params`,
+every other key of litellm's parameter list an effort sends (e.g. `thinking`) is checked too."""
+
+
+def known_params() -> frozenset[str]:
+    """The parameters litellm maps per provider (and refuses where unsupported): its chat-completion defaults."""
+    try:
+        from litellm.constants import DEFAULT_CHAT_COMPLETION_PARAM_VALUES
+    except ImportError:  # an older litellm: the two known to matter
+        return frozenset(CHECKED_PARAMS)
+    return frozenset(DEFAULT_CHAT_COMPLETION_PARAM_VALUES) | frozenset(CHECKED_PARAMS)
 
 
 def supported_params(model: str) -> set[str] | None:
@@ -86,13 +98,15 @@ def check_efforts(config: LLMConfig, efforts: Iterable[Effort], efforts_map: Eff
     if supported is None:
         return
     allowed = supported | set(config.extra.get("allowed_openai_params") or [])
+    known = known_params()
     problems = []
     for effort in efforts:
         applied = efforts_map.apply(config, Effort(effort))
         sent = {"reasoning_effort": applied.reasoning_effort, **applied.extra}
         if seed:
             sent.setdefault("seed", 0)
-        refused = [k for k in CHECKED_PARAMS if sent.get(k) is not None and k not in allowed]
+        checked = [*CHECKED_PARAMS, *(k for k in efforts_map.kwargs(config.model, Effort(effort)) if k in known)]
+        refused = [k for k in dict.fromkeys(checked) if sent.get(k) is not None and k not in allowed]
         if refused:
             problems.append(f"{Effort(effort).value} sends {', '.join(refused)}")
     if problems:

@@ -26,7 +26,7 @@ from qaflow.cli.options import (
 )
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.config_file import read_config_data
-from qaflow.errors import ConfigError, SandboxUnavailableError
+from qaflow.errors import ConfigError, LLMError, SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.ledger import LedgerError
 from qaflow.models.frame import RolloutsError, read_rollouts, records_to_frame
@@ -171,7 +171,7 @@ def rollout(
                 executor=workers,
             )
             frame = records_to_frame(pool.ledger.rollouts())
-    except (PoolError, LedgerError, SandboxUnavailableError) as e:
+    except (PoolError, LedgerError, SandboxUnavailableError, LLMError) as e:
         usage_error(str(e))
     for path, reason in report.invalid_tasks:
         err.print(f"[yellow]skipped {escape(path)}: {escape(reason)}[/yellow]")

@@ -6,6 +6,13 @@ in the ledger are skipped, so an interrupted job resumes where it stopped. Attem
 stream back and only the driver thread writes the ledger. Parquet shards mirror the ledger: at the end of
 every job (and on resume) each recorded rollout missing from the shard folder is written to a new
 shard, so a crash between the ledger write and the shard write loses nothing.
+
+Before anything runs, `check_efforts` asks litellm whether the model's provider takes every effort's
+settings (and the per-attempt seed, when the harness sends one): a provider that cannot honour an effort
+fails the job once with an `LLMError`, instead of every attempt ending in `llm_error`. Checks that need a
+stage's own knowledge stay with that stage: for a local checkpoint (`qaflow-local/...`) the SFT/RL stage
+installs its effort table and checks the tokenizer's thinking markers (`sft.local_llm.with_local_efforts`,
+`check_local_efforts`, as `rl round` does) before calling `run_rollouts`; the core does not import it.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
+from qaflow.agents.effort import check_efforts
 from qaflow.agents.harness import HarnessConfig
 from qaflow.errors import QaflowError, TaskError
 from qaflow.executors import POLL_S, Executor, Handle, LocalExecutor, Resources, TaskRef, resolve_task
@@ -204,7 +212,12 @@ def run_rollouts(
     was lost on every try, or whose task cannot be loaded where it ran, is listed in `report.failed`
     and the job goes on. Ctrl-C cancels the items in flight, reaps their sandboxes, and still syncs
     the shards; the next run resumes.
+
+    Raises:
+        LLMError: the provider refuses an effort's settings or the sampling seed (before any attempt,
+            no run recorded; see `check_efforts`).
     """
+    check_efforts(config.model, config.efforts, config.harness.efforts, seed=config.harness.seed is not None)
     ledger = pool.ledger
     backend = resolve_backend(config.backend)
     pool.scan()
