@@ -24,9 +24,9 @@ The task frame (`TASK_SCHEMA`), one row per task:
     path         the Harbor task folder (null for dataset rows that are not materialised)
     version      the task's content hash (`Task.version`); for a row not materialised, sha256 of its fields
 
-Stages may add columns (status, pass_rate, attempts, copy_of, copy, parent_id, augment_style). Each stage is
-a pure function of frames returning a `StageResult`: the rows kept, and a `removed` frame (`REMOVED_SCHEMA`:
-id, stage, reason) that says why every other row went.
+Stages may add columns (status, pass_rate, attempts, copy_of, copy, parent_id, augment_style,
+augment_variant). Each stage is a pure function of frames returning a `StageResult`: the rows kept, and a
+`removed` frame (`REMOVED_SCHEMA`: id, stage, reason) that says why every other row went.
 """
 
 from __future__ import annotations
