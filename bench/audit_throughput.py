@@ -7,7 +7,12 @@ tests/ bind-mounted and the network the task gets (README "Network"), `sh -c 'so
 only); test.sh; cat reward'`. bwrap gets the same
 treatment against the bare `bwrap` command line. Target: docker <= 1.3x.
 
+`--battery` instead times the audit of the pool with and without the trust-boundary observation and
+the exploit battery (`AuditConfig.observe`; off is the audit as it was before them), same tasks,
+fresh ledgers, warm images. Target: <= 1.3x.
+
 Usage: python bench/audit_throughput.py [--pool tasks_repo] [--backend docker|bwrap|both] [--limit 8]
+       python bench/audit_throughput.py --battery [--limit 100] [--repeats 6] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -41,7 +46,9 @@ def sound_tasks(pool: Path, limit: int) -> list[Task]:
     return tasks[:limit]
 
 
-def audit_seconds(tasks: list[Task], backend: str, repeats: int) -> tuple[float, int]:
+def audit_seconds(
+    tasks: list[Task], backend: str, repeats: int, *, observe: bool = True, jobs: int = 1
+) -> tuple[float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         ledger = Ledger(Path(tmp) / "ledger.sqlite")
         for t in tasks:
@@ -56,10 +63,10 @@ def audit_seconds(tasks: list[Task], backend: str, repeats: int) -> tuple[float,
                 )
             )
         run = ledger.start_run(RunKind.AUDIT, {})
-        auditor = Auditor(ledger, run.run_id, AuditConfig(backend=backend, repeats=repeats, jobs=1))
+        config = AuditConfig(backend=backend, repeats=repeats, jobs=jobs, observe=observe)
+        auditor = Auditor(ledger, run.run_id, config)
         t0 = time.perf_counter()
-        for t in tasks:
-            auditor.audit_one(t.path)
+        auditor.audit([t.path for t in tasks])
         elapsed = time.perf_counter() - t0
         auditor.close()
         trials = sum(1 for r in ledger.results() if r.probe != "build")
@@ -99,12 +106,27 @@ def _bare_cmd(task: Task, backend: str, script: str) -> list[str]:
     return bwrap_command(task, script)
 
 
+def battery_ratio(tasks: list[Task], backend: str, repeats: int, jobs: int) -> float:
+    """Seconds to audit `tasks` without, then with, the observation and exploit battery; prints the ratio."""
+    audit_seconds(tasks, backend, 1, observe=False, jobs=jobs)  # warm-up: builds every image
+    before, n_before = audit_seconds(tasks, backend, repeats, observe=False, jobs=jobs)
+    after, n_after = audit_seconds(tasks, backend, repeats, observe=True, jobs=jobs)
+    ratio = after / before
+    print(
+        f"{backend}: {len(tasks)} tasks, {repeats} repeats, {jobs} jobs: audit without the battery {before:.1f} s "
+        f"({n_before} trials), with it {after:.1f} s ({n_after} trials): ratio {ratio:.2f}x (target <= 1.3x)"
+    )
+    return ratio
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pool", default=str(REPO / "tasks_repo"))
     parser.add_argument("--backend", choices=["docker", "bwrap", "both"], default="both")
     parser.add_argument("--limit", type=int, default=8, help="tasks to audit (loadable ones, in folder order)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1, help="trials at once (--battery)")
+    parser.add_argument("--battery", action="store_true", help="time the audit with vs without the exploit battery")
     args = parser.parse_args()
     tasks = sound_tasks(Path(args.pool), args.limit)
     for backend in ("docker", "bwrap"):
@@ -113,6 +135,9 @@ def main() -> None:
         ok, reason = check_backend(backend)
         if not ok:
             print(f"{backend}: unavailable ({reason})")
+            continue
+        if args.battery:
+            battery_ratio(tasks, backend, args.repeats, args.jobs)
             continue
         audit_seconds(tasks[:1], backend, 1)  # warm-up: builds images
         for t in tasks:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from qaflow.audit.exploits import Exploit
 from qaflow.audit.infra import InfraEvidence, classify
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.models.audit import AuditFinding
@@ -220,3 +221,42 @@ def _flaky(probe: str, runs: Sequence[ProbeRun]) -> AuditFinding:
         ),
         evidence={"probe": probe, "pass_rate": rate, "rewards": [r.reward for r in runs]},
     )
+
+
+def judge_exploits(
+    nop: Sequence[ProbeRun], runs: Sequence[ProbeRun], exploits: Sequence[Exploit], task: str
+) -> list[AuditFinding]:
+    """One `reward_tamper` for the exploits that got full reward on the untouched environment (none when
+    the untouched environment passes as is: that is `false_pass`, already reported)."""
+    if nop and all(r.full for r in nop):
+        return []
+    won = [(e, r) for e, r in zip(exploits, runs, strict=True) if r.full]
+    if not won:
+        return []
+    first = won[0][0]
+    files = [p.path for p in first.plants]
+    shown = ", ".join(files[:4]) + (" …" if len(files) > 4 else "")
+    return [
+        AuditFinding(
+            code=FindingCode.REWARD_TAMPER,
+            message=(
+                f"exploit {' and '.join(e.name for e, _ in won)} got full reward on the untouched environment "
+                f"(e.g. writing {shown}: {first.plants[0].why}): the verifier runs or loads files the agent can "
+                "write; keep what it runs under tests/, and run pytest so it cannot load agent files (rootdir and "
+                "inifile under /tests, -p no:cacheprovider, from a folder the agent cannot write)"
+            ),
+            evidence={
+                "exploits": [
+                    {
+                        "exploit": e.name,
+                        "files": [p.path for p in e.plants],
+                        "why": {p.path: p.why for p in e.plants},
+                        "reproduce": e.reproduction(task),
+                        "run": r.brief(),
+                    }
+                    for e, r in won
+                ],
+                "tried": [e.name for e in exploits],
+            },
+        )
+    ]

@@ -11,6 +11,7 @@ from qaflow.agents import NopAgent, OracleAgent
 from qaflow.agents.base import Agent
 from qaflow.agents.stepwise import StepwiseAgent
 from qaflow.audit.effects import RecordingAgent
+from qaflow.audit.exploits import Exploit, ExploitAgent
 from qaflow.audit.mutants import Mutant, MutantAgent
 from qaflow.audit.tamper import TamperAgent
 from qaflow.models.trial import ExitStatus, PhaseResult, StepResult, TrialResult
@@ -25,7 +26,7 @@ def tail(text: str, limit: int = TAIL_CHARS) -> str:
 
 class ProbeRun(BaseModel):
     probe: str
-    """nop, oracle, tamper, mutant:<name>."""
+    """nop, oracle, tamper, observe, exploit:<name>, mutant:<name>."""
     attempt: int = 0
     reward: float | None = None
     rewards: dict[str, float] | None = None
@@ -114,11 +115,12 @@ class ProbeAgent(BaseModel):
     trial runs: nop, oracle, tamper (the reward files to plant) or a mutant (its writes); `record`
     wraps it in a `RecordingAgent`, whose effect the trial's `ProbeRun.extra["effect"]` carries."""
 
-    kind: Literal["nop", "oracle", "tamper", "mutant"]
+    kind: Literal["nop", "oracle", "tamper", "mutant", "observe", "exploit"]
     record: bool = False
     files: list[str] = Field(default_factory=list, description="tamper: reward files to plant in /logs/verifier")
     extra_paths: list[str] = Field(default_factory=list, description="tamper: files the verifier copies in")
     mutant: Mutant | None = None
+    exploit: Exploit | None = Field(None, description="exploit: the plants its agent writes")
     step: str | None = Field(None, description="multi-step: the step probed (oracle before it; ends there)")
 
     @classmethod
@@ -134,6 +136,15 @@ class ProbeAgent(BaseModel):
         return cls(kind="tamper", files=files, extra_paths=extra_paths, step=step)
 
     @classmethod
+    def observe(cls) -> ProbeAgent:
+        """The oracle, then the verifier under observation (`qaflow.audit.observe`; run by `trial_item`)."""
+        return cls(kind="observe")
+
+    @classmethod
+    def of_exploit(cls, exploit: Exploit) -> ProbeAgent:
+        return cls(kind="exploit", exploit=exploit)
+
+    @classmethod
     def of_mutant(cls, mutant: Mutant, *, step: str | None = None) -> ProbeAgent:
         return cls(kind="mutant", mutant=mutant, step=step)
 
@@ -145,6 +156,12 @@ class ProbeAgent(BaseModel):
             inner = OracleAgent()
         elif self.kind == "tamper":
             inner = TamperAgent(self.files, self.extra_paths)
+        elif self.kind == "observe":
+            inner = OracleAgent()
+        elif self.kind == "exploit":
+            if self.exploit is None:
+                raise ValueError("an exploit probe needs its exploit")
+            inner = ExploitAgent(self.exploit)
         else:
             if self.mutant is None:
                 raise ValueError("a mutant probe needs its mutant")

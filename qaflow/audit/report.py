@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from rich.console import Console
@@ -24,6 +25,30 @@ def to_json(audits: list[TaskAudit]) -> str:
 def code_counts(audits: list[TaskAudit]) -> Counter[str]:
     """Tasks per finding code (errors and warnings), each task counted once per code."""
     return Counter(code for a in audits for code in {f.code.value for f in a.findings})
+
+
+def harness_note(audits: list[TaskAudit]) -> dict[str, Any] | None:
+    """Once per pool: tasks whose observed verifier ran or loaded system files the agent can write (an
+    agent that runs as root in the shared verifier mode can replace the interpreter or coreutils). A
+    property of the harness, not of any task: never a per-task finding."""
+    tasks: list[str] = []
+    files: Counter[str] = Counter()
+    for a in audits:
+        note = (a.probes.get("observe") or {}).get("harness")
+        if note:
+            tasks.append(a.task)
+            files.update(note.get("system_files", []))
+    if not tasks:
+        return None
+    return {
+        "tasks": sorted(tasks),
+        "files": [f for f, _ in files.most_common(8)],
+        "message": (
+            f"in {len(tasks)} task(s) the verifier runs or loads system files the agent can write (it runs as "
+            "root, in the shared verifier mode): an agent could replace them to pass; run untrusted agents with "
+            'the verifier in its own image ([verifier] environment_mode = "separate") or as a non-root agent user'
+        ),
+    }
 
 
 def print_summary(console: Console, audits: list[TaskAudit], *, backend: str, seconds: float) -> None:
@@ -45,6 +70,9 @@ def print_summary(console: Console, audits: list[TaskAudit], *, backend: str, se
     counts = code_counts(audits)
     if counts:
         console.print("findings: " + ", ".join(f"{code} {n}" for code, n in counts.most_common()))
+    note = harness_note(audits)
+    if note:
+        console.print(f"harness note: {note['message']} (e.g. {', '.join(note['files'][:3])})", markup=False)
 
 
 def write_html(path: Path, audits: list[TaskAudit], *, backend: str, run_id: str) -> None:
@@ -54,6 +82,7 @@ def write_html(path: Path, audits: list[TaskAudit], *, backend: str, run_id: str
         audits=sorted(audits, key=lambda a: (a.verdict != Verdict.ACCEPTED, a.task)),
         verdicts=Counter(a.verdict.value for a in audits),
         codes=code_counts(audits).most_common(),
+        harness=harness_note(audits),
         backend=backend,
         run_id=run_id,
         json_dumps=lambda v: json.dumps(v, indent=2, default=str),

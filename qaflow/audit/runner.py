@@ -28,10 +28,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.audit.effects import Effect
+from qaflow.audit.exploits import Exploit, harness_note, leftover_findings, plan_exploits
 from qaflow.audit.infra import classify
-from qaflow.audit.judge import judge
+from qaflow.audit.judge import judge, judge_exploits
 from qaflow.audit.lint import LintConfig, lint_task
 from qaflow.audit.mutants import make_mutants
+from qaflow.audit.observation import Observation
+from qaflow.audit.observe import observe_trial
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
 from qaflow.audit.steps import audit_task_steps
 from qaflow.audit.tamper import trusted_paths
@@ -43,7 +46,7 @@ from qaflow.models.records import Finding, FindingCode, Result, ResultKey, Sever
 from qaflow.models.trial import ExitStatus
 from qaflow.sandbox import backend_class, resolve_backend
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env, spec_for_task
-from qaflow.task import Task
+from qaflow.task import Task, VerifierEnvironmentMode
 from qaflow.trial import run_trial
 
 
@@ -67,6 +70,11 @@ class AuditConfig(BaseModel):
     repeats: int = Field(DEFAULT_REPEATS, ge=1, description="Runs of each of nop and oracle (flakiness)")
     jobs: int = Field(2, ge=1, description="Trials run concurrently")
     max_mutants: int = Field(12, ge=0, description="Wrong solutions derived from the oracle, per task")
+    observe: bool = Field(
+        True,
+        description="Observe the verifier's trust boundary on the oracle's final state and, where it takes "
+        "task-owned inputs the agent can write, attack them (the exploit battery)",
+    )
     force: bool = Field(False, description="Redo probes already recorded in the ledger")
     lint: LintConfig = Field(default_factory=LintConfig)
     offline: bool = Field(default_factory=offline_from_env, description="Build without network ($QAFLOW_OFFLINE)")
@@ -115,8 +123,15 @@ def trial_item(
     network: str = "task",
 ) -> ProbeRun:
     """Work item: one probe trial (the agent rebuilt from its description), as a `ProbeRun`."""
-    built = agent.agent()
     run_network = RunNetwork(offline=offline, network=RuntimeNetwork(network))
+    if agent.kind == "observe":
+        observed, observation = observe_trial(resolve_task(task), backend=backend, run_id=run_id, network=run_network)
+        run = ProbeRun.of(probe, attempt, observed)
+        run.extra["observation"] = observation.model_dump(mode="json")
+        if run_network.network is not RuntimeNetwork.TASK:
+            run.extra["network"] = run_network.network.value
+        return run
+    built = agent.agent()
     result = run_trial(
         resolve_task(task),
         built,
@@ -338,18 +353,60 @@ class Auditor:
             mutants = make_mutants(effect, limit=self.config.max_mutants, focus=_focus_text(task))
             phase2 += [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
             probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
+        observing = self.config.observe and task.verifier_mode is VerifierEnvironmentMode.SHARED
+        if observing:
+            phase2.append(("observe", 0, ProbeAgent.observe(), True))
         tamper, *mutant_runs = yield from self._trials(task, shared, resources, phase2)
+        observe_run = mutant_runs.pop() if observing else None
         for m, run in zip(mutants, mutant_runs, strict=True):
             run.extra["description"] = m.description
+        findings += judge(by_probe.get("nop", []), oracle, tamper, mutant_runs)
+        if observe_run is not None:
+            findings += yield from self._battery(task, shared, resources, observe_run, effect, by_probe, probes)
         audit.timings["trials"] = time.perf_counter() - t0
         by_probe["tamper"] = [tamper]
-        findings += judge(by_probe.get("nop", []), oracle, tamper, mutant_runs)
         for name, group in by_probe.items():
             probes[name] = {"rewards": [r.reward for r in group], "exit": [r.exit_status for r in group]}
         probes["mutant_rewards"] = {r.probe.removeprefix("mutant:"): r.reward for r in mutant_runs}
         audit.findings, audit.probes = findings, probes
         audit.verdict = verdict_for(findings)
         return audit
+
+    def _battery(
+        self,
+        task: Task,
+        shared: Any,
+        resources: Resources,
+        observe_run: ProbeRun,
+        effect: Effect | None,
+        by_probe: dict[str, list[ProbeRun]],
+        probes: dict[str, object],
+    ) -> Generator[list[_Work], list[Any], list[AuditFinding]]:
+        """The exploit battery over what the observe probe saw (`qaflow.audit.exploits`): run only when
+        the oracle passed under observation and the verifier took task-owned inputs the agent can write."""
+        raw = observe_run.extra.get("observation")
+        observation = Observation.model_validate(raw) if raw else Observation(why_not="no observation recorded")
+        summary: dict[str, Any] = observation.brief()
+        summary["oracle_full"] = observe_run.full
+        note = harness_note(observation)
+        if note:
+            summary["harness"] = note
+        probes["observe"] = summary
+        findings = leftover_findings(observation)
+        if not observe_run.full:
+            return findings
+        changed = {c.path for c in effect.changes} if effect is not None and effect.ok else None
+        exploits: list[Exploit] = plan_exploits(observation, changed)
+        if not exploits:
+            return findings
+        items = [(f"exploit:{e.name}", 0, ProbeAgent.of_exploit(e), True) for e in exploits]
+        runs = yield from self._trials(task, shared, resources, items)
+        by_probe.update({run.probe: [run] for run in runs})
+        summary["exploits"] = {
+            e.name: {"reward": r.reward, "files": [p.path for p in e.plants]}
+            for e, r in zip(exploits, runs, strict=True)
+        }
+        return findings + judge_exploits(by_probe.get("nop", []), runs, exploits, task.name)
 
     def _build_finding(self, build: dict[str, str]) -> AuditFinding:
         """`build_failed`, or `infra_error` when the backend cannot build it (unsupported) or the log

@@ -1,0 +1,300 @@
+"""The observed trust boundary as data, and how the observer's logs become it (`qaflow.audit.observe`
+runs the observed verifier; this module only reads what its observer wrote: pure, testable offline).
+
+Shell trace lines (`+<SEP>script<SEP>cwd<SEP> words`) give the programs each bash ran (a bare name is
+resolved through PATH in the sandbox afterwards) and the path-like words it passed; the Python logs give
+the interpreter's argv, the main script or module with sys.path[0], code it executed and who imported
+it, files it opened, processes it spawned; the pytest logs give rootdir, inifile, confcutdir, the
+conftests loaded and the files collected, from which `conftest_folders`/`ini_folders` say where pytest
+would also load a planted conftest.py or pytest.ini (its own rules, pytest 7 and 8).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import shlex
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from qaflow.audit.observer_files import OBSERVE_DIR, SEP
+
+How = Literal["run", "import", "read", "write", "arg", "conftest", "sitecustomize", "syspath"]
+_SKIP = ("/proc/", "/sys/", "/dev/", "/tests/", "/logs/")
+_SHELL_WORDS = (
+    "[ [[ ]] echo printf test true false cd export set unset local read return exit shift source . eval exec "
+    "trap wait declare typeset readonly let shopt pushd popd dirs command type hash builtin getopts umask "
+    "alias unalias break continue if then else elif fi for while until do done case esac function time "
+    "mapfile readarray compgen complete enable help history jobs kill logout suspend ulimit caller times"
+)
+_NOT_PROGRAMS = frozenset(_SHELL_WORDS.split(" "))
+SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var", "/run", "/root")
+"""Where the image's toolchain lives: agent-writable trusted inputs there (an agent that runs as root)
+are a property of the shared verifier mode, reported once per pool, never per task."""
+MAX_PATHS = 3000
+
+
+class Access(BaseModel):
+    """One path the observed verifier touched, and how (several ways at once are common)."""
+
+    path: str
+    how: list[How]
+    by: list[str] = Field(default_factory=list, description="The verifier files (or programs) that touched it")
+    exists: bool = False
+    is_dir: bool = False
+    writable: bool = False
+    """The agent user can write it, or replace it (write to the folder it is in)."""
+    owner: Literal["task", "system"] = "system"
+    """task: under the workdir or a Dockerfile COPY/ADD destination (or outside the system folders)."""
+
+
+class PytestRun(BaseModel):
+    rootdir: str
+    inifile: str | None = None
+    confcutdir: str | None = None
+    args: list[str] = Field(default_factory=list)
+    cwd: str = ""
+    noconftest: bool = False
+    conftests: list[str] = Field(default_factory=list)
+    collected: list[str] = Field(default_factory=list)
+
+
+class PythonRun(BaseModel):
+    argv: list[str]
+    cwd: str
+    main: str | None = None
+    """The script (path) or module (name) it ran."""
+    path0: str | None = None
+    """sys.path[0] when the main code started (script folder, or the cwd for -m and -c)."""
+    site: list[str] = Field(default_factory=list)
+    imports: list[str] = Field(default_factory=list, description="Top-level modules the main code imported")
+
+
+class Observation(BaseModel):
+    """What the verifier read, ran and loaded on the oracle's final state (see the module doc)."""
+
+    observed: bool = False
+    why_not: str | None = None
+    accesses: list[Access] = Field(default_factory=list)
+    pytest: list[PytestRun] = Field(default_factory=list)
+    python: list[PythonRun] = Field(default_factory=list)
+    shell_commands: int = 0
+    leftovers: list[str] = Field(
+        default_factory=list,
+        description="Compiled Python files in the task's folders whose source is gone, before the agent starts",
+    )
+    agent_user: str | None = None
+    duration_s: float = 0.0
+
+    def get(self, path: str) -> Access | None:
+        return next((a for a in self.accesses if a.path == path), None)
+
+    def trusted(self, owner: str = "task") -> list[Access]:
+        """Agent-writable paths the verifier ran, imported or read, of that owner."""
+        return [a for a in self.accesses if a.writable and a.exists and a.owner == owner]
+
+    def brief(self, limit: int = 40) -> dict[str, Any]:
+        """The evidence view: what the verifier took from places the agent can write."""
+
+        def row(a: Access) -> dict[str, Any]:
+            return {"path": a.path, "how": a.how, "by": a.by[:3], "owner": a.owner}
+
+        places = {"conftest", "syspath", "sitecustomize"}
+        touched = [a for a in self.accesses if a.exists and a.writable and (not a.is_dir or places & set(a.how))]
+        return {
+            "observed": self.observed,
+            "why_not": self.why_not,
+            "agent_writable_inputs": [row(a) for a in touched if a.owner == "task"][:limit],
+            "agent_writable_system": [row(a) for a in touched if a.owner == "system" and not a.is_dir][:limit],
+            "pytest": [p.model_dump(exclude_defaults=True) for p in self.pytest][:6],
+            "python": [{"argv": p.argv[:8], "cwd": p.cwd, "path0": p.path0} for p in self.python][:10],
+            "shell_commands": self.shell_commands,
+        }
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.paths: dict[str, tuple[set[str], set[str]]] = {}
+        self.names: dict[str, set[str]] = {}
+
+    def add(self, path: str, how: str, by: str | None, cwd: str = "/") -> None:
+        if not path:
+            return
+        path = posixpath.normpath(posixpath.join(cwd or "/", path))
+        if path.startswith(_SKIP) or path.startswith(OBSERVE_DIR) or path in ("/", "/tests", "/logs"):
+            return
+        hows, bys = self.paths.setdefault(path, (set(), set()))
+        hows.add(how)
+        if by:
+            bys.add(by)
+
+    def program(self, word: str, by: str | None, cwd: str) -> None:
+        """A command word: a path is run as is, a bare name is resolved through PATH in the sandbox."""
+        if "/" in word:
+            self.add(word, "run", by, cwd)
+        elif word and word not in _NOT_PROGRAMS and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word):
+            self.names.setdefault(word, set()).update([by] if by else [])
+
+
+_TRACE = re.compile(rf"^\++{SEP}([^{SEP}]*){SEP}([^{SEP}]*){SEP} (.*)$")
+
+
+def parse_logs(logs: dict[str, str], seen: Seen, obs: Observation) -> None:
+    """Fold the observer's log files into `seen` (paths, names) and `obs` (pytest and python runs)."""
+    for name, text in logs.items():
+        if name.startswith("sh."):
+            _parse_trace(text, seen, obs)
+        elif name.startswith("py."):
+            _parse_python(text, seen, obs)
+        elif name.startswith("pytest."):
+            _parse_pytest(text, seen, obs)
+
+
+def _parse_trace(text: str, seen: Seen, obs: Observation) -> None:
+    for line in text.splitlines():
+        m = _TRACE.match(line)
+        if not m:
+            continue
+        source, cwd, command = m.groups()
+        obs.shell_commands += 1
+        if source:
+            seen.add(source, "run", None, cwd)
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            words = command.split()
+        while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
+            words = words[1:]
+        if not words:
+            continue
+        seen.program(words[0], source or None, cwd)
+        for word in words[1:]:
+            for part in word.split("=", 1)[-1:]:
+                if part.startswith(("/", "./", "../")) or ("/" in part and not part.startswith("-")):
+                    seen.add(part, "arg", source or None, cwd)
+
+
+def _records(text: str) -> list[dict[str, Any]]:
+    out = []
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def _parse_python(text: str, seen: Seen, obs: Observation) -> None:
+    recs = _records(text)
+    start = next((r for r in recs if r.get("k") == "start"), None)
+    if start is None:
+        return
+    libs = tuple(str(p).rstrip("/") + "/" for p in start.get("libs", []) + start.get("site", []) if p)
+    run = PythonRun(
+        argv=[str(a) for a in start.get("argv", [])], cwd=str(start.get("cwd", "/")), site=start.get("site", [])
+    )
+    for site in start.get("site", []):
+        seen.add(str(site), "sitecustomize", "python", "/")  # where a .pth or sitecustomize would load from
+    exe = start.get("exe")
+    if exe:
+        seen.add(str(exe), "run", None, "/")
+    main_file: str | None = None
+    for rec in recs:
+        kind, path = rec.get("k"), rec.get("p")
+        if kind == "main":
+            main_file = path
+            run.main = path or rec.get("m")
+            search = rec.get("path") or []
+            run.path0 = search[0] if search else None
+            if path and not path.startswith("<"):
+                seen.add(path, "run", "python", run.cwd)
+            if run.path0:
+                seen.add(run.path0, "syspath", "python", "/")  # modules are looked up there first
+        elif kind == "exec" and path and not str(path).startswith(libs):
+            by = rec.get("by")
+            seen.add(path, "import", by, run.cwd)
+            if main_file and by == main_file:
+                run.imports.append(posixpath.splitext(posixpath.basename(path))[0])
+        elif kind == "exec" and path and main_file and rec.get("by") == main_file:
+            rel = str(path)
+            for lib in libs:
+                if rel.startswith(lib):
+                    rel = rel[len(lib) :]
+                    break
+            run.imports.append(rel.split("/", 1)[0].removesuffix(".py"))
+        elif kind == "open" and path and not str(path).startswith(libs) and "/__pycache__/" not in str(path):
+            seen.add(path, "write" if rec.get("w") else "read", main_file or "python", run.cwd)
+        elif kind == "spawn":
+            argv = [str(a) for a in rec.get("argv") or []]
+            exe = rec.get("exe")
+            word = exe if exe and "/" in exe else (argv[0] if argv else exe)
+            if word:
+                seen.program(str(word), main_file, str(rec.get("cwd") or run.cwd))
+        elif kind == "sitecustomize" and path:
+            seen.add(path, "import", "python", "/")
+    run.imports = list(dict.fromkeys(m for m in run.imports if m and m.isidentifier()))
+    obs.python.append(run)
+
+
+def _parse_pytest(text: str, seen: Seen, obs: Observation) -> None:
+    current: PytestRun | None = None
+    for rec in _records(text):
+        kind = rec.get("k")
+        if kind == "pytest":
+            current = PytestRun(
+                rootdir=str(rec.get("rootdir")),
+                inifile=rec.get("inifile"),
+                confcutdir=rec.get("confcutdir"),
+                args=[str(a) for a in rec.get("args") or []],
+                cwd=str(rec.get("cwd") or "/"),
+                noconftest=bool(rec.get("noconftest")),
+            )
+            obs.pytest.append(current)
+            if current.inifile:
+                seen.add(current.inifile, "conftest", "pytest", "/")
+        elif current is not None and kind == "conftest" and rec.get("p"):
+            current.conftests.append(str(rec["p"]))
+            seen.add(str(rec["p"]), "conftest", "pytest", "/")
+        elif current is not None and kind == "collected":
+            current.collected = [str(f) for f in rec.get("files") or []]
+    for run in obs.pytest:
+        for folder in conftest_folders(run) + ini_folders(run):
+            seen.add(folder, "conftest", "pytest", "/")
+
+
+def conftest_folders(run: PytestRun) -> list[str]:
+    """Folders whose conftest.py this pytest run would load: those of the collected files and of its
+    arguments, and every folder above them down from its confcutdir (all the way up when none)."""
+    if run.noconftest:
+        return []
+    anchors = {posixpath.dirname(f) for f in run.collected}
+    for arg in run.args:
+        path = posixpath.normpath(posixpath.join(run.cwd, arg.split("::", 1)[0]))
+        anchors.add(path if not posixpath.splitext(path)[1] else posixpath.dirname(path))
+    cut = run.confcutdir
+    folders: set[str] = set()
+    for anchor in anchors:
+        folder = anchor
+        while True:
+            if cut is None or folder == cut or folder.startswith(cut.rstrip("/") + "/"):
+                folders.add(folder)
+            if folder == "/":
+                break
+            folder = posixpath.dirname(folder)
+    return sorted(folders)
+
+
+def ini_folders(run: PytestRun) -> list[str]:
+    """With no inifile, pytest looks for one upwards from its rootdir: a pytest.ini planted in any
+    folder above it makes that folder the rootdir (and the confcutdir), so its conftest.py loads."""
+    if run.inifile or run.noconftest:
+        return []
+    folders, folder = [], posixpath.dirname(run.rootdir.rstrip("/") or "/")
+    while folder not in folders:
+        folders.append(folder)
+        folder = posixpath.dirname(folder)
+    return folders

@@ -1,0 +1,217 @@
+"""Observe the verifier's trust boundary by running it: the `observe` probe.
+
+One extra trial per task: the oracle runs as usual; then, without changing the task image, the
+observer (`qaflow.audit.observer_files`) is uploaded to `/logs/.qaflow-observe` and the real verifier
+runs with `BASH_ENV` (and through it `PYTHONPATH`/`PYTEST_PLUGINS`) pointing there. What the
+verifier ran, executed, imported, opened, and where its pytest looked for conftest.py, is read back
+from the logs; one more exec, as the agent user, says which of those paths exist and which the agent
+could write (the file, or the folder it is in). The result is an `Observation`, kept in the probe's
+ledger payload and shown in the report; `qaflow.audit.exploits` turns the agent-writable,
+task-owned inputs of it into exploit trials.
+
+Why not a tracer: the host's strace is linked against the host's libc (Debian ships no static
+one), a running container takes no new bind mount, and ptrace is not granted everywhere (gVisor);
+what the verifier's own bash and Python report about themselves works the same under docker and
+bwrap. How (both backends, nothing bind-mounted): bash xtrace of every bash the verifier
+starts (expanded command words, the script and folder of each), a `sys.addaudithook` hook in every
+Python it starts (open, exec of code objects with their importer, run_file/run_module with
+sys.path, subprocess/os.exec/posix_spawn/system), a pytest plugin (rootdir, inifile, confcutdir,
+conftests loaded, files collected). Blind spots: programs that are neither bash nor Python (their
+reads; `sh`/dash scripts are seen only as the command that started them), shell input
+redirections (`< file`), Python started with `-I`/`-E`/`-S` or with a PYTHONPATH the verifier sets
+itself, a test.sh that turns xtrace off, a verifier that runs in a view (services left running) or
+in its own image (separate mode): the observation then says it saw nothing and why.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import shlex
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from qaflow.agents import OracleAgent
+from qaflow.audit.observation import MAX_PATHS, SYSTEM_ROOTS, Access, Observation, Seen, parse_logs
+from qaflow.audit.observer_files import FILES, LOG_DIR, OBSERVE_DIR, verifier_env
+from qaflow.errors import QaflowError
+from qaflow.healthcheck import SetupError
+from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, TrialResult, VerifierSandbox
+from qaflow.sandbox import open_sandbox, resolve_backend
+from qaflow.sandbox.base import Sandbox
+from qaflow.sandbox.dockerfile import logical_lines
+from qaflow.sandbox.spec import RunNetwork, spec_for_task
+from qaflow.task import Task
+from qaflow.trial.phases import VerifierPlan, agent_phase, environment_healthcheck, verifier_phase
+
+
+def observe_trial(
+    task: Task, *, backend: str, run_id: str, network: RunNetwork | None
+) -> tuple[TrialResult, Observation]:
+    """The oracle, then the verifier under observation (same as `run_trial` but for the observer)."""
+    started = time.perf_counter()
+    result = TrialResult(task=task.name, version=task.version, agent="oracle", backend=backend, run_id=run_id)
+    observation = Observation(why_not="the trial did not reach the verifier")
+    try:
+        spec = spec_for_task(task, run_id=run_id, network=network)
+        result.backend = resolve_backend(backend, spec.runtime)
+        with open_sandbox(spec, result.backend) as box:
+            environment_healthcheck(task, box)
+            leftovers = find_leftovers(box, task_roots(task, box.workdir))
+            agent_phase(task, OracleAgent(), box, result)
+            _upload_observer(box)
+            plan = VerifierPlan.of(task)
+            plan = plan.model_copy(update={"env": {**plan.env, **verifier_env()}})
+            verifier_phase(box, spec, plan, result, clear=True, backend=result.backend)
+            if result.verifier_sandbox is not VerifierSandbox.SHARED:
+                where = result.verifier_sandbox.value if result.verifier_sandbox else "different"
+                observation.why_not = f"the verifier ran in a {where} sandbox, not observed"
+            else:
+                t0 = time.perf_counter()
+                observation = read_observation(box, task)
+                observation.duration_s = time.perf_counter() - t0
+            observation.leftovers = leftovers
+    except SetupError as exc:
+        result.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
+    except QaflowError as exc:
+        result.error = ErrorInfo.of(exc)
+    except Exception as exc:  # a bug of ours: kept with its traceback
+        result.error = ErrorInfo.of(exc)
+    if result.error is not None and result.exit_status is ExitStatus.OK:
+        result.exit_status = ExitStatus.ERROR
+    result.timings["total"] = time.perf_counter() - started
+    return result, observation
+
+
+_LEFTOVERS = r"""
+for r in "$@"; do [ -d "$r" ] && find "$r" -name '*.pyc' 2>/dev/null; done | while IFS= read -r f; do
+  b=${f##*/}; m=${b%%.*}; d=${f%/*}
+  case "$d" in */__pycache__) d=${d%/__pycache__} ;; esac
+  [ -e "$d/$m.py" ] || printf '%s\n' "$f"
+done | sort -u | head -n 50
+"""
+
+
+def find_leftovers(box: Sandbox, roots: list[str]) -> list[str]:
+    """Compiled Python files under the task's folders whose source file is not there: what is left of a
+    generator or answer script removed from the image, which an agent can decompile (one exec, before the
+    agent starts)."""
+    ex = box.exec(["sh", "-c", _LEFTOVERS, "sh", *roots], timeout=60, user="0")
+    return [line for line in ex.stdout.splitlines() if line.startswith("/")]
+
+
+def _upload_observer(box: Sandbox) -> None:
+    with tempfile.TemporaryDirectory(prefix="qaflow-observe-") as tmp:
+        root = Path(tmp)
+        for rel, text in FILES.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text, encoding="utf-8")
+        (root / "log").mkdir()
+        box.put(OBSERVE_DIR, root)
+    box.exec(f"chmod -R a+rX {OBSERVE_DIR} && chmod 1777 {LOG_DIR}", timeout=30, user="0")
+
+
+def _read_logs(box: Sandbox) -> dict[str, str]:
+    with tempfile.TemporaryDirectory(prefix="qaflow-observe-") as tmp:
+        box.get_dir(LOG_DIR, Path(tmp))
+        return {
+            p.name: p.read_text(encoding="utf-8", errors="replace") for p in sorted(Path(tmp).iterdir()) if p.is_file()
+        }
+
+
+# -- which of them the agent can write ------------------------------------------------------------
+
+
+def task_roots(task: Task, workdir: str) -> list[str]:
+    """Where the task's own files live: the workdir and every Dockerfile COPY/ADD destination."""
+    roots = {workdir.rstrip("/") or "/"}
+    current = "/"
+    try:
+        text = task.environment_dir.joinpath("Dockerfile").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return sorted(roots)
+    for _line, logical in logical_lines(text):
+        parts = logical.split(None, 1)
+        if len(parts) < 2:
+            continue
+        keyword, args = parts[0].upper(), parts[1]
+        try:
+            words = [w for w in shlex.split(args) if not w.startswith("--")]
+        except ValueError:
+            continue
+        if keyword == "WORKDIR" and words:
+            current = posixpath.join(current, words[-1])
+        elif keyword in ("COPY", "ADD") and len(words) >= 2:
+            dest = words[-1]
+            if args.lstrip().startswith("["):
+                try:
+                    dest = json.loads(args.strip())[-1]
+                except (ValueError, IndexError, TypeError):
+                    continue
+            roots.add(posixpath.normpath(posixpath.join(current, dest)))
+    return sorted(r for r in roots if r != "/")
+
+
+def owner_of(path: str, roots: list[str]) -> Literal["task", "system"]:
+    """task: under a task root, or outside the system folders; system: the toolchain, and / itself
+    (a file planted at the top of the tree needs a root agent, as a replaced interpreter does)."""
+    if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+        return "task"
+    top_level_file = posixpath.dirname(path) == "/" and posixpath.splitext(path)[1] != ""
+    if path == "/" or top_level_file or any(path == s or path.startswith(s + "/") for s in SYSTEM_ROOTS):
+        return "system"
+    return "task"
+
+
+_CLASSIFY = r"""
+while IFS= read -r line; do
+  case "$line" in
+    N*) n=${line#N}; p=$(command -v -- "$n" 2>/dev/null) || continue
+        case "$p" in /*) printf 'R\t%s\t%s\n' "$n" "$p" ;; *) continue ;; esac ;;
+    *) p=${line#P} ;;
+  esac
+  t=-; [ -d "$p" ] && t=d; [ "$t" = - ] && [ -e "$p" ] && t=f
+  w=0; [ -w "$p" ] && w=1
+  d=${p%/*}; [ -n "$d" ] || d=/
+  pw=0; [ -w "$d" ] && [ ! -k "$d" ] && pw=1
+  printf 'C\t%s\t%s\t%s\t%s\n' "$t" "$w" "$pw" "$p"
+done <<'QAFLOW_PATHS'
+"""
+
+
+def read_observation(box: Sandbox, task: Task) -> Observation:
+    """Parse the observer's logs in `box` and classify every path it saw (one exec as the agent user)."""
+    obs = Observation(observed=True, agent_user=None if task.config.agent.user is None else str(task.config.agent.user))
+    seen = Seen()
+    parse_logs(_read_logs(box), seen, obs)
+    if not obs.shell_commands and not obs.python:
+        obs.observed, obs.why_not = False, "the observer saw no bash or Python process of the verifier"
+    lines = [f"P{p}" for p in list(seen.paths)[:MAX_PATHS]] + [f"N{n}" for n in sorted(seen.names)]
+    lines = [line for line in lines if "\n" not in line and "QAFLOW_PATHS" not in line]
+    script = _CLASSIFY + "\n".join(lines) + "\nQAFLOW_PATHS\n"
+    ex = box.exec(["sh", "-c", script], timeout=120, user=task.config.agent.user)
+    facts: dict[str, tuple[str, bool, bool]] = {}
+    for row in ex.stdout.splitlines():
+        cols = row.split("\t")
+        if cols[0] == "R" and len(cols) == 3:
+            for by in seen.names.get(cols[1], set()) or {""}:
+                seen.add(cols[2], "run", by or None, "/")
+        elif cols[0] == "C" and len(cols) == 5:
+            facts[cols[4]] = (cols[1], cols[2] == "1", cols[3] == "1")
+    roots = task_roots(task, box.workdir)
+    for path, (hows, bys) in sorted(seen.paths.items()):
+        kind, w, pw = facts.get(path, ("-", False, False))
+        obs.accesses.append(
+            Access(
+                path=path,
+                how=sorted(hows),
+                by=sorted(bys),
+                exists=kind != "-",
+                is_dir=kind == "d",
+                writable=w or (kind != "d" and pw),
+                owner=owner_of(path, roots),
+            )
+        )
+    return obs

@@ -1,0 +1,270 @@
+"""The verifier's trust boundary, observed by running it, and the exploit battery it drives.
+
+Pure parts (the observer's logs to an `Observation`, which exploits it plans, how they are judged)
+run without a sandbox; the audit of the four labelled fixtures runs under docker and bwrap: the
+grader shipped in the image and the conftest.py/pytest.py pytest would load from /app are proven
+exploitable by running them (reward_tamper with the files and a reproduction), a compiled answer
+generator left without its source is a leak, the look-alike controls stay clean, nothing is attacked
+on them, and the task folders are untouched."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from qaflow.audit.exploits import SHIM, Exploit, Plant, plan_exploits
+from qaflow.audit.judge import judge_exploits
+from qaflow.audit.observation import Access, Observation, PytestRun, Seen, conftest_folders, ini_folders, parse_logs
+from qaflow.audit.observe import owner_of, task_roots
+from qaflow.audit.observer_files import SEP
+from qaflow.audit.probe_run import ProbeRun
+from qaflow.audit.report import harness_note
+from qaflow.cli import app
+from qaflow.models.audit import TaskAudit, Verdict
+from qaflow.task import Task, tree_hash
+from tests.conftest import TASKS_REPO
+
+FIXTURES = {
+    "tally-survey-answers": ("reward_tamper", {"script-shim": ["/app/grader/check_tally.py"]}),
+    "word-length-histogram": ("reward_tamper", {"python-plant": ["/app/conftest.py", "/app/tests/conftest.py"]}),
+    "rank-essay-scores": ("leak", {}),
+    "tally-poll-votes": (None, {}),
+    "line-length-histogram": (None, {}),
+    "average-reading-time": (None, {}),
+}
+LEFTOVER = "/app/tools/__pycache__/make_expected.cpython-311.pyc"
+
+
+def _trace(source: str, cwd: str, command: str, depth: int = 1) -> str:
+    return f"{'+' * depth}{SEP}{source}{SEP}{cwd}{SEP} {command}"
+
+
+def _python_log(main: str, *records: dict) -> str:
+    start = {"k": "start", "argv": ["python3", main], "cwd": "/app", "libs": ["/usr/lib/python3.11"], "site": []}
+    path = [main.rsplit("/", 1)[0], "/usr/lib/python3.11"]
+    return "\n".join(json.dumps(r) for r in [start, {"k": "main", "p": main, "path": path, "cwd": "/app"}, *records])
+
+
+def _observed(logs: dict[str, str], facts: dict[str, tuple[bool, bool]], roots: list[str]) -> Observation:
+    """Parse `logs` as `read_observation` does, with `facts` (path -> exists-as-dir, writable) standing in
+    for the classifying exec."""
+    obs, seen = Observation(observed=True), Seen()
+    parse_logs(logs, seen, obs)
+    for path, (hows, bys) in sorted(seen.paths.items()):
+        if path in facts:
+            is_dir, writable = facts[path]
+            owner = owner_of(path, roots)
+            obs.accesses.append(
+                Access(
+                    path=path,
+                    how=sorted(hows),
+                    by=sorted(bys),
+                    exists=True,
+                    is_dir=is_dir,
+                    writable=writable,
+                    owner=owner,
+                )  # type: ignore[arg-type]
+            )
+    return obs
+
+
+def test_shell_trace_and_python_log_become_accesses():
+    logs = {
+        "sh.1.trace": "\n".join(
+            [
+                _trace("/tests/test.sh", "/app", "mkdir -p /logs/verifier"),
+                _trace("/tests/test.sh", "/app", "python3 /app/grader/check.py /app/in.csv"),
+                _trace("/tests/test.sh", "/app", "X=1 ./tools/run.sh --out=/app/out.txt"),
+                "a continuation line of a multi-line argument",
+            ]
+        ),
+        "py.7.jsonl": "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "k": "start",
+                    "argv": ["python3", "/app/grader/check.py"],
+                    "cwd": "/app",
+                    "exe": "/usr/bin/python3",
+                    "libs": ["/usr/lib/python3.11"],
+                    "site": ["/usr/lib/python3/dist-packages"],
+                },
+                {
+                    "k": "main",
+                    "p": "/app/grader/check.py",
+                    "path": ["/app/grader", "/usr/lib/python3.11"],
+                    "cwd": "/app",
+                },
+                {"k": "exec", "p": "/usr/lib/python3.11/csv.py", "by": "/app/grader/check.py"},
+                {"k": "exec", "p": "/app/grader/rules.py", "by": "/app/grader/check.py"},
+                {"k": "open", "p": "/app/expected.json", "w": False},
+                {"k": "open", "p": "/usr/lib/python3.11/json/__init__.py", "w": False},
+                {"k": "spawn", "exe": None, "argv": ["diff", "a", "b"], "cwd": "/app"},
+            ]
+        ),
+    }
+    obs, seen = Observation(observed=True), Seen()
+    parse_logs(logs, seen, obs)
+    assert obs.shell_commands == 3
+    hows = {p: sorted(h) for p, (h, _by) in seen.paths.items()}
+    assert hows["/app/grader/check.py"] == ["arg", "run"]
+    assert hows["/app/tools/run.sh"] == ["run"]  # relative program, resolved against the traced cwd
+    assert hows["/app/out.txt"] == ["arg"]  # the value of --out=
+    assert hows["/app/grader/rules.py"] == ["import"]
+    assert hows["/app/expected.json"] == ["read"]
+    assert hows["/app/grader"] == ["syspath"]
+    assert "/usr/lib/python3.11/json/__init__.py" not in hows  # the interpreter's own library is not listed
+    assert not any(p.startswith("/logs/") for p in hows)
+    assert {"python3", "mkdir", "diff"} <= set(seen.names)  # resolved through PATH in the sandbox
+    (run,) = obs.python
+    assert (run.main, run.path0, run.imports) == ("/app/grader/check.py", "/app/grader", ["csv", "rules"])
+
+
+def test_conftest_and_ini_folders_follow_pytest_rules():
+    loose = PytestRun(rootdir="/app", args=["tests/test_x.py"], cwd="/app", collected=["/app/tests/test_x.py"])
+    assert conftest_folders(loose) == ["/", "/app", "/app/tests"]  # no confcutdir: every folder above
+    assert ini_folders(PytestRun(rootdir="/app/tests")) == ["/app", "/"]
+    pinned = PytestRun(
+        rootdir="/tests", inifile="/tests/pytest.ini", confcutdir="/tests", args=["/tests/test_x.py"],
+        cwd="/tests", collected=["/tests/test_x.py"],
+    )  # fmt: skip
+    assert conftest_folders(pinned) == ["/tests"] and ini_folders(pinned) == []
+    assert conftest_folders(loose.model_copy(update={"noconftest": True})) == []
+
+
+def test_task_roots_and_owner(tmp_path: Path):
+    task_dir = tmp_path / "t"
+    shutil.copytree(TASKS_REPO / "tally-survey-answers", task_dir)
+    (task_dir / "environment" / "Dockerfile").write_text(
+        "FROM python:3.11-slim\nWORKDIR /srv\nCOPY answers.csv data/\nCOPY --chmod=755 grader/ /opt/grader/\n"
+    )
+    roots = task_roots(Task.load(task_dir), "/srv")
+    assert roots == ["/opt/grader", "/srv", "/srv/data"]
+    assert owner_of("/opt/grader/check.py", roots) == "task"
+    assert owner_of("/opt/other/tool", roots) == "task"  # outside the system folders
+    assert owner_of("/usr/local/bin/pytest", roots) == "system"
+    assert owner_of("/conftest.py", roots) == "system"  # planting at / needs a root agent
+
+
+def test_plans_attack_only_task_owned_inputs_the_oracle_left_alone():
+    logs = {
+        "sh.1.trace": "\n".join(
+            [
+                _trace("/tests/test.sh", "/app", "python3 /app/grader/check.py"),
+                _trace("/tests/test.sh", "/app", "python3 /tests/check.py /app/solution.py"),
+            ]
+        ),
+        "py.8.jsonl": _python_log("/app/grader/check.py"),
+        "py.9.jsonl": _python_log("/tests/check.py", {"k": "exec", "p": "/app/solution.py", "by": "/tests/check.py"}),
+    }
+    facts = {
+        "/app/grader/check.py": (False, True),
+        "/app/solution.py": (False, True),
+        "/tests/check.py": (False, False),
+    }
+    obs = _observed(logs, facts, ["/app"])
+    (shim,) = plan_exploits(obs, oracle_changed={"/app/solution.py"})
+    assert shim.name == "script-shim" and [p.path for p in shim.plants] == ["/app/grader/check.py"]
+    assert shim.plants[0].content == SHIM
+    # the same grader under /tests (not writable), or a system interpreter a root agent could replace: nothing
+    sound = _observed(logs, {**facts, "/app/grader/check.py": (False, False)}, ["/app"])
+    assert plan_exploits(sound, oracle_changed={"/app/solution.py"}) == []
+    assert plan_exploits(Observation(observed=False, why_not="view"), set()) == []
+    assert plan_exploits(obs, oracle_changed=None) == []  # the oracle's effect unknown: work and grader look alike
+
+
+def test_python_plants_for_a_loose_pytest_run():
+    logs = {
+        "pytest.3.jsonl": "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "k": "pytest",
+                    "rootdir": "/app",
+                    "inifile": None,
+                    "args": ["tests/t.py"],
+                    "cwd": "/app",
+                    "confcutdir": None,
+                    "noconftest": False,
+                },
+                {"k": "collected", "files": ["/app/tests/t.py"]},
+            ]
+        ),
+        "py.3.jsonl": "\n".join(
+            json.dumps(r)
+            for r in [
+                {"k": "start", "argv": ["python3", "-m", "pytest"], "cwd": "/app", "libs": [], "site": ["/usr/lib/py"]},
+                {"k": "main", "m": "pytest", "path": ["/app", "/usr/lib/py"], "cwd": "/app"},
+            ]
+        ),
+    }
+    facts = {"/app": (True, True), "/app/tests": (True, True), "/usr/lib/py": (True, True)}
+    (plant,) = plan_exploits(_observed(logs, facts, ["/app"]), set())
+    paths = [p.path for p in plant.plants]
+    assert plant.name == "python-plant"
+    assert paths == ["/app/conftest.py", "/app/tests/conftest.py", "/app/pytest.py"]  # / is the harness note's
+    assert "/usr/lib/py/qaflow_exploit.pth" not in paths  # a system site folder: the harness note's business
+
+
+def _run(probe: str, full: bool) -> ProbeRun:
+    return ProbeRun(probe=probe, reward=1.0 if full else 0.0, full=full)
+
+
+def test_judge_exploits():
+    exploit = Exploit(name="script-shim", plants=[Plant(path="/app/g.py", content=SHIM, why="the verifier runs it")])
+    nop = [_run("nop", False)] * 2
+    (finding,) = judge_exploits(nop, [_run("exploit:script-shim", True)], [exploit], "t")
+    assert finding.code.value == "reward_tamper" and "script-shim" in finding.message
+    (won,) = finding.evidence["exploits"]
+    assert won["files"] == ["/app/g.py"] and won["reproduce"].startswith("t: as the agent")
+    assert judge_exploits(nop, [_run("exploit:script-shim", False)], [exploit], "t") == []
+    assert judge_exploits([_run("nop", True)], [_run("exploit:script-shim", True)], [exploit], "t") == []
+
+
+def test_harness_note_is_once_per_pool():
+    def audit(name: str, files: list[str]) -> TaskAudit:
+        observe = {"harness": {"system_files": files, "count": len(files)}} if files else {}
+        return TaskAudit(task=name, path=name, version=None, verdict=Verdict.ACCEPTED, probes={"observe": observe})
+
+    note = harness_note(
+        [audit("a", ["/usr/bin/python3"]), audit("b", ["/usr/bin/python3", "/usr/bin/cp"]), audit("c", [])]
+    )
+    assert note is not None and note["tasks"] == ["a", "b"] and note["files"][0] == "/usr/bin/python3"
+    assert harness_note([audit("c", [])]) is None
+
+
+@pytest.mark.slow
+def test_audit_proves_the_fixture_exploits_and_spares_the_controls(backend: str, tmp_path: Path):
+    pool = tmp_path / "pool"
+    for name in FIXTURES:
+        shutil.copytree(TASKS_REPO / name, pool / name)
+    before = {name: tree_hash(pool / name) for name in FIXTURES}
+    report = tmp_path / "audit.json"
+    args = ["audit", str(pool), "--backend", backend, "--repeats", "1", "--jobs", "2", "--json", str(report)]
+    out = CliRunner().invoke(app, [*args, "--offline", "--network", "none", "--html", str(tmp_path / "a.html")])
+    assert out.exit_code == 0, out.output
+    assert {name: tree_hash(pool / name) for name in FIXTURES} == before
+    audits = {Path(a["path"]).name: a for a in json.loads(report.read_text())}
+    for name, (code, won) in FIXTURES.items():
+        audit = audits[name]
+        observe = audit["probes"]["observe"]
+        assert observe["observed"] and observe["oracle_full"], (name, observe)
+        codes = sorted(f["code"] for f in audit["findings"])
+        if code is None:
+            assert (audit["verdict"], codes) == ("accepted", []), (name, audit["findings"])
+            assert "exploits" not in observe  # nothing task-owned to attack: no exploit trial ran
+            continue
+        assert codes == [code], (name, audit["findings"])
+        (finding,) = audit["findings"]
+        if code == "leak":  # compiled leftovers, found by listing the sandbox before the agent starts
+            assert finding["evidence"]["files"] == [LEFTOVER] and "exploits" not in observe
+            continue
+        proven = {e["exploit"]: e["files"] for e in finding["evidence"]["exploits"]}
+        for exploit, files in won.items():
+            assert set(files) <= set(proven[exploit]), (name, proven)
+        assert all(e["run"]["reward"] == 1.0 for e in finding["evidence"]["exploits"])
+    assert "trust boundary" in (tmp_path / "a.html").read_text()
