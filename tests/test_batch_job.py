@@ -47,7 +47,7 @@ def test_batch_job_writes_datasets_that_load_back(batch_out: Path) -> None:
     assert stages["repair"]["info"]["outcomes"]["accepted"] >= 3  # the rule-repairable tasks
     assert stages["harden"]["info"]["hardened"] >= len(clean)
     # loaded the way TRL users load datasets: one folder, a DatasetDict with the mix's held-out tasks as test
-    tasks_dict = datasets.load_dataset(str(batch_out / "datasets" / "tasks"))
+    tasks_dict = datasets.load_dataset(str(batch_out / "datasets" / "tasks"), cache_dir=str(batch_out / "hf-cache"))
     assert set(tasks_dict) == {"train", "test"}
     assert not set(tasks_dict["train"]["name"]) & set(tasks_dict["test"]["name"])
     held = {n.split("/")[-1] for n in stages["export"]["info"]["test_tasks"]}
@@ -61,7 +61,7 @@ def test_batch_job_writes_datasets_that_load_back(batch_out: Path) -> None:
     assert all(
         row["audit_verdict"] == "clean" and row["audit_run"] for row in accepted if row["parent_version"] is None
     )
-    rl = datasets.load_dataset(str(batch_out / "datasets" / "rl"))
+    rl = datasets.load_dataset(str(batch_out / "datasets" / "rl"), cache_dir=str(batch_out / "hf-cache"))
     assert sum(len(split) for split in rl.values()) == len(accepted)
     assert set(rl["train"]["task_status"]) == {"accepted"} and set(rl["train"]["licence"]) == {"Apache-2.0"}
     card = (batch_out / "datasets" / "rl" / "README.md").read_text()

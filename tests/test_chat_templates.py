@@ -96,7 +96,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> datasets.DatasetDict:
     export_sft(
         records_to_frame([single, parallel_record()]), out, gate=GateOptions(include_unaccepted=True), sharegpt=False
     )
-    return datasets.load_dataset(str(out))
+    return datasets.load_dataset(str(out), cache_dir=str(out.parent / "hf-cache"))
 
 
 def render(template: str, row: dict[str, Any], **extra: Any) -> str:

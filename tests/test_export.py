@@ -691,7 +691,7 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
 
     assert {r.id: r.reason for r in report.removed} == left_out
     assert report.rows == 4 and sum(report.splits.values()) == 4
-    loaded = datasets.load_dataset(str(out))
+    loaded = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf-cache"))
     assert set(loaded) == {"train", "test"}
     train_tasks, test_tasks = set(loaded["train"]["task"]), set(loaded["test"]["task"])
     assert train_tasks and test_tasks and not train_tasks & test_tasks
@@ -701,7 +701,7 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
     assert (csv["task_status"], csv["audit_verdict"], csv["audit_run"]) == ("accepted", "clean", audit_run)
     alpha = rows[kept[0].rollout_id]
     assert (alpha["licence"], alpha["task_status"], alpha["audit_verdict"]) == ("MIT", "accepted", None)
-    sharegpt = datasets.load_dataset(str(out), "sharegpt")
+    sharegpt = datasets.load_dataset(str(out), "sharegpt", cache_dir=str(tmp_path / "hf-cache"))
     assert {s: len(d) for s, d in sharegpt.items()} == report.splits
     card = (out / "README.md").read_text()
     assert front_matter(card)["license"] == "MIT"

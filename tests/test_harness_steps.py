@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from curation.export import sft_rows
+from curation.export import GateOptions, sft_rows
 from curation.filter_structure import structure_reasons
 from qaflow.llm import LLMConfig, ScriptedReply
 from qaflow.llm.config import ScriptedToolCall as Call
@@ -54,5 +54,5 @@ def test_each_step_is_a_fresh_conversation_with_the_step_instruction(backend: st
     assert "## step counter" in record.verifier_output and "## step total" in record.verifier_output
     frame = records_to_frame([record])
     assert structure_reasons(frame).to_list() == [None]
-    rows, removed = sft_rows(frame)
+    rows, removed = sft_rows(frame, gate=GateOptions(include_scripted=True))  # a scripted model drives it
     assert removed == [] and [m["role"] for m in rows[0]["messages"]] == roles

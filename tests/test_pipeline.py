@@ -59,9 +59,9 @@ def test_pipeline_runs_end_to_end_resumes_and_counts_add_up(tmp_path: Path) -> N
         assert removed["reason"].str.len_chars().min() or removed.is_empty()
     unresolved = pl.read_parquet(next((out / "stages").glob("*-repair")) / "removed.parquet")
     assert unresolved["id"].to_list() == ["small:assemble-handbook"]
-    tasks = datasets.load_dataset(str(out / "datasets" / "tasks"), split="train")
+    tasks = datasets.load_dataset(str(out / "datasets" / "tasks"), split="train", cache_dir=str(out / "hf-cache"))
     assert sorted(tasks["status"]) == ["accepted"] * 3 + ["candidate"] * 3
-    assert len(datasets.load_dataset(str(out / "datasets" / "rl"), split="train")) == 3
+    assert len(datasets.load_dataset(str(out / "datasets" / "rl"), split="train", cache_dir=str(out / "hf-cache"))) == 3
     assert (out / "funnel.png").stat().st_size > 5000 and json.loads((out / "funnel.json").read_text())
 
     stamps = {p: p.stat().st_mtime_ns for p in (out / "stages").glob("*/info.json")}
