@@ -23,10 +23,12 @@ from qaflow.audit.observe import owner_of, task_roots
 from qaflow.audit.observer_files import SEP
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.report import harness_note
+from qaflow.audit.runner import MIN_CONFIRM_RUNS, needs_confirmation
 from qaflow.cli import app
 from qaflow.models.audit import TaskAudit, Verdict
 from qaflow.task import Task, tree_hash
 from tests.conftest import TASKS_REPO
+from tests.taskfactory import write_task
 
 FIXTURES = {
     "tally-survey-answers": ("reward_tamper", {"script-shim": ["/app/grader/check_tally.py"]}),
@@ -268,3 +270,45 @@ def test_audit_proves_the_fixture_exploits_and_spares_the_controls(backend: str,
             assert set(files) <= set(proven[exploit]), (name, proven)
         assert all(e["run"]["reward"] == 1.0 for e in finding["evidence"]["exploits"])
     assert "trust boundary" in (tmp_path / "a.html").read_text()
+
+
+def _observed_run(full: bool, reruns: list[bool]) -> ProbeRun:
+    run = _run("observe", full)
+    run.extra["observation"] = Observation(observed=True, reruns=reruns).model_dump(mode="json")
+    return run
+
+
+def test_verifier_reruns_decide_when_to_confirm_with_more_oracle_runs():
+    passing, failing = [_run("oracle", True)] * 6, [_run("oracle", False)] * 6
+    assert needs_confirmation(passing, _observed_run(True, [True, False, True]))
+    assert needs_confirmation(failing, _observed_run(False, [False, True]))
+    assert not needs_confirmation(passing, _observed_run(True, [True] * 8))
+    assert not needs_confirmation(failing, _observed_run(False, [False] * 8))
+    # the oracle runs already disagree: the judge says flaky without more runs
+    assert not needs_confirmation([*passing[:3], *failing[:3]], _observed_run(True, [True, False]))
+    # no reruns (a verifier that ran in a view, or reruns off): the observed run is the sign
+    assert needs_confirmation(passing, _observed_run(False, []))
+    assert not needs_confirmation(passing, _observed_run(True, []))
+
+
+STATEFUL_VERIFIER = (
+    "#!/bin/bash\nmkdir -p /logs/verifier\n"
+    "if [ -e /app/.checked ]; then echo 1; else touch /app/.checked; echo 0; fi > /logs/verifier/reward.txt\n"
+)
+
+
+@pytest.mark.slow
+def test_a_verifier_that_changes_what_it_checks_is_confirmed_not_called_flaky(backend: str, tmp_path: Path):
+    """Its reruns pass where every trial's first run fails: more oracle trials run, all fail as the first
+    ones did, and the finding is the trials' (false_rejection), not flaky."""
+    write_task(tmp_path / "pool", "stateful", test_sh=STATEFUL_VERIFIER)
+    report = tmp_path / "audit.json"
+    args = ["audit", str(tmp_path / "pool"), "--backend", backend, "--repeats", "2", "--json", str(report)]
+    out = CliRunner().invoke(app, [*args, "--offline", "--network", "none"])
+    assert out.exit_code == 0, out.output
+    (audit,) = json.loads(report.read_text())
+    assert [f["code"] for f in audit["findings"]] == ["false_rejection"], audit["findings"]
+    probes = audit["probes"]
+    assert probes["verifier_reruns"] == {"runs": 8, "full": 8}
+    assert probes["oracle_confirm"] == {"extra_runs": MIN_CONFIRM_RUNS, "full": 0}
+    assert probes["oracle"]["rewards"] == [0.0] * (2 + MIN_CONFIRM_RUNS)

@@ -87,6 +87,10 @@ class Observation(BaseModel):
     )
     agent_user: str | None = None
     duration_s: float = 0.0
+    reruns: list[bool] = Field(
+        default_factory=list,
+        description="Whether each untraced rerun of the verifier on the same final state gave full reward",
+    )
 
     def get(self, path: str) -> Access | None:
         return next((a for a in self.accesses if a.path == path), None)

@@ -38,19 +38,23 @@ from qaflow.audit.observation import MAX_PATHS, SYSTEM_ROOTS, Access, Observatio
 from qaflow.audit.observer_files import FILES, LOG_DIR, OBSERVE_DIR, verifier_env
 from qaflow.errors import QaflowError
 from qaflow.healthcheck import SetupError
-from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, TrialResult, VerifierSandbox
+from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, PhaseResult, TrialResult, VerifierSandbox
 from qaflow.sandbox import open_sandbox, resolve_backend
 from qaflow.sandbox.base import Sandbox
 from qaflow.sandbox.dockerfile import logical_lines
-from qaflow.sandbox.spec import RunNetwork, spec_for_task
+from qaflow.sandbox.spec import RunNetwork, SandboxSpec, spec_for_task
 from qaflow.task import Task
 from qaflow.trial.phases import VerifierPlan, agent_phase, environment_healthcheck, verifier_phase
 
+RERUN_BUDGET_S = 20.0
+"""Verifier reruns stop once they have taken this long together (a slow verifier gets fewer)."""
+
 
 def observe_trial(
-    task: Task, *, backend: str, run_id: str, network: RunNetwork | None
+    task: Task, *, backend: str, run_id: str, network: RunNetwork | None, reruns: int = 0
 ) -> tuple[TrialResult, Observation]:
-    """The oracle, then the verifier under observation (same as `run_trial` but for the observer)."""
+    """The oracle, then the verifier under observation (same as `run_trial` but for the observer), then
+    up to `reruns` plain runs of the verifier on the same final state (`rerun_verifier`)."""
     started = time.perf_counter()
     result = TrialResult(task=task.name, version=task.version, agent="oracle", backend=backend, run_id=run_id)
     observation = Observation(why_not="the trial did not reach the verifier")
@@ -72,6 +76,7 @@ def observe_trial(
                 t0 = time.perf_counter()
                 observation = read_observation(box, task)
                 observation.duration_s = time.perf_counter() - t0
+                observation.reruns = rerun_verifier(box, spec, task, reruns, backend=result.backend)
             observation.leftovers = leftovers
     except SetupError as exc:
         result.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
@@ -83,6 +88,28 @@ def observe_trial(
         result.exit_status = ExitStatus.ERROR
     result.timings["total"] = time.perf_counter() - started
     return result, observation
+
+
+def rerun_verifier(box: Sandbox, spec: SandboxSpec, task: Task, count: int, *, backend: str) -> list[bool]:
+    """Whether the verifier gives full reward, run `count` more times (untraced, fresh /tests and
+    /logs/verifier each time) on the final state the oracle left in `box`, within `RERUN_BUDGET_S`.
+
+    A cheap sign of a verifier that decides by chance (a random input, hash order, the clock): a few
+    seconds where a full trial takes a build-cached start and the whole solution. Only a sign: a verifier
+    may change the state it checks, so the audit confirms with more oracle trials before it says `flaky`."""
+    plan = VerifierPlan.of(task)
+    outcomes: list[bool] = []
+    started = time.perf_counter()
+    while len(outcomes) < count and time.perf_counter() - started < RERUN_BUDGET_S:
+        rerun = PhaseResult()
+        try:
+            verifier_phase(box, spec, plan, rerun, clear=True, backend=backend)
+        except QaflowError:
+            break
+        if rerun.verifier_sandbox is not VerifierSandbox.SHARED:
+            break
+        outcomes.append(rerun.full_reward)
+    return outcomes
 
 
 _LEFTOVERS = r"""

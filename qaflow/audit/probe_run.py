@@ -122,6 +122,7 @@ class ProbeAgent(BaseModel):
     mutant: Mutant | None = None
     exploit: Exploit | None = Field(None, description="exploit: the plants its agent writes")
     step: str | None = Field(None, description="multi-step: the step probed (oracle before it; ends there)")
+    reruns: int = Field(0, ge=0, description="observe: plain verifier reruns on the oracle's final state")
 
     @classmethod
     def nop(cls, *, step: str | None = None) -> ProbeAgent:
@@ -136,9 +137,10 @@ class ProbeAgent(BaseModel):
         return cls(kind="tamper", files=files, extra_paths=extra_paths, step=step)
 
     @classmethod
-    def observe(cls) -> ProbeAgent:
-        """The oracle, then the verifier under observation (`qaflow.audit.observe`; run by `trial_item`)."""
-        return cls(kind="observe")
+    def observe(cls, *, reruns: int = 0) -> ProbeAgent:
+        """The oracle, then the verifier under observation, then `reruns` plain verifier runs on the same
+        state (`qaflow.audit.observe`; run by `trial_item`)."""
+        return cls(kind="observe", reruns=reruns)
 
     @classmethod
     def of_exploit(cls, exploit: Exploit) -> ProbeAgent:

@@ -75,6 +75,13 @@ class AuditConfig(BaseModel):
         description="Observe the verifier's trust boundary on the oracle's final state and, where it takes "
         "task-owned inputs the agent can write, attack them (the exploit battery)",
     )
+    verifier_reruns: int = Field(
+        8,
+        ge=0,
+        description="Observe: plain reruns of the verifier on the oracle's final state (a cheap sign of a "
+        "verifier that decides by chance); when they disagree with oracle runs that all agree, 2 x repeats "
+        "more oracle trials (at least 8) decide whether it is flaky",
+    )
     force: bool = Field(False, description="Redo probes already recorded in the ledger")
     lint: LintConfig = Field(default_factory=LintConfig)
     offline: bool = Field(default_factory=offline_from_env, description="Build without network ($QAFLOW_OFFLINE)")
@@ -84,6 +91,17 @@ class AuditConfig(BaseModel):
 
 
 ProgressFn = Callable[[str], None]
+
+MIN_CONFIRM_RUNS = 8
+"""Oracle trials added, at the least, when the verifier's reruns disagree with oracle runs that agree."""
+
+
+def needs_confirmation(oracle: list[ProbeRun], observe_run: ProbeRun) -> bool:
+    """Whether the oracle runs all agree (all full reward, or none) while the verifier's reruns on the
+    observed run's final state, or that run itself when there are none, do not agree with them."""
+    reruns: list[bool] = (observe_run.extra.get("observation") or {}).get("reruns", [])
+    outcomes = {r.full for r in oracle}
+    return len(outcomes) == 1 and not set(reruns or [observe_run.full]) <= outcomes
 
 
 class BuildOutcome(BaseModel):
@@ -125,7 +143,9 @@ def trial_item(
     """Work item: one probe trial (the agent rebuilt from its description), as a `ProbeRun`."""
     run_network = RunNetwork(offline=offline, network=RuntimeNetwork(network))
     if agent.kind == "observe":
-        observed, observation = observe_trial(resolve_task(task), backend=backend, run_id=run_id, network=run_network)
+        observed, observation = observe_trial(
+            resolve_task(task), backend=backend, run_id=run_id, network=run_network, reruns=agent.reruns
+        )
         run = ProbeRun.of(probe, attempt, observed)
         run.extra["observation"] = observation.model_dump(mode="json")
         if run_network.network is not RuntimeNetwork.TASK:
@@ -355,9 +375,12 @@ class Auditor:
             probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
         observing = self.config.observe and task.verifier_mode is VerifierEnvironmentMode.SHARED
         if observing:
-            phase2.append(("observe", 0, ProbeAgent.observe(), True))
+            phase2.append(("observe", 0, ProbeAgent.observe(reruns=self.config.verifier_reruns), True))
         tamper, *mutant_runs = yield from self._trials(task, shared, resources, phase2)
         observe_run = mutant_runs.pop() if observing else None
+        if observe_run is not None:
+            oracle = yield from self._confirm_oracle(task, shared, resources, oracle, observe_run, probes)
+            by_probe["oracle"] = oracle
         for m, run in zip(mutants, mutant_runs, strict=True):
             run.extra["description"] = m.description
         findings += judge(by_probe.get("nop", []), oracle, tamper, mutant_runs)
@@ -371,6 +394,30 @@ class Auditor:
         audit.findings, audit.probes = findings, probes
         audit.verdict = verdict_for(findings)
         return audit
+
+    def _confirm_oracle(
+        self,
+        task: Task,
+        shared: Any,
+        resources: Resources,
+        oracle: list[ProbeRun],
+        observe_run: ProbeRun,
+        probes: dict[str, object],
+    ) -> Generator[list[_Work], list[Any], list[ProbeRun]]:
+        """The oracle runs, with 2 x repeats (at least `MIN_CONFIRM_RUNS`) more when `needs_confirmation`.
+
+        N runs miss a coin-flip verifier with probability 2 x 0.5^N; the reruns make that rare for the
+        price of a few verifier runs, and only full trials decide `flaky` (a verifier that changes the
+        state it checks disagrees with its reruns and is still judged on trials alone)."""
+        reruns: list[bool] = (observe_run.extra.get("observation") or {}).get("reruns", [])
+        probes["verifier_reruns"] = {"runs": len(reruns), "full": sum(reruns)}
+        if not needs_confirmation(oracle, observe_run):
+            return oracle
+        extra = max(2 * self.config.repeats, MIN_CONFIRM_RUNS)
+        items = [("oracle", i, ProbeAgent.oracle(), True) for i in range(len(oracle), len(oracle) + extra)]
+        more = yield from self._trials(task, shared, resources, items)
+        probes["oracle_confirm"] = {"extra_runs": len(more), "full": sum(r.full for r in more)}
+        return [*oracle, *more]
 
     def _battery(
         self,
