@@ -222,7 +222,7 @@ def test_judge_exploits():
     (finding,) = judge_exploits(nop, [_run("exploit:script-shim", True)], [exploit], "t")
     assert finding.code.value == "reward_tamper" and "script-shim" in finding.message
     (won,) = finding.evidence["exploits"]
-    assert won["files"] == ["/app/g.py"] and won["reproduce"].startswith("t: as the agent")
+    assert won["files"] == ["/app/g.py"] and won["reproduce"].startswith("qaflow run t --agent exploit:script-shim; as")
     assert judge_exploits(nop, [_run("exploit:script-shim", False)], [exploit], "t") == []
     assert judge_exploits([_run("nop", True)], [_run("exploit:script-shim", True)], [exploit], "t") == []
 

@@ -251,6 +251,7 @@ def judge_exploits(
                         "exploit": e.name,
                         "files": [p.path for p in e.plants],
                         "why": {p.path: p.why for p in e.plants},
+                        "plants": e.model_dump(mode="json")["plants"],
                         "reproduce": e.reproduction(task),
                         "run": r.brief(),
                     }

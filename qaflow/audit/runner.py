@@ -453,7 +453,7 @@ class Auditor:
             e.name: {"reward": r.reward, "files": [p.path for p in e.plants]}
             for e, r in zip(exploits, runs, strict=True)
         }
-        return findings + judge_exploits(by_probe.get("nop", []), runs, exploits, task.name)
+        return findings + judge_exploits(by_probe.get("nop", []), runs, exploits, str(task.path))
 
     def _build_finding(self, build: dict[str, str]) -> AuditFinding:
         """`build_failed`, or `infra_error` when the backend cannot build it (unsupported) or the log

@@ -1,4 +1,4 @@
-"""CLI: `qaflow run TASK --agent oracle|nop` runs one trial and prints the reward and timings."""
+"""CLI: `qaflow run TASK --agent oracle|nop|exploit:NAME` runs one trial and prints the reward and timings."""
 
 from __future__ import annotations
 
@@ -10,17 +10,29 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from qaflow.agents import agent_by_name
+from qaflow.agents import Agent, agent_by_name
+from qaflow.audit.exploit_lookup import ExploitLookupError, exploit_name, find_exploit
+from qaflow.audit.exploits import ExploitAgent
 from qaflow.cli.options import BackendOpt, NetworkOpt, OfflineOpt, RuntimeOpt
 from qaflow.cli.output import console as cli_console
+from qaflow.cli.output import usage_error
 from qaflow.errors import SandboxError, TaskError
 from qaflow.models.trial import TrialResult
+from qaflow.repair.review import pool_root_of
 from qaflow.sandbox import with_runtime
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork
 from qaflow.task import Task
 from qaflow.trial import run_trial
 
-AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="oracle (reference solution) or nop (do nothing)")]
+AgentOpt = Annotated[
+    str,
+    typer.Option(
+        "--agent",
+        "-a",
+        help="oracle (reference solution), nop (do nothing), or exploit:NAME (replay an exploit the audit of this "
+        "version proved: its reward_tamper finding's plants, written as the agent user)",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -41,12 +53,15 @@ def run(
     Example: qaflow run tasks_repo/csv-sum --agent oracle --backend bwrap
     Example: qaflow run tasks_repo/csv-sum --runtime runsc
     Example: qaflow run tasks_repo/csv-sum --offline --network none
+    Example: qaflow run pool/my-task --agent exploit:script-shim
     """
     console = cli_console()
     try:
         task = Task.load(task_dir, require_solution=agent == "oracle")
-        chosen = agent_by_name(agent)
+        chosen = _agent(task, agent)
         backend = with_runtime(backend, runtime)
+    except ExploitLookupError as e:
+        usage_error(str(e))
     except (TaskError, SandboxError, ValueError) as e:
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
@@ -57,6 +72,14 @@ def run(
         _print(console, result)
     if result.error is not None:
         raise typer.Exit(1)
+
+
+def _agent(task: Task, agent: str) -> Agent:
+    """oracle, nop, or the exploit `exploit:NAME` the audit recorded for this version in the task's pool."""
+    name = exploit_name(agent)
+    if name is None:
+        return agent_by_name(agent)
+    return ExploitAgent(find_exploit(task, name, pool_root_of(task.path)))
 
 
 def _print(console: Console, result: TrialResult) -> None:
