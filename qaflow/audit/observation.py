@@ -46,6 +46,8 @@ class Access(BaseModel):
     is_dir: bool = False
     writable: bool = False
     """The agent user can write it, or replace it (write to the folder it is in)."""
+    readable: bool = False
+    """The agent user can read it (as the oracle left the sandbox)."""
     owner: Literal["task", "system"] = "system"
     """task: under the workdir or a Dockerfile COPY/ADD destination (or outside the system folders)."""
 
@@ -87,6 +89,11 @@ class Observation(BaseModel):
     )
     agent_user: str | None = None
     duration_s: float = 0.0
+    digests: dict[str, str] = Field(
+        default_factory=dict,
+        description="sha256 of the task-owned files the verifier read (as the oracle left them): a reference "
+        "output equal to one of them is an answer baked into the image (`qaflow.audit.answers`)",
+    )
     reruns: list[bool] = Field(
         default_factory=list,
         description="Whether each untraced rerun of the verifier on the same final state gave full reward",

@@ -201,9 +201,10 @@ while IFS= read -r line; do
   esac
   t=-; [ -d "$p" ] && t=d; [ "$t" = - ] && [ -e "$p" ] && t=f
   w=0; [ -w "$p" ] && w=1
+  r=0; [ -r "$p" ] && r=1
   d=${p%/*}; [ -n "$d" ] || d=/
   pw=0; [ -w "$d" ] && [ ! -k "$d" ] && pw=1
-  printf 'C\t%s\t%s\t%s\t%s\n' "$t" "$w" "$pw" "$p"
+  printf 'C\t%s\t%s\t%s\t%s\t%s\n' "$t" "$w" "$pw" "$r" "$p"
 done <<'QAFLOW_PATHS'
 """
 
@@ -219,17 +220,17 @@ def read_observation(box: Sandbox, task: Task) -> Observation:
     lines = [line for line in lines if "\n" not in line and "QAFLOW_PATHS" not in line]
     script = _CLASSIFY + "\n".join(lines) + "\nQAFLOW_PATHS\n"
     ex = box.exec(["sh", "-c", script], timeout=120, user=task.config.agent.user)
-    facts: dict[str, tuple[str, bool, bool]] = {}
+    facts: dict[str, tuple[str, bool, bool, bool]] = {}
     for row in ex.stdout.splitlines():
         cols = row.split("\t")
         if cols[0] == "R" and len(cols) == 3:
             for by in seen.names.get(cols[1], set()) or {""}:
                 seen.add(cols[2], "run", by or None, "/")
-        elif cols[0] == "C" and len(cols) == 5:
-            facts[cols[4]] = (cols[1], cols[2] == "1", cols[3] == "1")
+        elif cols[0] == "C" and len(cols) == 6:
+            facts[cols[5]] = (cols[1], cols[2] == "1", cols[3] == "1", cols[4] == "1")
     roots = task_roots(task, box.workdir)
     for path, (hows, bys) in sorted(seen.paths.items()):
-        kind, w, pw = facts.get(path, ("-", False, False))
+        kind, w, pw, r = facts.get(path, ("-", False, False, False))
         obs.accesses.append(
             Access(
                 path=path,
@@ -238,7 +239,40 @@ def read_observation(box: Sandbox, task: Task) -> Observation:
                 exists=kind != "-",
                 is_dir=kind == "d",
                 writable=w or (kind != "d" and pw),
+                readable=r,
                 owner=owner_of(path, roots),
             )
         )
+    obs.digests = read_digests(box, [a.path for a in obs.accesses if is_answer_candidate(a)])
     return obs
+
+
+def is_answer_candidate(access: Access) -> bool:
+    """A task-owned file the verifier read (or named as an argument) that the agent can read."""
+    return (
+        access.exists
+        and not access.is_dir
+        and access.readable
+        and access.owner == "task"
+        and bool({"read", "arg"} & set(access.how))
+        and not access.path.startswith(("/solution/", "/tests/", "/logs/"))
+    )
+
+
+MAX_DIGESTS = 64
+
+
+def read_digests(box: Sandbox, paths: list[str]) -> dict[str, str]:
+    """sha256 of each of `paths` (regular files, at most `MAX_DIGESTS`), read as root; none on failure."""
+    paths = [p for p in paths if "\n" not in p][:MAX_DIGESTS]
+    if not paths:
+        return {}
+    ex = box.exec(
+        ["sh", "-c", 'for f in "$@"; do [ -f "$f" ] && sha256sum -- "$f"; done', "sh", *paths], timeout=60, user="0"
+    )
+    digests = {}
+    for line in ex.stdout.splitlines():
+        digest, _, path = line.partition("  ")
+        if len(digest) == 64 and path in paths:
+            digests[path] = digest
+    return digests

@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
 from qaflow.audit.effects import Effect
 from qaflow.audit.exploits import Exploit, harness_note, leftover_findings, plan_exploits
 from qaflow.audit.infra import classify
@@ -444,16 +445,20 @@ class Auditor:
             return findings
         changed = {c.path for c in effect.changes} if effect is not None and effect.ok else None
         exploits: list[Exploit] = plan_exploits(observation, changed)
-        if not exploits:
+        answer_copy = plan_answer_copy(observation, effect, task.instruction)
+        tried = [*exploits, answer_copy] if answer_copy is not None else exploits
+        if not tried:
             return findings
-        items = [(f"exploit:{e.name}", 0, ProbeAgent.of_exploit(e), True) for e in exploits]
+        items = [(f"exploit:{e.name}", 0, ProbeAgent.of_exploit(e), True) for e in tried]
         runs = yield from self._trials(task, shared, resources, items)
         by_probe.update({run.probe: [run] for run in runs})
         summary["exploits"] = {
-            e.name: {"reward": r.reward, "files": [p.path for p in e.plants]}
-            for e, r in zip(exploits, runs, strict=True)
+            e.name: {"reward": r.reward, "files": [p.path for p in e.plants]} for e, r in zip(tried, runs, strict=True)
         }
-        return findings + judge_exploits(by_probe.get("nop", []), runs, exploits, str(task.path))
+        nop, where = by_probe.get("nop", []), str(task.path)
+        if answer_copy is not None:
+            findings += judge_answer_copy(nop, runs.pop(), answer_copy, where)
+        return findings + judge_exploits(nop, runs, exploits, where) if exploits else findings
 
     def _build_finding(self, build: dict[str, str]) -> AuditFinding:
         """`build_failed`, or `infra_error` when the backend cannot build it (unsupported) or the log

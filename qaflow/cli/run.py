@@ -30,7 +30,7 @@ AgentOpt = Annotated[
         "--agent",
         "-a",
         help="oracle (reference solution), nop (do nothing), or exploit:NAME (replay an exploit the audit of this "
-        "version proved: its reward_tamper finding's plants, written as the agent user)",
+        "version proved: its reward_tamper or leak finding's plants, written as the agent user)",
     ),
 ]
 

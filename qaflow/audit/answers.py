@@ -1,0 +1,88 @@
+"""Answers baked into the image, found by running: the `answer-copy` exploit.
+
+The observe probe records the sha256 of every task-owned file the verifier read that the agent can
+read (`Observation.digests`). A file the reference solution wrote (its recorded effect) whose content
+equals one of them, where the oracle did not write that file and the instruction never names it, is
+the verifier's expected answer shipped in the image (or copied out of it by the reference solution).
+The proof is one trial: on the untouched environment the agent only copies each such file onto the
+output it equals, then the real verifier runs. Full reward (where the nop gets none) is `leak`.
+
+Blind spots: an answer the verifier reads in another form than the output (expected values in a
+JSON file, the output a CSV), an answer the verifier never reads (kept in the image for nobody), and
+a reference solution that transforms the answer it reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+from collections.abc import Sequence
+
+from qaflow.audit.effects import ChangeKind, Effect
+from qaflow.audit.exploits import Exploit, Plant
+from qaflow.audit.observation import Observation
+from qaflow.audit.probe_run import ProbeRun
+from qaflow.models.audit import AuditFinding
+from qaflow.models.records import FindingCode
+
+ANSWER_COPY = "answer-copy"
+
+
+def named_in(path: str, instruction: str) -> bool:
+    """Whether the instruction names `path`: the path itself, or its file name on its own (not as the
+    end of another path, such as the output's). An input it hands the agent is not a leaked answer,
+    whatever the verifier does with it."""
+    if path in instruction:
+        return True
+    name = posixpath.basename(path)
+    return bool(name) and re.search(rf"(?<![\w./-]){re.escape(name)}(?![\w-])", instruction) is not None
+
+
+def plan_answer_copy(observation: Observation, effect: Effect | None, instruction: str) -> Exploit | None:
+    """The copies that would reproduce the oracle's outputs from files the verifier read, or None."""
+    if effect is None or not effect.ok or not observation.digests:
+        return None
+    changed = {c.path for c in effect.changes}
+    outputs: dict[str, list[str]] = {}
+    for c in effect.changes:
+        if c.kind is not ChangeKind.DELETED and c.file_type == "file" and c.content:
+            outputs.setdefault(hashlib.sha256(c.content).hexdigest(), []).append(c.path)
+    plants = []
+    for answer, digest in sorted(observation.digests.items()):
+        if answer in changed or named_in(answer, instruction):
+            continue
+        for output in outputs.get(digest, []):
+            why = f"the reference solution's {output} equals {answer}, which the verifier reads"
+            plants.append(Plant(path=output, content="", copy_from=answer, why=why))
+    return Exploit(name=ANSWER_COPY, plants=plants) if plants else None
+
+
+def judge_answer_copy(nop: Sequence[ProbeRun], run: ProbeRun, exploit: Exploit, task: str) -> list[AuditFinding]:
+    """`leak` when copying the answers onto the outputs gets full reward and the nop does not."""
+    if not run.full or (nop and all(r.full for r in nop)):
+        return []
+    copies = [{"answer": p.copy_from, "output": p.path} for p in exploit.plants]
+    shown = ", ".join(f"{c['answer']} -> {c['output']}" for c in copies)
+    return [
+        AuditFinding(
+            code=FindingCode.LEAK,
+            message=(
+                f"the verifier's expected answer ships in the image: copying {shown} on the untouched environment "
+                "gets full reward. The agent can read it before it starts and the instruction never names it; move "
+                "it into tests/ (the verifier's own files) or derive it there"
+            ),
+            evidence={
+                "copies": copies,
+                "exploits": [
+                    {
+                        "exploit": exploit.name,
+                        "files": [p.path for p in exploit.plants],
+                        "plants": exploit.model_dump(mode="json")["plants"],
+                        "reproduce": exploit.reproduction(task),
+                        "run": run.brief(),
+                    }
+                ],
+            },
+        )
+    ]
