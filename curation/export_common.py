@@ -40,6 +40,7 @@ from qaflow.errors import PathError
 from qaflow.ledger import LedgerError
 from qaflow.models.frame import ROLLOUT_SCHEMA
 from qaflow.models.records import TaskRow, VersionStatus, utcnow
+from qaflow.models.rollout import arguments_object
 from qaflow.pool import Pool, PoolError
 
 ROW_GROUP_ROWS = 100
@@ -187,16 +188,6 @@ class ExportReport(BaseModel):
         return line
 
 
-def call_arguments(arguments: Any) -> Any:
-    """Tool-call arguments as an object: the OpenAI wire format's JSON string decoded (kept as is if it is not JSON)."""
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments)
-        except (json.JSONDecodeError, RecursionError):
-            return arguments
-    return arguments
-
-
 def message_row(message: dict[str, Any]) -> dict[str, Any]:
     """A message with exactly MESSAGE_KEYS (null where absent); tool calls as {id, type, function{name, arguments}}
     with `arguments` an object."""
@@ -209,7 +200,7 @@ def message_row(message: dict[str, Any]) -> dict[str, Any]:
                 "type": call.get("type") or "function",
                 "function": {
                     "name": (call.get("function") or {}).get("name"),
-                    "arguments": call_arguments((call.get("function") or {}).get("arguments")),
+                    "arguments": arguments_object((call.get("function") or {}).get("arguments")),
                 },
             }
             for call in calls

@@ -75,12 +75,18 @@ def _toml_licence(pool: Pool, path: str) -> str | None:
     return str(value) if value is not None else None
 
 
-def pool_facts(pool: Pool, licences: Mapping[str, str | None] | None = None) -> dict[str, TaskFacts]:
-    """Facts per task version (every version the ledger knows); `licences` (version -> licence) wins over task.toml."""
+def audit_verdicts(pool: Pool) -> dict[str, tuple[str, str | None]]:
+    """The latest audit verdict per task version, as its status log has it: (codes or "clean", run id)."""
     verdicts: dict[str, tuple[str, str | None]] = {}
     for change in pool.ledger.status_log():
         if change.reason.startswith(AUDIT_PREFIX):
             verdicts[change.version] = (change.reason[len(AUDIT_PREFIX) :], change.run_id)
+    return verdicts
+
+
+def pool_facts(pool: Pool, licences: Mapping[str, str | None] | None = None) -> dict[str, TaskFacts]:
+    """Facts per task version (every version the ledger knows); `licences` (version -> licence) wins over task.toml."""
+    verdicts = audit_verdicts(pool)
     facts = {}
     licence_by_path: dict[str, str | None] = {}
     for version in pool.ledger.versions():

@@ -21,7 +21,8 @@ from typing import Any
 
 from datasets import Features, List, Value
 
-from curation.export_common import call_arguments, dumps
+from curation.export_common import dumps
+from qaflow.models.rollout import arguments_object
 
 SHAREGPT_DIR = "sharegpt"
 SHAREGPT_MAPPING = (__doc__ or "").split("\n\n", 1)[1].strip()
@@ -46,7 +47,7 @@ def _think(message: dict[str, Any]) -> str:
 
 def _call(call: dict[str, Any]) -> dict[str, Any]:
     function = call.get("function") or {}
-    return {"name": function.get("name"), "arguments": call_arguments(function.get("arguments") or {})}
+    return {"name": function.get("name"), "arguments": arguments_object(function.get("arguments") or {})}
 
 
 def to_sharegpt(messages: list[dict[str, Any]]) -> tuple[list[dict[str, str]], int]:

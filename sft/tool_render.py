@@ -13,17 +13,13 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from qaflow.models.rollout import arguments_object
+
 
 def call_arguments(call: Mapping[str, Any]) -> Any:
     """The arguments of one tool call as an object (decoded when they are a JSON string)."""
     function = call.get("function") or call
-    arguments = function.get("arguments")
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments)
-        except (json.JSONDecodeError, RecursionError):
-            return arguments
-    return arguments
+    return arguments_object(function.get("arguments"))
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -105,7 +105,7 @@ def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
     candidates), with the status it earned in OUT/pool recorded in its own ledger. Where that status came
     from an audit, its reason and run id (of OUT/pool's ledger) are carried over: the exports read the audit
     verdict from them."""
-    from curation.export_facts import AUDIT_PREFIX
+    from curation.export_facts import AUDIT_PREFIX, audit_verdicts
     from qaflow.models.records import VersionStatus
 
     final = ctx.out / "final"
@@ -117,11 +117,8 @@ def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
         dest = final / f"{slug(row['source'])}" / src.name
         shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".qaflow"))
         wanted[row["version"]] = row.get("status") or "accepted"
-    audits: dict[str, tuple[str, str | None]] = {}
     with Pool.open(ctx.pool_dir, create=False) as working:
-        for change in working.ledger.status_log():
-            if change.reason.startswith(AUDIT_PREFIX):
-                audits[change.version] = (change.reason, change.run_id)
+        audits = {v: (AUDIT_PREFIX + verdict, run) for v, (verdict, run) in audit_verdicts(working).items()}
     with Pool.open(final) as pool:
         pool.scan()
         for version in pool.ledger.versions():

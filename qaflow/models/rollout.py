@@ -223,6 +223,16 @@ def _arguments_text(raw: Any) -> str:
         return raw
     if raw is None:
         return ""
-    import json
-
     return json.dumps(raw, default=str)
+
+
+def arguments_object(arguments: Any) -> Any:
+    """Tool-call arguments as an object: the OpenAI wire format's JSON string decoded (kept as is when it
+    is not JSON), anything else as it is. Rollout records keep the string; exports and chat templates
+    take the object."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except (json.JSONDecodeError, RecursionError):
+            return arguments
+    return arguments
