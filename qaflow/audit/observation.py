@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from qaflow.audit.git_history import GitLeak
 from qaflow.audit.observer_files import OBSERVE_DIR, SEP
 
 How = Literal["run", "import", "read", "write", "arg", "conftest", "sitecustomize", "syspath"]
@@ -93,6 +94,9 @@ class Observation(BaseModel):
         default_factory=dict,
         description="sha256 of the task-owned files the verifier read (as the oracle left them): a reference "
         "output equal to one of them is an answer baked into the image (`qaflow.audit.answers`)",
+    )
+    git_leaks: list[GitLeak] = Field(
+        default_factory=list, description="Reference outputs found in a readable .git history in the image"
     )
     reruns: list[bool] = Field(
         default_factory=list,

@@ -34,15 +34,17 @@ from pathlib import Path
 from typing import Literal
 
 from qaflow.agents import OracleAgent
+from qaflow.audit.git_history import git_leaks, mentions_git
 from qaflow.audit.observation import MAX_PATHS, SYSTEM_ROOTS, Access, Observation, Seen, parse_logs
 from qaflow.audit.observer_files import FILES, LOG_DIR, OBSERVE_DIR, verifier_env
 from qaflow.errors import QaflowError
 from qaflow.healthcheck import SetupError
-from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, PhaseResult, TrialResult, VerifierSandbox
+from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, TrialResult, VerifierSandbox
+from qaflow.reward import RewardError, reward_from_file
 from qaflow.sandbox import open_sandbox, resolve_backend
 from qaflow.sandbox.base import Sandbox
 from qaflow.sandbox.dockerfile import logical_lines
-from qaflow.sandbox.spec import RunNetwork, SandboxSpec, spec_for_task
+from qaflow.sandbox.spec import RunNetwork, spec_for_task
 from qaflow.task import Task
 from qaflow.trial.phases import VerifierPlan, agent_phase, environment_healthcheck, verifier_phase
 
@@ -51,7 +53,13 @@ RERUN_BUDGET_S = 20.0
 
 
 def observe_trial(
-    task: Task, *, backend: str, run_id: str, network: RunNetwork | None, reruns: int = 0
+    task: Task,
+    *,
+    backend: str,
+    run_id: str,
+    network: RunNetwork | None,
+    reruns: int = 0,
+    outputs: dict[str, str] | None = None,
 ) -> tuple[TrialResult, Observation]:
     """The oracle, then the verifier under observation (same as `run_trial` but for the observer), then
     up to `reruns` plain runs of the verifier on the same final state (`rerun_verifier`)."""
@@ -63,7 +71,10 @@ def observe_trial(
         result.backend = resolve_backend(backend, spec.runtime)
         with open_sandbox(spec, result.backend) as box:
             environment_healthcheck(task, box)
-            leftovers = find_leftovers(box, task_roots(task, box.workdir))
+            roots = task_roots(task, box.workdir)
+            leftovers = find_leftovers(box, roots)
+            user = task.config.agent.user
+            in_git = [] if mentions_git(task.instruction) else git_leaks(box, roots, outputs or {}, user=user)
             agent_phase(task, OracleAgent(), box, result)
             _upload_observer(box)
             plan = VerifierPlan.of(task)
@@ -76,8 +87,10 @@ def observe_trial(
                 t0 = time.perf_counter()
                 observation = read_observation(box, task)
                 observation.duration_s = time.perf_counter() - t0
-                observation.reruns = rerun_verifier(box, spec, task, reruns, backend=result.backend)
+                verifier_s = result.timings.get("verifier", RERUN_BUDGET_S)
+                observation.reruns = rerun_verifier(box, task, reruns, verifier_s=verifier_s)
             observation.leftovers = leftovers
+            observation.git_leaks = in_git
     except SetupError as exc:
         result.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
     except QaflowError as exc:
@@ -90,26 +103,51 @@ def observe_trial(
     return result, observation
 
 
-def rerun_verifier(box: Sandbox, spec: SandboxSpec, task: Task, count: int, *, backend: str) -> list[bool]:
-    """Whether the verifier gives full reward, run `count` more times (untraced, fresh /tests and
-    /logs/verifier each time) on the final state the oracle left in `box`, within `RERUN_BUDGET_S`.
+_RERUNS = r"""
+n=$1; budget=$2; i=0; start=$SECONDS
+while [ "$i" -lt "$n" ] && [ $((SECONDS - start)) -lt "$budget" ]; do
+  rm -rf /logs/verifier && mkdir -p /logs/verifier || exit 0
+  bash /tests/test.sh >/dev/null 2>&1 </dev/null
+  for f in reward.json reward.txt; do
+    if [ -f "/logs/verifier/$f" ] && [ ! -L "/logs/verifier/$f" ]; then
+      printf '\036%s\037' "$f"; head -c 65536 "/logs/verifier/$f"; break
+    fi
+  done
+  printf '\035\n'; i=$((i+1))
+done
+"""
 
-    A cheap sign of a verifier that decides by chance (a random input, hash order, the clock): a few
-    seconds where a full trial takes a build-cached start and the whole solution. Only a sign: a verifier
-    may change the state it checks, so the audit confirms with more oracle trials before it says `flaky`."""
+
+def rerun_verifier(box: Sandbox, task: Task, count: int, *, verifier_s: float) -> list[bool]:
+    """Whether the verifier gives full reward, run up to `count` more times, untraced, on the final
+    state the oracle left in `box` (one exec; /logs/verifier emptied before each run), as many as fit in
+    `RERUN_BUDGET_S` given that one run took `verifier_s`.
+
+    A cheap sign of a verifier that decides by chance (a random input, hash order, the clock): seconds,
+    where a trial takes a sandbox and the whole solution. Only a sign: a verifier may change the state it
+    checks, so the audit confirms with more oracle trials before it says `flaky`."""
+    count = min(count, int(RERUN_BUDGET_S // max(verifier_s, 0.05)))
+    if count < 1:
+        return []
     plan = VerifierPlan.of(task)
-    outcomes: list[bool] = []
-    started = time.perf_counter()
-    while len(outcomes) < count and time.perf_counter() - started < RERUN_BUDGET_S:
-        rerun = PhaseResult()
+    ex = box.exec(
+        ["bash", "-c", _RERUNS, "reruns", str(count), str(int(RERUN_BUDGET_S))],
+        timeout=RERUN_BUDGET_S + plan.timeout_sec,
+        env=plan.env,
+        user=plan.user,
+        kill_strays_after=True,
+    )
+    outcomes = []
+    for chunk in ex.stdout.split("\035")[:count]:
+        if "\036" not in chunk:
+            outcomes.append(False)
+            continue
+        name, _, text = chunk.split("\036", 1)[1].partition("\037")
         try:
-            verifier_phase(box, spec, plan, rerun, clear=True, backend=backend)
-        except QaflowError:
-            break
-        if rerun.verifier_sandbox is not VerifierSandbox.SHARED:
-            break
-        outcomes.append(rerun.full_reward)
-    return outcomes
+            outcomes.append(reward_from_file((name, text)).full)
+        except RewardError:
+            outcomes.append(False)
+    return outcomes[: ex.stdout.count("\035")]
 
 
 _LEFTOVERS = r"""

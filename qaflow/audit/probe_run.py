@@ -123,6 +123,9 @@ class ProbeAgent(BaseModel):
     exploit: Exploit | None = Field(None, description="exploit: the plants its agent writes")
     step: str | None = Field(None, description="multi-step: the step probed (oracle before it; ends there)")
     reruns: int = Field(0, ge=0, description="observe: plain verifier reruns on the oracle's final state")
+    outputs: dict[str, str] = Field(
+        default_factory=dict, description="observe: the oracle's output files (path -> sha256), sought in .git history"
+    )
 
     @classmethod
     def nop(cls, *, step: str | None = None) -> ProbeAgent:
@@ -137,10 +140,10 @@ class ProbeAgent(BaseModel):
         return cls(kind="tamper", files=files, extra_paths=extra_paths, step=step)
 
     @classmethod
-    def observe(cls, *, reruns: int = 0) -> ProbeAgent:
+    def observe(cls, *, reruns: int = 0, outputs: dict[str, str] | None = None) -> ProbeAgent:
         """The oracle, then the verifier under observation, then `reruns` plain verifier runs on the same
         state (`qaflow.audit.observe`; run by `trial_item`)."""
-        return cls(kind="observe", reruns=reruns)
+        return cls(kind="observe", reruns=reruns, outputs=outputs or {})
 
     @classmethod
     def of_exploit(cls, exploit: Exploit) -> ProbeAgent:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import time
 import traceback
 from collections import deque
@@ -28,8 +29,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
-from qaflow.audit.effects import Effect
+from qaflow.audit.effects import ChangeKind, Effect
 from qaflow.audit.exploits import Exploit, harness_note, leftover_findings, plan_exploits
+from qaflow.audit.git_history import git_findings
 from qaflow.audit.infra import classify
 from qaflow.audit.judge import judge, judge_exploits
 from qaflow.audit.lint import LintConfig, lint_task
@@ -97,6 +99,17 @@ MIN_CONFIRM_RUNS = 8
 """Oracle trials added, at the least, when the verifier's reruns disagree with oracle runs that agree."""
 
 
+def output_digests(effect: Effect | None) -> dict[str, str]:
+    """sha256 of every non-empty file the oracle's recorded effect created or modified, by path."""
+    if effect is None or not effect.ok:
+        return {}
+    return {
+        c.path: hashlib.sha256(c.content).hexdigest()
+        for c in effect.changes
+        if c.kind is not ChangeKind.DELETED and c.file_type == "file" and c.content
+    }
+
+
 def needs_confirmation(oracle: list[ProbeRun], observe_run: ProbeRun) -> bool:
     """Whether the oracle runs all agree (all full reward, or none) while the verifier's reruns on the
     observed run's final state, or that run itself when there are none, do not agree with them."""
@@ -145,7 +158,12 @@ def trial_item(
     run_network = RunNetwork(offline=offline, network=RuntimeNetwork(network))
     if agent.kind == "observe":
         observed, observation = observe_trial(
-            resolve_task(task), backend=backend, run_id=run_id, network=run_network, reruns=agent.reruns
+            resolve_task(task),
+            backend=backend,
+            run_id=run_id,
+            network=run_network,
+            reruns=agent.reruns,
+            outputs=agent.outputs,
         )
         run = ProbeRun.of(probe, attempt, observed)
         run.extra["observation"] = observation.model_dump(mode="json")
@@ -376,7 +394,8 @@ class Auditor:
             probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
         observing = self.config.observe and task.verifier_mode is VerifierEnvironmentMode.SHARED
         if observing:
-            phase2.append(("observe", 0, ProbeAgent.observe(reruns=self.config.verifier_reruns), True))
+            observe = ProbeAgent.observe(reruns=self.config.verifier_reruns, outputs=output_digests(effect))
+            phase2.append(("observe", 0, observe, True))
         tamper, *mutant_runs = yield from self._trials(task, shared, resources, phase2)
         observe_run = mutant_runs.pop() if observing else None
         if observe_run is not None:
@@ -440,7 +459,7 @@ class Auditor:
         if note:
             summary["harness"] = note
         probes["observe"] = summary
-        findings = leftover_findings(observation)
+        findings = leftover_findings(observation) + git_findings(observation.git_leaks)
         if not observe_run.full:
             return findings
         changed = {c.path for c in effect.changes} if effect is not None and effect.ok else None
