@@ -9,7 +9,7 @@ import pytest
 
 from qaflow.audit.lint import LintConfig, lint_task
 from qaflow.audit.similarity import heredocs, similarity
-from qaflow.models.audit import AuditFinding
+from qaflow.models.audit import AuditFinding, Verdict, verdict_for
 from qaflow.models.records import FindingCode, Severity
 from qaflow.task import Task, find_task_dirs
 from tests.taskfactory import write_task
@@ -450,3 +450,387 @@ def test_tasks_repo_controls_have_no_findings() -> None:
         elif "leak" not in codes:
             assert [f for f in findings if f.code.value == "leak"] == [], (folder.name, findings)
     assert len(controls) >= 5
+
+
+# --- advisory checks of the verifier's logic (lint_verifier.py) --------------------------------
+
+RUN_CHECK = (
+    "#!/bin/bash\nmkdir -p /logs/verifier\n"
+    "if python3 /tests/check.py; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+)
+RUN_PYTEST = (
+    "#!/bin/bash\nmkdir -p /logs/verifier\n"
+    "if python3 -m pytest -q /tests/test_outputs.py; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+)
+COUNT_TASK = "Write /app/count.py, which prints how many lines the file named by its argument has.\n"
+STRICT_TEST = (
+    "#!/bin/bash\nset -euo pipefail\nmkdir -p /logs/verifier\npython3 /tests/check.py\n"
+    "echo 1 > /logs/verifier/reward.txt\n"
+)
+WEAK_TEST = (
+    "#!/bin/bash\nmkdir -p /logs/verifier\n"
+    "if [ -e /app/out.txt ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+)
+SAME_FILES = "import sys\nsys.exit(open('/app/out.txt').read() != open('/app/in.txt').read())\n"
+
+
+def verifier_warnings(task_dir: Path) -> list[tuple[str, str, int]]:
+    """(check, file, line) of the verifier lint warnings; each must be a warning naming its place."""
+    found = []
+    for finding in lint(task_dir):
+        if "check" in finding.evidence:
+            assert (finding.code, finding.severity) == (FindingCode.LINT, Severity.WARNING)
+            where = f"{finding.evidence['file']}:{finding.evidence['line']}"
+            assert finding.message.startswith(where), finding.message
+            found.append((finding.evidence["check"], finding.evidence["file"], finding.evidence["line"]))
+    return found
+
+
+@pytest.mark.parametrize(
+    "test_sh, files, line",
+    [
+        (  # a literal date
+            RUN_CHECK,
+            {
+                "tests/check.py": "import sys\nfrom datetime import date\nif date.today() > date(2025, 6, 30):\n"
+                "    sys.exit(1)\nsys.exit(open('/app/out.txt').read() != 'done\\n')\n"
+            },
+            3,
+        ),
+        (  # the agent's output against a time derived from now, through names
+            RUN_PYTEST,
+            {
+                "tests/test_outputs.py": "import json\nfrom datetime import datetime, timedelta\n\n\n"
+                "def test_recent_events():\n    events = json.load(open('/app/events.json'))\n"
+                "    cutoff = datetime.now() - timedelta(days=45)\n    for event in events:\n"
+                "        assert datetime.fromisoformat(event['time']) >= cutoff\n"
+            },
+            9,
+        ),
+        (  # a pytest fixture holding the agent's report
+            RUN_PYTEST,
+            {
+                "tests/test_outputs.py": "import time\n\n\ndef test_stamp(report):\n"
+                "    assert report['year'] == time.strftime('%Y')\n"
+            },
+            5,
+        ),
+    ],
+)
+def test_python_verifier_comparing_the_time_now(tmp_path: Path, test_sh: str, files: dict[str, str], line: int) -> None:
+    file = next(iter(files))
+    assert verifier_warnings(write_task(tmp_path, test_sh=test_sh, files=files)) == [("wall_clock", file, line)]
+
+
+@pytest.mark.parametrize(
+    "test_sh, line",
+    [
+        (
+            '#!/bin/bash\nmkdir -p /logs/verifier\nif [ "$(cat /app/out.txt)" = "$(date +%F)" ]; '
+            "then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+            3,
+        ),
+        (
+            "#!/bin/bash\nmkdir -p /logs/verifier\ntoday=$(date +%Y-%m-%d)\n"
+            'if grep -q "$today" /app/log.txt && [ "$(cat /app/out.txt)" = done ]; '
+            "then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+            4,
+        ),
+        (
+            '#!/bin/bash\nmkdir -p /logs/verifier\nok=1\n[ "$(cat /app/out.txt)" = done ] || ok=0\n'
+            "(( EPOCHSECONDS < 1767225600 )) || ok=0\necho $ok > /logs/verifier/reward.txt\n",
+            5,
+        ),
+        (  # a Python heredoc of test.sh
+            "#!/bin/bash\nmkdir -p /logs/verifier\npython3 - <<'PY'\nimport time, sys\n"
+            "sys.exit(time.time() > 1767225600 or open('/app/out.txt').read() != 'done\\n')\nPY\n"
+            "if [ $? -eq 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+            5,
+        ),
+    ],
+)
+def test_shell_verifier_comparing_the_time_now(tmp_path: Path, test_sh: str, line: int) -> None:
+    assert verifier_warnings(write_task(tmp_path, test_sh=test_sh)) == [("wall_clock", "tests/test.sh", line)]
+
+
+@pytest.mark.parametrize(
+    "test_sh, files",
+    [
+        (  # a performance bound: the elapsed time of the agent's program
+            RUN_CHECK,
+            {
+                "tests/check.py": "import subprocess, sys, time\nstart = time.time()\n"
+                "out = subprocess.run(['python3', '/app/fast.py'], capture_output=True, text=True).stdout\n"
+                "elapsed = time.time() - start\nprint(f'took {elapsed:.1f}s at {time.time()}')\n"
+                "sys.exit(elapsed > 5 or out != open('/app/in.txt').read())\n"
+            },
+        ),
+        (  # a timeout loop waiting for the agent's service
+            RUN_CHECK,
+            {
+                "tests/check.py": "import os, sys, time\ndeadline = time.time() + 10\n"
+                "while time.time() < deadline and not os.path.exists('/app/ready'):\n    time.sleep(0.2)\n"
+                + SAME_FILES.split("\n", 1)[1]
+            },
+        ),
+        (  # the time given to the agent's program as its input, and the expected value derived from it
+            RUN_CHECK,
+            {
+                "tests/check.py": "import subprocess, sys, time\nfrom datetime import datetime\nts = int(time.time())\n"
+                "want = datetime.fromtimestamp(ts).strftime('%Y-%m-%d')\n"
+                "out = subprocess.run(['python3', '/app/day.py', str(ts)], capture_output=True, text=True)\n"
+                "sys.exit(out.stdout.strip() != want)\n"
+            },
+        ),
+        (  # shell: the time logged, a runtime bound, and a fixed date parsed with date -d
+            '#!/bin/bash\nmkdir -p /logs/verifier\necho "started $(date)"\nstart=$(date +%s)\n'
+            'got=$(cat /app/out.txt)\nelapsed=$(( $(date +%s) - start ))\n[ "$elapsed" -lt 60 ] || echo slow\n'
+            'if [ "$got" = "$(date -d 2024-01-01 +%F)" ] && [ $SECONDS -lt 100 ]; then echo 1; else echo 0; fi'
+            " > /logs/verifier/reward.txt\n",
+            {},
+        ),
+    ],
+)
+def test_time_for_durations_timeouts_and_logs_is_not_flagged(
+    tmp_path: Path, test_sh: str, files: dict[str, str]
+) -> None:
+    assert lint(write_task(tmp_path, test_sh=test_sh, files=files)) == []
+
+
+@pytest.mark.parametrize(
+    "test_sh, files, where",
+    [
+        (
+            RUN_PYTEST,
+            {
+                "tests/test_outputs.py": "import os\nfrom pathlib import Path\n\n\ndef test_report():\n"
+                "    assert Path('/app/report.json').exists()\n\n\ndef test_csv():\n"
+                "    assert os.path.isfile('/app/out.csv')\n"
+            },
+            ("tests/test_outputs.py", 6),
+        ),
+        (
+            "#!/bin/bash\nmkdir -p /logs/verifier\n# the report and the table\n"
+            "if [ -f /app/report.json ] && [ -s /app/out.csv ]; then\n  echo 1 > /logs/verifier/reward.txt\n"
+            "else\n  echo 0 > /logs/verifier/reward.txt\nfi\n",
+            {},
+            ("tests/test.sh", 4),
+        ),
+    ],
+)
+def test_verifier_checking_only_that_files_exist(
+    tmp_path: Path, test_sh: str, files: dict[str, str], where: tuple[str, int]
+) -> None:
+    assert verifier_warnings(write_task(tmp_path, test_sh=test_sh, files=files)) == [("names_only", *where)]
+
+
+@pytest.mark.parametrize(
+    "test_sh, files",
+    [
+        (  # an existence check, then the content (the stock task of the factory)
+            '#!/bin/bash\nmkdir -p /logs/verifier\nif [ -f /app/out.txt ] && [ "$(cat /app/out.txt)" = done ]; '
+            "then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+            {},
+        ),
+        (
+            RUN_PYTEST,
+            {
+                "tests/test_outputs.py": "from pathlib import Path\n\n\ndef test_out():\n"
+                "    assert Path('/app/out.txt').is_file()\n\n\ndef test_content():\n"
+                "    assert Path('/app/out.txt').read_text().strip() == 'done'\n"
+            },
+        ),
+        (  # the agent's program runs
+            "#!/bin/bash\nmkdir -p /logs/verifier\n"
+            "if [ -x /app/run.sh ] && /app/run.sh && [ -f /app/out.txt ]; then echo 1; else echo 0; fi"
+            " > /logs/verifier/reward.txt\n",
+            {},
+        ),
+    ],
+)
+def test_existence_checks_with_content_or_a_run_are_not_names_only(
+    tmp_path: Path, test_sh: str, files: dict[str, str]
+) -> None:
+    assert lint(write_task(tmp_path, test_sh=test_sh, files=files)) == []
+
+
+@pytest.mark.parametrize(
+    "test_sh, files, where",
+    [
+        (
+            "#!/bin/bash\nmkdir -p /logs/verifier\nout=$(python3 /app/count.py /app/data.txt)\n"
+            'if [ "$out" = "42" ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+            {},
+            ("tests/test.sh", 4),
+        ),
+        (
+            "#!/bin/bash\nmkdir -p /logs/verifier\n"
+            "if python3 /app/count.py /app/data.txt | grep -q '^42$'; then echo 1; else echo 0; fi"
+            " > /logs/verifier/reward.txt\n",
+            {},
+            ("tests/test.sh", 3),
+        ),
+        (
+            RUN_PYTEST,
+            {
+                "tests/test_outputs.py": "import subprocess\nimport sys\n\n\ndef count(path):\n"
+                "    command = [sys.executable, '/app/count.py', path]\n"
+                "    return subprocess.run(command, capture_output=True, text=True)\n\n\n"
+                "def test_count():\n    proc = count('/app/data.txt')\n    assert proc.returncode == 0\n"
+                "    assert proc.stdout.strip() == '42'\n"
+            },
+            ("tests/test_outputs.py", 13),
+        ),
+    ],
+)
+def test_program_output_checked_against_a_literal_only(
+    tmp_path: Path, test_sh: str, files: dict[str, str], where: tuple[str, int]
+) -> None:
+    task = write_task(tmp_path, instruction=COUNT_TASK, test_sh=test_sh, files=files)
+    assert verifier_warnings(task) == [("literal_only", *where)]
+    finding = next(f for f in lint(task) if f.evidence.get("check") == "literal_only")
+    assert finding.evidence["literals"] == ["'42'"]
+    assert "an agent that prints them passes without doing the task" in finding.message
+
+
+@pytest.mark.parametrize(
+    "instruction, test_sh, files",
+    [
+        (  # a file the agent writes, with one fixed answer: the answer itself, not a shortcut
+            "Write the total of /app/sales.csv to /app/answer.txt.\n",
+            RUN_CHECK,
+            {
+                "tests/check.py": "import sys\nfrom pathlib import Path\n\nEXPECTED = '3382.91'\n"
+                "sys.exit(Path('/app/answer.txt').read_text().strip() != EXPECTED)\n"
+            },
+        ),
+        (  # the expected value derived from the input
+            COUNT_TASK,
+            RUN_CHECK,
+            {
+                "tests/check.py": "import subprocess, sys\nexpected = str(len(open('/app/data.txt').readlines()))\n"
+                "out = subprocess.run(['python3', '/app/count.py', '/app/data.txt'], capture_output=True, text=True)\n"
+                "sys.exit(out.stdout.strip() != expected)\n"
+            },
+        ),
+        (  # more than three cases
+            COUNT_TASK,
+            '#!/bin/bash\nmkdir -p /logs/verifier\nok=1\nfor n in 1 7 12 40; do\n  seq "$n" > /tmp/in.txt\n'
+            '  [ "$(python3 /app/count.py /tmp/in.txt)" = "$n" ] || ok=0\ndone\n'
+            '[ "$(python3 /app/count.py /app/a.txt)" = 3 ] || ok=0\n'
+            '[ "$(python3 /app/count.py /app/b.txt)" = 5 ] || ok=0\n'
+            '[ "$(python3 /app/count.py /app/c.txt)" = 8 ] || ok=0\n'
+            '[ "$(python3 /app/count.py /app/d.txt)" = 13 ] || ok=0\n'
+            "echo $ok > /logs/verifier/reward.txt\n",
+            {},
+        ),
+        (  # the instruction asks for that very text
+            "Write /app/hello.py, which prints `Hello, world!`.\n",
+            '#!/bin/bash\nmkdir -p /logs/verifier\nif [ "$(python3 /app/hello.py)" = "Hello, world!" ]; '
+            "then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+            {},
+        ),
+        (  # cases in a table: the expected value comes from a loop
+            "Write /app/pal.py, which says whether its argument is a palindrome.\n",
+            RUN_CHECK,
+            {
+                "tests/check.py": "import subprocess, sys\nCASES = {'abba': 'yes', 'abc': 'no'}\n"
+                "for text, want in CASES.items():\n"
+                "    out = subprocess.run(['python3', '/app/pal.py', text], capture_output=True, text=True).stdout\n"
+                "    if out.strip() != want:\n        sys.exit(1)\n"
+            },
+        ),
+    ],
+)
+def test_literals_next_to_inputs_computation_or_the_instruction_are_not_flagged(
+    tmp_path: Path, instruction: str, test_sh: str, files: dict[str, str]
+) -> None:
+    assert lint(write_task(tmp_path, instruction=instruction, test_sh=test_sh, files=files)) == []
+
+
+@pytest.mark.parametrize(
+    "test_sh, where",
+    [
+        (STRICT_TEST, ("tests/test.sh", 4)),
+        (
+            "#!/bin/bash -e\nmkdir -p /logs/verifier\ndiff /app/out.txt /app/in.txt\n"
+            "echo 1 > /logs/verifier/reward.txt\n",
+            ("tests/test.sh", 3),
+        ),
+        (  # a check in the body of an if runs under set -e too
+            "#!/bin/bash\nset -o errexit\nif [ -f /app/out.txt ]; then\n  python3 /tests/check.py\n"
+            "  echo 1 > /logs/verifier/reward.txt\nelse\n  echo 0 > /logs/verifier/reward.txt\nfi\n",
+            ("tests/test.sh", 4),
+        ),
+        (  # an assignment fails with its command substitution
+            "#!/bin/bash\nset -e\nmkdir -p /logs/verifier\nout=$(python3 /app/main.py)\n"
+            'if [ "$out" = "$(cat /app/in.txt)" ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+            ("tests/test.sh", 4),
+        ),
+        (  # the reward written by a function called after the check
+            '#!/bin/bash\nset -e\nreward() {\n  echo "$1" > /logs/verifier/reward.txt\n}\n'
+            "pip install -q pytest\npython3 /tests/check.py\nreward 1\n",
+            ("tests/test.sh", 7),
+        ),
+    ],
+)
+def test_check_under_set_e_before_the_reward(tmp_path: Path, test_sh: str, where: tuple[str, int]) -> None:
+    task = write_task(tmp_path, test_sh=test_sh, files={"tests/check.py": SAME_FILES})
+    assert verifier_warnings(task) == [("set_e_before_reward", *where)]
+    finding = only(lint(task), FindingCode.LINT)
+    assert "if CHECKS; then echo 1; else echo 0; fi > /logs/verifier/reward.txt" in finding.message
+    assert verdict_for(lint(task)) is Verdict.ACCEPTED  # advice only
+
+
+@pytest.mark.parametrize(
+    "test_sh",
+    [
+        STRICT_TEST.replace("mkdir", "trap 'echo 0 > /logs/verifier/reward.txt' ERR\nmkdir"),
+        "#!/bin/bash\nset -e\nfinish() { [ -f /tmp/ok ] && echo 1 > /logs/verifier/reward.txt || "
+        "echo 0 > /logs/verifier/reward.txt; }\ntrap finish EXIT\npython3 /tests/check.py\ntouch /tmp/ok\n",
+        "#!/bin/bash\nset -e\nif python3 /tests/check.py; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+        STRICT_TEST.replace(
+            "python3 /tests/check.py", "python3 /tests/check.py || { echo 0 > /logs/verifier/reward.txt; exit 0; }"
+        ),
+        STRICT_TEST.replace(
+            "mkdir -p /logs/verifier\n", "mkdir -p /logs/verifier\necho 0 > /logs/verifier/reward.txt\n"
+        ),
+        "#!/bin/bash\nset -euo pipefail\npython3 -m pip install -q pytest\nuvx --version\nmkdir -p /logs/verifier\n"
+        "set +e\npython3 /tests/check.py\nstatus=$?\nset -e\n"
+        'if [ "$status" -eq 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+    ],
+)
+def test_set_e_with_a_guarded_reward_is_not_flagged(tmp_path: Path, test_sh: str) -> None:
+    assert lint(write_task(tmp_path, test_sh=test_sh, files={"tests/check.py": SAME_FILES})) == []
+
+
+def test_verifier_checks_run_per_step(tmp_path: Path) -> None:
+    task = write_task(tmp_path)
+    (task / "task.toml").write_text(
+        'schema_version = "1.4"\n[agent]\ntimeout_sec = 30.0\n[verifier]\ntimeout_sec = 30.0\n'
+        '[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n'
+    )
+    verifiers = {
+        "one": {"tests/test.sh": WEAK_TEST},
+        "two": {"tests/test.sh": STRICT_TEST, "tests/check.py": SAME_FILES},
+    }
+    for name, tests in verifiers.items():
+        for rel, text in {
+            "instruction.md": "Write `done` to /app/out.txt.\n",
+            "solution/solve.sh": "echo done > /app/out.txt\n",
+            **tests,
+        }.items():
+            (task / "steps" / name / rel).parent.mkdir(parents=True, exist_ok=True)
+            (task / "steps" / name / rel).write_text(text)
+    (task / "tests" / "test.sh").unlink()
+    assert sorted(verifier_warnings(task)) == [
+        ("names_only", "steps/one/tests/test.sh", 3),
+        ("set_e_before_reward", "steps/two/tests/test.sh", 4),
+    ]
+
+
+def test_bundled_verifier_that_stops_before_its_reward() -> None:
+    findings = lint(TASKS_REPO / "reconcile-bank-statement")
+    assert [(f.evidence["check"], f.evidence["file"], f.evidence["line"]) for f in findings] == [
+        ("set_e_before_reward", "tests/test.sh", 5)
+    ]

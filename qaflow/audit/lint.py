@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from qaflow.audit.coverage import coverage_findings
+from qaflow.audit.lint_verifier import verifier_findings
 from qaflow.audit.similarity import (
     copy_words,
     dockerignore_patterns,
@@ -102,6 +103,7 @@ def lint_task(task: Task, config: LintConfig | None = None) -> list[AuditFinding
     findings += _instruction_answers(task, env, hidden, config)
     findings += _canaries(task, env, config)
     findings += coverage_findings(task)
+    findings += verifier_findings(task, _step_dirs(task, "tests"))
     return findings
 
 
