@@ -130,7 +130,7 @@ def test_rule_repairs_are_accepted_after_a_fresh_audit_with_lineage(backend: str
         assert "+echo 0 > /logs/verifier/reward.txt" in payload["diff"] or (
             "+echo '{\"reward\": 0}' > /logs/verifier/reward.json" in payload["diff"]
         )
-        assert [f["code"] for f in payload["findings_before"]] == ["reward_tamper"]
+        assert [f["code"] for f in payload["findings_before"] if f["severity"] == "error"] == ["reward_tamper"]
         assert not [f for f in payload["findings_after"] if f["severity"] == "error"]
         assert payload["outputs"]["rules"][0]["rule"] == "reward_on_failure"
 

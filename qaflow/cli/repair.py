@@ -109,7 +109,9 @@ def repair(
     edit and probe tools, and an independent audit agent (--audit-model, default the same model)
     must accept the change on top of a clean fresh audit. Without a model the rule repairer runs:
     it fixes mechanical verifier defects (no reward on failure, a swallowed exit status, `[ $? ]`,
-    pytest exit code 5, missing timeouts); whatever
+    pytest exit code 5, a reward not tied to the checks' exit status, missing timeouts) and what the
+    exploit battery proved (a grader run from the image, pytest loading agent files, an answer
+    shipped in the image: each moved into tests/); whatever
     it cannot fix is recorded as unresolved (`qaflow pool list --status unresolved`). Original
     folders are never modified; every round is a new task version with its parent, diff and
     findings in the ledger, and a rerun goes on where the last one stopped. Exit code 0 unless misused.

@@ -1,10 +1,12 @@
 """Rule repairs: deterministic fixes of mechanical defects, the embedded default repairer (no LLM).
 
 Each `Rule` names the finding codes it addresses and a pure function from the task copy's text
-files (task-relative path -> text) and the findings to the files it changes. A rule runs only
-when the findings hold one of its codes, and changes nothing when its defect is not there. The
-`RuleRepairer` applies every rule in order on a copy, writes what changed, and gives up when no
-rule applied; like any repair, its result counts only after a fresh audit.
+files (task-relative path -> text: task.toml, the verifier's folders, the instructions, the
+solutions and environment/, see `qaflow.repair.rule_files`) and the findings to the files it
+changes (None deletes one). A rule
+runs only when the findings hold one of its codes, and changes nothing when its defect is not
+there. The `RuleRepairer` applies every rule in order on a copy, writes what changed, and gives up
+when no rule applied; like any repair, its result counts only after a fresh audit.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import copy
 import re
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,15 +23,30 @@ from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode
 from qaflow.repair import shell_fixes as sh
 from qaflow.repair.base import RepairOutcome
+from qaflow.repair.image_rules import (
+    DOCKERFILE,
+    PLANT_EXPLOIT,
+    exploit_files,
+    fix_answers_into_tests,
+    fix_grader_into_tests,
+)
+from qaflow.repair.rule_files import (
+    MAX_RULE_FILE_BYTES,
+    TaskChanges,
+    TaskFiles,
+    is_shell,
+    read_rule_files,
+    verifier_dir,
+    write_rule_changes,
+)
 from qaflow.task import Task
 
-TaskFiles = dict[str, str]
-"""Task-relative POSIX path -> text, for task.toml and the verifier's files."""
+__all__ = ["MAX_RULE_FILE_BYTES", "RULES", "Rule", "RuleRepairer", "TaskFiles", "read_rule_files"]
 
-RuleFix = Callable[[TaskFiles, list[AuditFinding]], TaskFiles]
+RuleFix = Callable[[TaskFiles, list[AuditFinding]], Mapping[str, str | None]]
+"""(the copy's files, the findings) -> the files it changes: new text, or None to delete."""
 
 DEFAULT_TIMEOUT_SEC = 600.0
-MAX_RULE_FILE_BYTES = 1 << 20
 PASSING_CODES = frozenset({FindingCode.FALSE_PASS, FindingCode.WEAK_VERIFIER})
 
 
@@ -42,15 +59,8 @@ class Rule:
     fix: RuleFix
 
 
-def _verifier_dir(rel: str) -> bool:
-    parts = rel.split("/")
-    return parts[0] == "tests" or (len(parts) > 3 and parts[0] == "steps" and parts[2] == "tests")
-
-
-def _is_shell(rel: str, text: str) -> bool:
-    return rel.endswith((".sh", ".bash")) or (
-        "." not in rel.rsplit("/", 1)[-1] and re.match(r"#!.*\b(ba|da|z)?sh\b", text) is not None
-    )
+_verifier_dir = verifier_dir
+_is_shell = is_shell
 
 
 def _each(files: TaskFiles, want: Callable[[str, str], bool], fix: Callable[[str], str | None]) -> TaskFiles:
@@ -71,6 +81,36 @@ def fix_always_true_status(files: TaskFiles, _findings: list[AuditFinding]) -> T
 
 def fix_pytest_exit5(files: TaskFiles, _findings: list[AuditFinding]) -> TaskFiles:
     return _each(files, lambda rel, text: _is_shell(rel, text) or rel.endswith(".py"), sh.exit5_is_failure)
+
+
+def fix_reward_tail(files: TaskFiles, _findings: list[AuditFinding]) -> TaskFiles:
+    """The reward is 1 exactly when the checks exit 0 (`shell_fixes.reward_only_on_success` and
+    `status_not_one_is_failure`)."""
+
+    def fix(text: str) -> str | None:
+        tail = sh.reward_only_on_success(text)
+        status = sh.status_not_one_is_failure(tail if tail is not None else text)
+        return status if status is not None else tail
+
+    return _each(files, _is_shell, fix)
+
+
+def fix_pytest_isolation(files: TaskFiles, findings: list[AuditFinding]) -> TaskFiles:
+    """Where the python-plant exploit won: every pytest run of the verifier's scripts made unable to
+    load what the agent wrote (`shell_fixes.isolate_pytest`)."""
+    if not exploit_files(findings, PLANT_EXPLOIT):
+        return {}
+    conftest = any(_verifier_dir(rel) and rel.rsplit("/", 1)[-1] == "conftest.py" for rel in files)
+    pythonpath = re.compile(r"\bPYTHONPATH\b")
+    shared = [files.get("task.toml") or "", files.get(DOCKERFILE) or ""]
+
+    changes: TaskFiles = {}
+    for rel, text in files.items():
+        if _verifier_dir(rel) and _is_shell(rel, text):
+            isolate = not any(pythonpath.search(t) for t in [text, *shared])
+            if (fixed := sh.isolate_pytest(text, conftest=conftest, isolate=isolate)) is not None:
+                changes[rel] = fixed
+    return changes
 
 
 def shows_missing_reward(finding: AuditFinding) -> bool:
@@ -159,10 +199,37 @@ RULES: tuple[Rule, ...] = (
         fix_pytest_exit5,
     ),
     Rule(
+        "reward_tail",
+        PASSING_CODES,
+        "the reward is 1 exactly when the checks exit 0: no unconditional `echo 1` after `CHECKS || true`, "
+        "no status test that takes every exit code but 1 as success",
+        fix_reward_tail,
+    ),
+    Rule(
         "reward_on_failure",
         frozenset({FindingCode.REWARD_TAMPER}),
         "write a failing reward before the checks run, so a verifier that stops early still leaves one",
         fix_reward_on_failure,
+    ),
+    Rule(
+        "grader_into_tests",
+        frozenset({FindingCode.REWARD_TAMPER}),
+        "the grader the verifier runs from the image (agent-writable) moves, with the folder it was copied with, "
+        "into tests/ (out of the image) and runs from /tests",
+        fix_grader_into_tests,
+    ),
+    Rule(
+        "pytest_isolation",
+        frozenset({FindingCode.REWARD_TAMPER}),
+        "pytest runs so that it cannot load agent-written files: `python -I -m pytest`, -p no:cacheprovider, "
+        "--noconftest (or --confcutdir=/tests)",
+        fix_pytest_isolation,
+    ),
+    Rule(
+        "answers_into_tests",
+        frozenset({FindingCode.LEAK}),
+        "the expected answer the image ships is moved into tests/ (out of the image) and read from /tests",
+        fix_answers_into_tests,
     ),
     Rule(
         "missing_timeouts",
@@ -171,24 +238,6 @@ RULES: tuple[Rule, ...] = (
         fix_missing_timeouts,
     ),
 )
-
-
-def read_rule_files(work_dir: Path) -> TaskFiles:
-    """task.toml and every UTF-8 text file of the verifier folders (tests/, steps/*/tests/)."""
-    files: TaskFiles = {}
-    candidates = [
-        work_dir / "task.toml",
-        *sorted(work_dir.glob("tests/**/*")),
-        *sorted(work_dir.glob("steps/*/tests/**/*")),
-    ]
-    for path in candidates:
-        if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_RULE_FILE_BYTES:
-            continue
-        try:
-            files[path.relative_to(work_dir).as_posix()] = path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-    return files
 
 
 class RuleRepairer:
@@ -200,7 +249,7 @@ class RuleRepairer:
         self.rules = tuple(rules)
 
     def repair(self, task: Task, work_dir: Path, findings: list[AuditFinding], round: int) -> RepairOutcome:
-        before = read_rule_files(work_dir)
+        before = read_rule_files(work_dir, whole_task=True)
         current = dict(before)
         codes = {f.code for f in findings}
         applied: list[dict[str, Any]] = []
@@ -209,18 +258,24 @@ class RuleRepairer:
                 continue
             changes = {rel: text for rel, text in rule.fix(current, findings).items() if text != current.get(rel)}
             if changes:
-                current.update(changes)
+                for rel, text in changes.items():
+                    if text is None:
+                        del current[rel]
+                    else:
+                        current[rel] = text
                 applied.append({"rule": rule.name, "files": sorted(changes), "description": rule.description})
-        changed = sorted(rel for rel, text in current.items() if text != before.get(rel))
-        for rel in changed:
-            (work_dir / rel).write_bytes(current[rel].encode("utf-8"))
+        changed: TaskChanges = {
+            rel: current.get(rel) for rel in sorted(set(before) | set(current)) if current.get(rel) != before.get(rel)
+        }
+        write_rule_changes(work_dir, changed)
+        changed_files = sorted(changed)
         if applied:
             summary = "; ".join(f"{a['rule']} ({', '.join(a['files'])}): {a['description']}" for a in applied)
         else:
             summary = f"no rule applies to {', '.join(sorted(c.value for c in codes)) or 'no findings'}"
         return RepairOutcome(
             summary=summary,
-            changed_files=changed,
+            changed_files=changed_files,
             outputs={"rules": applied, "round": round},
-            gave_up=not changed,
+            gave_up=not changed_files,
         )

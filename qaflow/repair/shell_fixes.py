@@ -264,3 +264,289 @@ def exit5_is_failure(text: str) -> str | None:
         return code
 
     return _map_code(text, fix)
+
+
+# --- shared: heredoc bodies and quotes ---------------------------------------------------------
+
+_HEREDOC_RE = re.compile(r"(?<!<)<<(?!<)(?P<strip>-?)[ \t]*(?P<q>['\"]?)(?P<word>[A-Za-z_][\w-]*)(?P=q)")
+
+
+def heredoc_lines(text: str) -> set[int]:
+    """Indexes of the lines that are heredoc bodies (their terminators included): data, not commands."""
+    body: set[int] = set()
+    pending: list[tuple[bool, str]] = []
+    for i, line in enumerate(text.splitlines()):
+        if pending:
+            body.add(i)
+            strip, word = pending[0]
+            if (line.lstrip("\t") if strip else line) == word:
+                pending.pop(0)
+            continue
+        code = split_comment(line)[0]
+        pending += [
+            (m["strip"] == "-", m["word"]) for m in _HEREDOC_RE.finditer(code) if not quoted_at(code, m.start())
+        ]
+    return body
+
+
+def quoted_at(code: str, pos: int) -> bool:
+    """Whether `code[pos]` lies inside single or double quotes."""
+    quote = ""
+    i = 0
+    while i < pos:
+        ch = code[i]
+        if quote == "'":
+            quote = "" if ch == "'" else quote
+        elif ch == "\\":
+            i += 1
+        elif quote == '"':
+            quote = "" if ch == '"' else quote
+        elif ch in "'\"":
+            quote = ch
+        i += 1
+    return bool(quote)
+
+
+def _map_commands(text: str, fix_line: LineFix) -> str | None:
+    """`_map_code` on every line but heredoc bodies."""
+    skip = heredoc_lines(text)
+
+    def fix(code: str, i: int, codes: list[str]) -> str:
+        return code if i in skip else fix_line(code, i, codes)
+
+    return _map_code(text, fix)
+
+
+def _previous_code(codes: list[str], i: int) -> str:
+    """The last non-blank code line before line i."""
+    return next((c for c in reversed(codes[:i]) if c.strip()), "")
+
+
+# --- pytest loading files the agent can write -------------------------------------------------
+
+_PY_PYTEST_RE = re.compile(
+    r"(?<![\w./${}-])(?P<py>(?:[\w./${}-]*/)?python(?:3(?:\.\d+)?)?)"
+    r"(?P<opts>(?:[ \t]+-(?:[WX][ \t]*[^\s;&|)]+|[A-Za-z]+))*)"
+    r"[ \t]+-m[ \t]*pytest(?![\w.-])"
+)
+_BARE_PYTEST_RE = re.compile(r"(?<![\w./${}-])(?:[\w./${}-]*/)?(?:pytest|py\.test)(?![\w.-])")
+_ASSIGNS = r"(?P<assign>(?:[A-Za-z_]\w*=(?:'[^']*'|\"[^\"]*\"|\S*)[ \t]+)*)"
+_COMMAND_START = r"(?:^|[;&|({!]|\b(?P<kw>then|do|else|exec|time|command|env)\b)[ \t]*"
+_AT_COMMAND_RE = re.compile(rf"{_COMMAND_START}{_ASSIGNS}$")
+_TIMEOUT_RE = re.compile(
+    rf"{_COMMAND_START}{_ASSIGNS}timeout(?:[ \t]+(?:-\S+|[A-Z]+))*[ \t]+\d+(?:\.\d+)?[smhd]?[ \t]+$"
+)
+_RUNNER_RE = re.compile(rf"{_COMMAND_START}{_ASSIGNS}(?:uv|poetry|pipenv)[ \t]+run[ \t]+$")
+_END_OF_COMMAND_RE = re.compile(r";|&&|\|\||\||\)|(?<![<>&])&(?![>&])")
+SAFE_ENV = ("PYTHONNOUSERSITE=1", "PYTHONSAFEPATH=1")
+"""For a pytest console script, which `-I` cannot reach: no user site, no script folder on sys.path."""
+
+
+def _command_rest(code: str, i: int, codes: list[str]) -> str:
+    """The rest of the command from `code` on (backslash continuation lines joined), up to its end."""
+    rest = code
+    j = i
+    while rest.rstrip().endswith("\\") and j + 1 < len(codes):
+        j += 1
+        rest = rest.rstrip()[:-1] + " " + codes[j]
+    return _END_OF_COMMAND_RE.split(rest, maxsplit=1)[0]
+
+
+def _pytest_flags(rest: str, conftest: bool) -> str:
+    added = ""
+    if "no:cacheprovider" not in rest:
+        added += " -p no:cacheprovider"
+    if "--noconftest" not in rest and not (conftest and "--confcutdir" in rest):
+        added += " --confcutdir=/tests" if conftest else " --noconftest"
+    return added
+
+
+def isolate_pytest(text: str, *, conftest: bool, isolate: bool = True) -> str | None:
+    """Make each pytest run of a shell script unable to load files the agent wrote.
+
+    `python -m pytest` (any python): `-I` on the interpreter (no working folder or user site on
+    sys.path, PYTHON* variables ignored; left out when not `isolate`, e.g. the verifier needs its
+    PYTHONPATH); a bare `pytest` console script at a command's start (or after `timeout N`):
+    PYTHONNOUSERSITE=1 PYTHONSAFEPATH=1 in its environment. Both get `-p no:cacheprovider` and
+    `--noconftest` (`--confcutdir=/tests` when the verifier ships a conftest.py: `conftest`) where
+    they lack them. Pytest named elsewhere (`pip install pytest`, quoted text, heredocs) is left alone."""
+
+    def fix(code: str, i: int, codes: list[str]) -> str:
+        edits: list[tuple[int, int, str]] = []  # (start, end, replacement), applied right to left
+        covered: list[tuple[int, int]] = []
+        for m in _PY_PYTEST_RE.finditer(code):
+            covered.append(m.span())
+            if quoted_at(code, m.start()):
+                continue
+            opts = [w for w in m["opts"].split() if w.startswith("-") and not w.startswith(("-W", "-X"))]
+            if isolate and not any("I" in w for w in opts):
+                edits.append((m.end("py"), m.end("py"), " -I"))
+            edits.append((m.end(), m.end(), _pytest_flags(_command_rest(code[m.end() :], i, codes), conftest)))
+        for m in _BARE_PYTEST_RE.finditer(code):
+            if any(a <= m.start() < b for a, b in covered) or quoted_at(code, m.start()):
+                continue
+            before = code[: m.start()]
+            at, runner = _AT_COMMAND_RE.search(before), _RUNNER_RE.search(before)
+            found = at or _TIMEOUT_RE.search(before) or runner
+            if found is None:
+                continue
+            missing = " ".join(v for v in SAFE_ENV if v.split("=")[0] + "=" not in found["assign"])
+            if missing and runner is None:
+                plain = at is not None and at["kw"] not in ("exec", "command")  # where assignments may stand
+                edits.append((m.start(), m.start(), f"{missing} " if plain else f"env {missing} "))
+            edits.append((m.end(), m.end(), _pytest_flags(_command_rest(code[m.end() :], i, codes), conftest)))
+        for start, end, new in sorted(edits, reverse=True):
+            code = code[:start] + new + code[end:]
+        return code
+
+    return _map_commands(text, fix)
+
+
+# --- the reward tail: 1 exactly when the checks exit 0 --------------------------------------------
+
+_CHECK_CMD = r"(?P<cmd>(?:[^;|&`]|&&)+?)(?P<swallow>[ \t]*(?:\|\|[ \t]*(?:true|:)|;[ \t]*true))?"
+_FULL_WRITE = (
+    r"(?P<write>(?:echo|printf)[ \t]+(?:-n[ \t]+)?(?P<q>['\"]?)"
+    r"(?P<val>1(?:\.0+)?|\{[ \t]*\"reward\"[ \t]*:[ \t]*1(?:\.0+)?[ \t]*\})(?P=q)"
+    r"[ \t]*>[ \t]*['\"]?/logs/verifier/reward\.(?:txt|json)['\"]?)"
+)
+_CHECK_LINE_RE = re.compile(rf"^(?P<ind>[ \t]*){_CHECK_CMD}[ \t]*$")
+_WRITE_LINE_RE = re.compile(rf"^[ \t]*{_FULL_WRITE}[ \t]*$")
+_SAME_LINE_RE = re.compile(rf"^(?P<ind>[ \t]*){_CHECK_CMD}[ \t]*;[ \t]*{_FULL_WRITE}[ \t]*$")
+NOT_CHECKS = frozenset(
+    {"cd", "cp", "mv", "mkdir", "rm", "ln", "chmod", "chown", "echo", "printf", "export", "source", ".", "touch",
+     "pip", "pip3", "apt-get", "apt", "set", "trap", "exit", "return", "true", ":", "local", "declare"}
+)  # fmt: skip
+
+
+def _simple_check(cmd: str) -> bool:
+    """A plain command (or `&&` list of them) that runs the checks: not a compound, a pipeline, a reward
+    write or a setup step, and its status is that of its last command."""
+    parts = cmd.split("&&")
+    last = parts[-1].split()
+    return (
+        bool(last)
+        and all(p.split() for p in parts)
+        and last[0] not in NOT_CHECKS
+        and "=" not in last[0]
+        and CHECK_RE.search(cmd) is not None
+        and re.match(r"\s*(?:if|elif|while|until|!|fi|done|then|else|do|esac|[{}()])(?:\s|$)", cmd) is None
+        and re.search(r"[;|`]|\$\(|(?<!&)&(?!&)", cmd) is None
+        and REWARD_NAME_RE.search(cmd) is None
+        and not cmd.rstrip().endswith("\\")
+    )
+
+
+def _errexit_at(codes: list[str], at: int) -> bool:
+    errexit = False
+    for code in codes[:at]:
+        if ERREXIT_OFF_RE.search(code):
+            errexit = False
+        elif ERREXIT_ON_RE.search(code):
+            errexit = True
+    return errexit
+
+
+def _zero_write(m: re.Match[str]) -> str:
+    val = m["val"]
+    zero = "0" if val[0] == "1" else re.sub(r":([ \t]*)1(?:\.0+)?", r":\g<1>0", val)
+    start, end = m.start("val") - m.start("write"), m.end("val") - m.start("write")
+    return m["write"][:start] + zero + m["write"][end:]
+
+
+def reward_only_on_success(text: str) -> str | None:
+    """`CHECKS || true` (or `CHECKS` alone, without `set -e`) followed by an unconditional
+    `echo 1 > /logs/verifier/reward.txt` (on the next line, or after `;`) gives full reward whatever the
+    checks did: make it `if CHECKS; then echo 1 > ...; else echo 0 > ...; fi`. Only where that write is
+    the script's last reward write and the line before it is a plain check command; reward.json
+    (`{"reward": 1}`) too."""
+    lines = text.splitlines(keepends=True)
+    codes = [split_comment(line.rstrip("\r\n"))[0] for line in lines]
+    skip = heredoc_lines(text)
+    writes = [
+        i for i, c in enumerate(codes) if i not in skip and REWARD_NAME_RE.search(c) and not TRAP_REWARD_RE.search(c)
+    ]
+    if not writes:
+        return None
+    j = writes[-1]
+    same = _SAME_LINE_RE.match(codes[j])
+    if same is not None and _simple_check(same["cmd"]) and not (j and lines[j - 1].rstrip("\r\n").endswith("\\")):
+        check, write, drop = same, same, None
+    else:
+        write_m = _WRITE_LINE_RE.match(codes[j])
+        i = next((k for k in range(j - 1, -1, -1) if codes[k].strip()), None)
+        if write_m is None or i is None or i in skip:
+            return None
+        check_m = _CHECK_LINE_RE.match(codes[i])
+        if check_m is None or not _simple_check(check_m["cmd"]) or (i and codes[i - 1].rstrip().endswith("\\")):
+            return None
+        check, write, drop = check_m, write_m, i
+    if not check["swallow"] and _errexit_at(codes, j):
+        return None  # under `set -e` a failing check stops the script: the write is not unconditional
+    ending = next((line[len(line.rstrip("\r\n")) :] for line in lines if line.endswith("\n")), "\n")
+    ind = check["ind"]
+    body = lines[j].rstrip("\r\n")
+    comments = [split_comment(line.rstrip("\r\n"))[1] for line in (lines[j], lines[drop] if drop is not None else "")]
+    if all(comments):
+        return None  # two comments for one `if` line: one would be lost
+    comment = comments[0] or comments[1]
+    block = [
+        f"{ind}if {check['cmd'].strip()}; then" + (f"  {comment}" if comment else ""),
+        f"{ind}  {write['write']}",
+        f"{ind}else",
+        f"{ind}  {_zero_write(write)}",
+        f"{ind}fi",
+    ]
+    new = ending.join(block) + lines[j][len(body) :]
+    return "".join(new if k == j else line for k, line in enumerate(lines) if k != drop)
+
+
+# --- `[ $? -ne 1 ]`: every exit status but 1 taken as success ----------------------------------
+
+_ONE = r"(?P<q>\"?)1(?P=q)(?!\d)"
+
+
+def status_not_one_is_failure(text: str) -> str | None:
+    """`[ $? -ne 1 ]`, `[ "$rc" != 1 ]`, `[[ $rc != 1 ]]`, `test $? -ne 1` and `(( $? != 1 ))` treat every
+    exit status but 1 (pytest's 2-5: interrupted, internal error, usage error, no tests) as success:
+    make them `-eq 0` / `= 0` / `== 0`. Only for the status of a check command (`$?` right after it,
+    or a variable assigned from that)."""
+    lines = text.splitlines()
+    codes = [split_comment(line)[0] for line in lines]
+
+    def source_is_check(code: str, pos: int, i: int) -> bool:
+        segments = re.split(r";|&&|\|\|", code[:pos])
+        source = segments[-2] if len(segments) > 1 else _previous_code(codes, i)
+        return _simple_check(source.strip())
+
+    names: set[str] = set()
+    for i, code in enumerate(codes):
+        for m in re.finditer(r"\b([A-Za-z_]\w*)=(?:\$\?|\$\{\?\})", code):
+            if source_is_check(code, m.start(), i):
+                names.add(m[1])
+    alts = [r"\$\?", r"\$\{\?\}"] + [a for n in sorted(names) for a in (rf"\${n}\b", rf"\$\{{{n}\}}")]
+    bare = [rf"\b{n}\b" for n in sorted(names)]
+    tok = '(?P<tok>"?(?:' + "|".join(alts) + ')"?)'
+    arith = "(?P<tok>" + "|".join(alts + bare) + ")"
+    ne, end = rf"[ \t]+(?P<op>-ne|!=)[ \t]+{_ONE}", r"(?=[ \t]*(?:;|&&|\|\||\)|$))"
+    patterns = [
+        (re.compile(rf"(?P<head>\[\[[ \t]+){tok}{ne}(?P<tail>[ \t]+\]\])"), "=="),
+        (re.compile(rf"(?P<head>(?<!\[)\[[ \t]+){tok}{ne}(?P<tail>[ \t]+\](?!\]))"), "="),
+        (re.compile(rf"(?P<head>\btest[ \t]+){tok}{ne}(?P<tail>){end}"), "="),
+        (re.compile(rf"(?P<head>\(\([ \t]*){arith}[ \t]*(?P<op>!=)[ \t]*(?P<q>)1(?!\d)(?P<tail>[ \t]*\)\))"), "=="),
+    ]
+
+    def fix(code: str, i: int, _codes: list[str]) -> str:
+        original = code
+        for rx, equal in patterns:
+
+            def fill(m: re.Match[str], equal: str = equal) -> str:
+                if "?" in m["tok"] and not source_is_check(original, m.start(), i):
+                    return m[0]
+                op = "-eq" if m["op"] == "-ne" else equal
+                return f"{m['head']}{m['tok']} {op} {m['q']}0{m['q']}{m['tail']}"
+
+            code = rx.sub(fill, code)
+        return code
+
+    return _map_commands(text, fix)
