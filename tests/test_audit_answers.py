@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from qaflow.audit.exploits import Exploit, Plant
 from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.cli import app
-from tests.conftest import TASKS_REPO
+from tests.audit_runs import audit_fixtures
 
 ANSWER = b"Ahmed Khan\nBen Ode\n"
 
@@ -89,14 +88,8 @@ FIXTURES = {
 
 @pytest.mark.slow
 def test_audit_proves_answers_in_the_image_and_replays_the_copy(backend: str, tmp_path: Path):
+    audits = audit_fixtures(FIXTURES, backend, tmp_path)
     pool = tmp_path / "pool"
-    for name in FIXTURES:
-        shutil.copytree(TASKS_REPO / name, pool / name)
-    report = tmp_path / "audit.json"
-    args = ["audit", str(pool), "--backend", backend, "--repeats", "1", "--json", str(report)]
-    out = CliRunner().invoke(app, [*args, "--offline", "--network", "none"])
-    assert out.exit_code == 0, out.output
-    audits = {Path(a["path"]).name: a for a in json.loads(report.read_text())}
     for name, copy in FIXTURES.items():
         errors = [f for f in audits[name]["findings"] if f["severity"] == "error"]
         if copy is None:

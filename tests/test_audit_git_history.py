@@ -7,17 +7,13 @@ under docker and bwrap."""
 from __future__ import annotations
 
 import hashlib
-import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from qaflow.audit.git_history import MIN_ANSWER_BYTES, answers_in, git_findings, mentions_git
-from qaflow.cli import app
-from tests.conftest import TASKS_REPO
+from tests.audit_runs import audit_fixtures
 
 GOOD = "def wrap(text, width):\n    return [text[i : i + width] for i in range(0, len(text), width)]\n"
 BAD = "def wrap(text, width):\n    return [text]\n"
@@ -95,14 +91,7 @@ def test_mentions_git():
 
 @pytest.mark.slow
 def test_audit_finds_the_fix_in_the_images_history_and_spares_the_control(backend: str, tmp_path: Path):
-    pool = tmp_path / "pool"
-    for name in ("fix-word-wrap", "fix-title-case"):
-        shutil.copytree(TASKS_REPO / name, pool / name)
-    report = tmp_path / "audit.json"
-    args = ["audit", str(pool), "--backend", backend, "--repeats", "1", "--json", str(report)]
-    out = CliRunner().invoke(app, [*args, "--offline", "--network", "none"])
-    assert out.exit_code == 0, out.output
-    audits = {Path(a["path"]).name: a for a in json.loads(report.read_text())}
+    audits = audit_fixtures(["fix-word-wrap", "fix-title-case"], backend, tmp_path)
     assert audits["fix-title-case"]["findings"] == []
     (finding,) = audits["fix-word-wrap"]["findings"]
     (leak,) = finding["evidence"]["git"]
