@@ -9,16 +9,27 @@ on them, and the task folders are untouched."""
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.exploits import SHIM, Exploit, Plant, plan_exploits
+from qaflow.audit.exploits import SHIM, Exploit, Plant, plan_exploits, replay_shim
 from qaflow.audit.judge import judge_exploits
-from qaflow.audit.observation import Access, Observation, PytestRun, Seen, conftest_folders, ini_folders, parse_logs
+from qaflow.audit.observation import (
+    Access,
+    Observation,
+    PytestRun,
+    Replay,
+    Seen,
+    conftest_folders,
+    ini_folders,
+    parse_logs,
+)
 from qaflow.audit.observe import owner_of, task_roots
 from qaflow.audit.observer_files import SEP
 from qaflow.audit.probe_run import ProbeRun
@@ -312,3 +323,51 @@ def test_a_verifier_that_changes_what_it_checks_is_confirmed_not_called_flaky(ba
     assert probes["verifier_reruns"] == {"runs": 8, "full": 8}
     assert probes["oracle_confirm"] == {"extra_runs": MIN_CONFIRM_RUNS, "full": 0}
     assert probes["oracle"]["rewards"] == [0.0] * (2 + MIN_CONFIRM_RUNS)
+
+
+def test_a_grader_whose_output_the_verifier_reads_gets_a_shim_that_prints_it(tmp_path: Path):
+    obs = Observation(
+        observed=True,
+        accesses=[Access(path="/app/verify.py", how=["run"], exists=True, writable=True, owner="task")],
+        replays={"/app/verify.py": Replay(stdout="total 32\nSUCCESS\n", exit=0)},
+    )
+    (shim,) = plan_exploits(obs, oracle_changed={"/app/out.txt"})
+    (plant,) = shim.plants
+    assert plant.content == replay_shim(obs.replays["/app/verify.py"]) and "prints what it printed" in plant.why
+    script = tmp_path / "verify.py"
+    script.write_text(plant.content)
+    for runner in (["sh"], ["python3"]):
+        done = subprocess.run([*runner, str(script)], capture_output=True, text=True, check=False)
+        assert (done.stdout, done.returncode) == ("total 32\nSUCCESS\n", 0), runner
+    failing = replay_shim(Replay(stdout="FAIL: x\n", exit=3))
+    script.write_text(failing)
+    assert subprocess.run(["sh", str(script)], capture_output=True, check=False).returncode == 3
+
+
+GREP_GRADER = {
+    "environment/verify.py": (
+        "import pathlib\nok = pathlib.Path('/app/out.txt').read_text().strip() == 'done'\n"
+        "print('SUCCESS' if ok else 'FAILED')\n"
+    ),
+}
+GREP_TEST = (
+    "#!/bin/bash\nmkdir -p /logs/verifier\npython3 /app/verify.py > /tmp/grade.txt 2>&1\n"
+    "if grep -q SUCCESS /tmp/grade.txt; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+)
+
+
+@pytest.mark.slow
+def test_audit_fools_a_grader_whose_printed_verdict_is_grepped(backend: str, tmp_path: Path):
+    """The verifier greps what an in-image grader prints (exit status ignored): a shim that only exits 0
+    fails it, the replay shim (what the grader printed on the oracle's work) passes: reward_tamper."""
+    dockerfile = "FROM python:3.11-slim\nWORKDIR /app\nCOPY verify.py /app/verify.py\n"
+    write_task(tmp_path / "pool", "grep-grader", test_sh=GREP_TEST, dockerfile=dockerfile, files=GREP_GRADER)
+    report = tmp_path / "audit.json"
+    args = ["audit", str(tmp_path / "pool"), "--backend", backend, "--repeats", "1", "--json", str(report)]
+    out = CliRunner().invoke(app, [*args, "--offline", "--network", "none"])
+    assert out.exit_code == 0, out.output
+    (audit,) = json.loads(report.read_text())
+    (finding,) = [f for f in audit["findings"] if f["severity"] == "error"]
+    (won,) = finding["evidence"]["exploits"]
+    assert (finding["code"], won["exploit"], won["files"]) == ("reward_tamper", "script-shim", ["/app/verify.py"])
+    assert "SUCCESS" in base64.b64decode(won["plants"][0]["content"].split("printf %s ")[1].split(" ")[0]).decode()

@@ -75,6 +75,16 @@ class PythonRun(BaseModel):
     imports: list[str] = Field(default_factory=list, description="Top-level modules the main code imported")
 
 
+class Replay(BaseModel):
+    """A script's standard output (at most `MAX_REPLAY_BYTES`) and exit status."""
+
+    stdout: str
+    exit: int
+
+
+MAX_REPLAY_BYTES = 16 * 1024
+
+
 class Observation(BaseModel):
     """What the verifier read, ran and loaded on the oracle's final state (see the module doc)."""
 
@@ -97,6 +107,11 @@ class Observation(BaseModel):
     )
     git_leaks: list[GitLeak] = Field(
         default_factory=list, description="Reference outputs found in a readable .git history in the image"
+    )
+    replays: dict[str, Replay] = Field(
+        default_factory=dict,
+        description="What each task-owned Python script the verifier ran printed when run again on the oracle's "
+        "final state (a shim that prints it passes verifiers that read the grader's output)",
     )
     reruns: list[bool] = Field(
         default_factory=list,

@@ -35,7 +35,16 @@ from typing import Literal
 
 from qaflow.agents import OracleAgent
 from qaflow.audit.git_history import git_leaks, mentions_git
-from qaflow.audit.observation import MAX_PATHS, SYSTEM_ROOTS, Access, Observation, Seen, parse_logs
+from qaflow.audit.observation import (
+    MAX_PATHS,
+    MAX_REPLAY_BYTES,
+    SYSTEM_ROOTS,
+    Access,
+    Observation,
+    Replay,
+    Seen,
+    parse_logs,
+)
 from qaflow.audit.observer_files import FILES, LOG_DIR, OBSERVE_DIR, verifier_env
 from qaflow.errors import QaflowError
 from qaflow.healthcheck import SetupError
@@ -87,6 +96,7 @@ def observe_trial(
                 t0 = time.perf_counter()
                 observation = read_observation(box, task)
                 observation.duration_s = time.perf_counter() - t0
+                observation.replays = replay_scripts(box, task, observation)
                 verifier_s = result.timings.get("verifier", RERUN_BUDGET_S)
                 observation.reruns = rerun_verifier(box, task, reruns, verifier_s=verifier_s)
             observation.leftovers = leftovers
@@ -101,6 +111,33 @@ def observe_trial(
         result.exit_status = ExitStatus.ERROR
     result.timings["total"] = time.perf_counter() - started
     return result, observation
+
+
+MAX_REPLAYS = 4
+
+
+def replay_scripts(box: Sandbox, task: Task, observation: Observation) -> dict[str, Replay]:
+    """Run again, untraced and as the verifier ran them (argv, cwd, user, env), the task-owned Python
+    scripts the verifier ran that the agent can write, on the final state the oracle left; keep what each
+    printed and its exit status (for `exploits.replay_shim`)."""
+    plan = VerifierPlan.of(task)
+    replays: dict[str, Replay] = {}
+    for run in observation.python:
+        access = observation.get(run.main) if run.main else None
+        if access is None or access.owner != "task" or not access.writable or access.is_dir or not run.argv:
+            continue
+        if access.path in replays or len(replays) >= MAX_REPLAYS:
+            continue
+        ex = box.exec(
+            ["sh", "-c", 'cd "$1" && shift && exec "$@" </dev/null', "sh", run.cwd, *run.argv],
+            timeout=min(plan.timeout_sec, 60.0),
+            env=plan.env,
+            user=plan.user,
+            kill_strays_after=True,
+        )
+        if not ex.timed_out:
+            replays[access.path] = Replay(stdout=ex.stdout[:MAX_REPLAY_BYTES], exit=ex.exit_code)
+    return replays
 
 
 _RERUNS = r"""
