@@ -14,12 +14,11 @@ a reference solution that transforms the answer it reads.
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 import re
 from collections.abc import Sequence
 
-from qaflow.audit.effects import ChangeKind, Effect
+from qaflow.audit.effects import Effect
 from qaflow.audit.exploits import Exploit, Plant
 from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
@@ -45,9 +44,8 @@ def plan_answer_copy(observation: Observation, effect: Effect | None, instructio
         return None
     changed = {c.path for c in effect.changes}
     outputs: dict[str, list[str]] = {}
-    for c in effect.changes:
-        if c.kind is not ChangeKind.DELETED and c.file_type == "file" and c.content:
-            outputs.setdefault(hashlib.sha256(c.content).hexdigest(), []).append(c.path)
+    for path, digest in effect.output_digests().items():
+        outputs.setdefault(digest, []).append(path)
     plants = []
     for answer, digest in sorted(observation.digests.items()):
         if answer in changed or named_in(answer, instruction):

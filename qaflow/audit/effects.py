@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import io
 import json
 import shlex
@@ -85,6 +86,16 @@ class Effect(BaseModel):
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    def output_digests(self) -> dict[str, str]:
+        """sha256 of every non-empty regular file created or modified, by path (none when not captured)."""
+        if not self.ok:
+            return {}
+        return {
+            c.path: hashlib.sha256(c.content).hexdigest()
+            for c in self.changes
+            if c.kind is not ChangeKind.DELETED and c.file_type == "file" and c.content
+        }
 
     @property
     def created(self) -> list[FileChange]:

@@ -87,8 +87,8 @@ def observe_trial(
             agent_phase(task, OracleAgent(), box, result)
             _upload_observer(box)
             plan = VerifierPlan.of(task)
-            plan = plan.model_copy(update={"env": {**plan.env, **verifier_env()}})
-            verifier_phase(box, spec, plan, result, clear=True, backend=result.backend)
+            observed = plan.model_copy(update={"env": {**plan.env, **verifier_env()}})
+            verifier_phase(box, spec, observed, result, clear=True, backend=result.backend)
             if result.verifier_sandbox is not VerifierSandbox.SHARED:
                 where = result.verifier_sandbox.value if result.verifier_sandbox else "different"
                 observation.why_not = f"the verifier ran in a {where} sandbox, not observed"
@@ -96,9 +96,9 @@ def observe_trial(
                 t0 = time.perf_counter()
                 observation = read_observation(box, task)
                 observation.duration_s = time.perf_counter() - t0
-                observation.replays = replay_scripts(box, task, observation)
+                observation.replays = replay_scripts(box, plan, observation)
                 verifier_s = result.timings.get("verifier", RERUN_BUDGET_S)
-                observation.reruns = rerun_verifier(box, task, reruns, verifier_s=verifier_s)
+                observation.reruns = rerun_verifier(box, plan, reruns, verifier_s=verifier_s)
             observation.leftovers = leftovers
             observation.git_leaks = in_git
     except SetupError as exc:
@@ -116,11 +116,10 @@ def observe_trial(
 MAX_REPLAYS = 4
 
 
-def replay_scripts(box: Sandbox, task: Task, observation: Observation) -> dict[str, Replay]:
+def replay_scripts(box: Sandbox, plan: VerifierPlan, observation: Observation) -> dict[str, Replay]:
     """Run again, untraced and as the verifier ran them (argv, cwd, user, env), the task-owned Python
     scripts the verifier ran that the agent can write, on the final state the oracle left; keep what each
-    printed and its exit status (for `exploits.replay_shim`)."""
-    plan = VerifierPlan.of(task)
+    printed and its exit status (for `exploits.replay_shim`). `plan`: the task's plain verifier plan."""
     replays: dict[str, Replay] = {}
     for run in observation.python:
         access = observation.get(run.main) if run.main else None
@@ -155,7 +154,7 @@ done
 """
 
 
-def rerun_verifier(box: Sandbox, task: Task, count: int, *, verifier_s: float) -> list[bool]:
+def rerun_verifier(box: Sandbox, plan: VerifierPlan, count: int, *, verifier_s: float) -> list[bool]:
     """Whether the verifier gives full reward, run up to `count` more times, untraced, on the final
     state the oracle left in `box` (one exec; /logs/verifier emptied before each run), as many as fit in
     `RERUN_BUDGET_S` given that one run took `verifier_s`.
@@ -166,7 +165,6 @@ def rerun_verifier(box: Sandbox, task: Task, count: int, *, verifier_s: float) -
     count = min(count, int(RERUN_BUDGET_S // max(verifier_s, 0.05)))
     if count < 1:
         return []
-    plan = VerifierPlan.of(task)
     ex = box.exec(
         ["bash", "-c", _RERUNS, "reruns", str(count), str(int(RERUN_BUDGET_S))],
         timeout=RERUN_BUDGET_S + plan.timeout_sec,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import time
 import traceback
 from collections import deque
@@ -29,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
-from qaflow.audit.effects import ChangeKind, Effect
+from qaflow.audit.effects import Effect
 from qaflow.audit.exploits import Exploit, harness_note, leftover_findings, plan_exploits
 from qaflow.audit.git_history import git_findings
 from qaflow.audit.infra import classify
@@ -99,21 +98,15 @@ MIN_CONFIRM_RUNS = 8
 """Oracle trials added, at the least, when the verifier's reruns disagree with oracle runs that agree."""
 
 
-def output_digests(effect: Effect | None) -> dict[str, str]:
-    """sha256 of every non-empty file the oracle's recorded effect created or modified, by path."""
-    if effect is None or not effect.ok:
-        return {}
-    return {
-        c.path: hashlib.sha256(c.content).hexdigest()
-        for c in effect.changes
-        if c.kind is not ChangeKind.DELETED and c.file_type == "file" and c.content
-    }
+def verifier_reruns(observe_run: ProbeRun) -> list[bool]:
+    """The outcomes (full reward or not) of the verifier's reruns the observe probe recorded."""
+    return (observe_run.extra.get("observation") or {}).get("reruns", [])
 
 
 def needs_confirmation(oracle: list[ProbeRun], observe_run: ProbeRun) -> bool:
     """Whether the oracle runs all agree (all full reward, or none) while the verifier's reruns on the
     observed run's final state, or that run itself when there are none, do not agree with them."""
-    reruns: list[bool] = (observe_run.extra.get("observation") or {}).get("reruns", [])
+    reruns = verifier_reruns(observe_run)
     outcomes = {r.full for r in oracle}
     return len(outcomes) == 1 and not set(reruns or [observe_run.full]) <= outcomes
 
@@ -394,7 +387,8 @@ class Auditor:
             probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
         observing = self.config.observe and task.verifier_mode is VerifierEnvironmentMode.SHARED
         if observing:
-            observe = ProbeAgent.observe(reruns=self.config.verifier_reruns, outputs=output_digests(effect))
+            outputs = effect.output_digests() if effect is not None else {}
+            observe = ProbeAgent.observe(reruns=self.config.verifier_reruns, outputs=outputs)
             phase2.append(("observe", 0, observe, True))
         tamper, *mutant_runs = yield from self._trials(task, shared, resources, phase2)
         observe_run = mutant_runs.pop() if observing else None
@@ -429,7 +423,7 @@ class Auditor:
         N runs miss a coin-flip verifier with probability 2 x 0.5^N; the reruns make that rare for the
         price of a few verifier runs, and only full trials decide `flaky` (a verifier that changes the
         state it checks disagrees with its reruns and is still judged on trials alone)."""
-        reruns: list[bool] = (observe_run.extra.get("observation") or {}).get("reruns", [])
+        reruns = verifier_reruns(observe_run)
         probes["verifier_reruns"] = {"runs": len(reruns), "full": sum(reruns)}
         if not needs_confirmation(oracle, observe_run):
             return oracle
@@ -477,7 +471,7 @@ class Auditor:
         nop, where = by_probe.get("nop", []), str(task.path)
         if answer_copy is not None:
             findings += judge_answer_copy(nop, runs.pop(), answer_copy, where)
-        return findings + judge_exploits(nop, runs, exploits, where) if exploits else findings
+        return findings + judge_exploits(nop, runs, exploits, where)
 
     def _build_finding(self, build: dict[str, str]) -> AuditFinding:
         """`build_failed`, or `infra_error` when the backend cannot build it (unsupported) or the log
