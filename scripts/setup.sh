@@ -11,6 +11,7 @@ command -v dockerd >/dev/null || need+=(docker.io)
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v runsc >/dev/null || need+=(runsc)
+command -v git >/dev/null || need+=(git)  # the audit reads .git history found in task images
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" ca-certificates >/dev/null
