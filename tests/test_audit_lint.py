@@ -305,6 +305,21 @@ def test_pristine_copy_of_a_named_input_is_not_a_leak(tmp_path: Path) -> None:
     assert lint(write_task(tmp_path, "c", instruction=instruction, dockerfile=dockerfile, files=files)) == []
 
 
+def test_verifier_copy_of_a_named_input_under_another_name_is_not_a_leak(tmp_path: Path) -> None:
+    data = "".join(f"user{i}@example.org\n" for i in range(1, 9))
+    dockerfile = "FROM python:3.11-slim\nCOPY contacts.txt /app/contacts.txt\n"
+    instruction = "Keep only the allowed lines of `/app/contacts.txt`.\n"
+    files = {"environment/contacts.txt": data, "tests/contacts.orig": data}
+    assert lint(write_task(tmp_path, instruction=instruction, dockerfile=dockerfile, files=files)) == []
+    # under an answer's name, or of an input the instruction does not name, it is still a leak
+    files = {"environment/contacts.txt": data, "tests/expected_contacts.txt": data}
+    findings = lint(write_task(tmp_path, "b", instruction=instruction, dockerfile=dockerfile, files=files))
+    assert codes(findings) == [("leak", "error")]
+    files = {"environment/contacts.txt": data, "tests/contacts.orig": data}
+    findings = lint(write_task(tmp_path, "c", instruction="Clean the list.\n", dockerfile=dockerfile, files=files))
+    assert codes(findings) == [("leak", "error")]
+
+
 def test_same_bytes_under_an_answer_name_or_unnamed_are_a_leak(tmp_path: Path) -> None:
     data = "".join(f"IMG_{i:04d}.jpg,2024-05-{i:02d}\n" for i in range(1, 9))
     dockerfile = "FROM python:3.11-slim\nCOPY . /app/\n"

@@ -7,8 +7,11 @@ the verifier's expected answer shipped in the image (or copied out of it by the 
 The proof is one trial: on the untouched environment the agent only copies each such file onto the
 output it equals, then the real verifier runs. Full reward (where the nop gets none) is `leak`.
 
+A file equal to an output but for whitespace (spacing, line ends, a final newline) counts too, where
+at least `MIN_LOOSE_BYTES` remain without it: short answers match by chance.
+
 Blind spots: an answer the verifier reads in another form than the output (expected values in a
-JSON file, the output a CSV), an answer the verifier never reads (kept in the image for nobody), and
+JSON file, the output a CSV; a count), an answer the verifier never reads (kept in the image for nobody), and
 a reference solution that transforms the answer it reads.
 """
 
@@ -39,21 +42,26 @@ def named_in(path: str, instruction: str) -> bool:
 
 
 def plan_answer_copy(observation: Observation, effect: Effect | None, instruction: str) -> Exploit | None:
-    """The copies that would reproduce the oracle's outputs from files the verifier read, or None."""
+    """The copies that would reproduce the oracle's outputs from files the verifier read, or None: same
+    content, or the same but for whitespace (at least `MIN_LOOSE_BYTES` of it)."""
     if effect is None or not effect.ok or not observation.digests:
         return None
     changed = {c.path for c in effect.changes}
-    outputs: dict[str, list[str]] = {}
-    for path, digest in effect.output_digests().items():
-        outputs.setdefault(digest, []).append(path)
-    plants = []
-    for answer, digest in sorted(observation.digests.items()):
-        if answer in changed or named_in(answer, instruction):
-            continue
-        for output in outputs.get(digest, []):
-            why = f"the reference solution's {output} equals {answer}, which the verifier reads"
-            plants.append(Plant(path=output, content="", copy_from=answer, why=why))
-    return Exploit(name=ANSWER_COPY, plants=plants) if plants else None
+    plants: dict[str, Plant] = {}
+    for found, wanted, how in (
+        (observation.digests, effect.output_digests(), "equals"),
+        (observation.loose_digests, effect.output_digests(loose=True), "equals, but for whitespace,"),
+    ):
+        outputs: dict[str, list[str]] = {}
+        for path, digest in wanted.items():
+            outputs.setdefault(digest, []).append(path)
+        for answer, digest in sorted(found.items()):
+            if answer in changed or named_in(answer, instruction):
+                continue
+            for output in outputs.get(digest, []):
+                why = f"the reference solution's {output} {how} {answer}, which the verifier reads"
+                plants.setdefault(output, Plant(path=output, content="", copy_from=answer, why=why))
+    return Exploit(name=ANSWER_COPY, plants=list(plants.values())) if plants else None
 
 
 def judge_answer_copy(nop: Sequence[ProbeRun], run: ProbeRun, exploit: Exploit, task: str) -> list[AuditFinding]:

@@ -46,6 +46,15 @@ Method = Literal["auto", "find", "python3"]
 FileType = Literal["file", "symlink", "other"]
 
 
+MIN_LOOSE_BYTES = 16
+"""A whitespace-insensitive match needs this much content left: short answers ("2") match by chance."""
+
+
+def loose_bytes(content: bytes) -> bytes:
+    """`content` without the bytes `tr -d '[:space:]'` removes in the C locale."""
+    return content.translate(None, b" \t\n\v\f\r")
+
+
 class ChangeKind(StrEnum):
     CREATED = "created"
     MODIFIED = "modified"
@@ -87,15 +96,17 @@ class Effect(BaseModel):
     def ok(self) -> bool:
         return self.error is None
 
-    def output_digests(self) -> dict[str, str]:
-        """sha256 of every non-empty regular file created or modified, by path (none when not captured)."""
+    def output_digests(self, *, loose: bool = False) -> dict[str, str]:
+        """sha256 of every non-empty regular file created or modified, by path (none when not captured).
+        `loose`: of the content without whitespace (`loose_bytes`), only where at least `MIN_LOOSE_BYTES` remain."""
         if not self.ok:
             return {}
-        return {
-            c.path: hashlib.sha256(c.content).hexdigest()
-            for c in self.changes
-            if c.kind is not ChangeKind.DELETED and c.file_type == "file" and c.content
-        }
+        outputs: dict[str, bytes] = {}
+        for c in self.changes:
+            if c.kind is not ChangeKind.DELETED and c.file_type == "file" and c.content:
+                outputs[c.path] = loose_bytes(c.content) if loose else c.content
+        floor = MIN_LOOSE_BYTES if loose else 1
+        return {p: hashlib.sha256(b).hexdigest() for p, b in outputs.items() if len(b) >= floor}
 
     @property
     def created(self) -> list[FileChange]:

@@ -223,6 +223,20 @@ def _flaky(probe: str, runs: Sequence[ProbeRun]) -> AuditFinding:
     )
 
 
+EXPLOIT_REMEDIES = {
+    "": (
+        "the verifier runs or loads files the agent can write; keep what it runs under tests/, and run pytest so it "
+        "cannot load agent files (rootdir and inifile under /tests, -p no:cacheprovider, from a folder the agent "
+        "cannot write)"
+    ),
+    "expected-rewrite": (
+        "the verifier compares the work with expected values the agent can rewrite; keep them under tests/ (the "
+        "verifier's own files) or derive them there"
+    ),
+}
+"""What to do about each exploit that won (by name; "" for those that run or load agent files)."""
+
+
 def judge_exploits(
     nop: Sequence[ProbeRun], runs: Sequence[ProbeRun], exploits: Sequence[Exploit], task: str
 ) -> list[AuditFinding]:
@@ -241,9 +255,8 @@ def judge_exploits(
             code=FindingCode.REWARD_TAMPER,
             message=(
                 f"exploit {' and '.join(e.name for e, _ in won)} got full reward on the untouched environment "
-                f"(e.g. writing {shown}: {first.plants[0].why}): the verifier runs or loads files the agent can "
-                "write; keep what it runs under tests/, and run pytest so it cannot load agent files (rootdir and "
-                "inifile under /tests, -p no:cacheprovider, from a folder the agent cannot write)"
+                f"(e.g. writing {shown}: {first.plants[0].why}): "
+                + "; ".join(dict.fromkeys(EXPLOIT_REMEDIES.get(e.name, EXPLOIT_REMEDIES[""]) for e, _ in won))
             ),
             evidence={
                 "exploits": [

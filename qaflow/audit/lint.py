@@ -238,33 +238,45 @@ def _answer_like(name: str) -> bool:
     return any(w.startswith(a) for w in words for a in ANSWER_WORDS)
 
 
-def _match(env: _File, hidden: _File, role: str, named: str, config: LintConfig) -> tuple[float, str] | None:
+def _match(
+    env: _File, hidden: _File, role: str, named: str, instruction: str, config: LintConfig
+) -> tuple[float, str] | None:
     """(similarity, how) when `env` gives the agent `hidden`'s content, else None."""
     if min(len(env.stripped), len(hidden.stripped)) < config.min_file_bytes or env.text is None or hidden.text is None:
         return None
     code = is_code(hidden.suffix) or is_code(env.suffix)
     test_code = role == "tests" and is_test_code(hidden.name, hidden.suffix, hidden.text)
     if env.stripped == hidden.stripped:
-        return None if not test_code and _kept_input(env, hidden, role, named) else (1.0, "identical to")
+        return None if not test_code and _kept_input(env, hidden, role, named, instruction) else (1.0, "identical to")
     if max(len(env.data), len(hidden.data)) > config.max_file_bytes:
         return None
     if test_code:
         score = similarity(env.lines, hidden.lines, floor=config.similarity_threshold)
         return (score, "nearly identical to") if score >= config.similarity_threshold else None
-    if code and env.code_lines and env.code_lines == hidden.code_lines and not _kept_input(env, hidden, role, named):
+    if (
+        code
+        and env.code_lines
+        and env.code_lines == hidden.code_lines
+        and not _kept_input(env, hidden, role, named, instruction)
+    ):
         return similarity(env.lines, hidden.lines), "the same code as"
     return None
 
 
-def _kept_input(env: _File, hidden: _File, role: str, named: str) -> bool:
-    """A hidden file of the same name as an input, telling nothing new: a file the solution's tree leaves
+def _kept_input(env: _File, hidden: _File, role: str, named: str, instruction: str) -> bool:
+    """A hidden copy of an input, telling nothing new: of the same name, a file the solution's tree leaves
     unchanged, a dependency manifest, or the verifier's pristine copy of an input that the instruction or
-    the solution names (a planted answer or verifier script is named by neither)."""
-    if hidden.name != env.name or _answer_like(env.name) or env.name in SOLUTION_NAMES:
+    the solution names (a planted answer or verifier script is named by neither); of another name that is
+    not an answer's, the verifier's copy of an input the instruction names."""
+    if _answer_like(env.name) or env.name in SOLUTION_NAMES:
         return False
-    if role == "solution" or MANIFEST_RE.fullmatch(env.name):
-        return True
-    return re.search(rf"(?<![\w-]){re.escape(env.name)}(?![\w-])", named) is not None
+    if hidden.name != env.name:
+        return role == "tests" and not _answer_like(hidden.name) and _names(instruction, env.name)
+    return role == "solution" or MANIFEST_RE.fullmatch(env.name) is not None or _names(named, env.name)
+
+
+def _names(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
 
 
 def _copied_hidden_files(
@@ -273,7 +285,7 @@ def _copied_hidden_files(
     named = task.instruction + "".join(f.text or "" for role, f in hidden if role == "solution")
     findings = []
     for file in env.compared():
-        matches = [(m, role, h) for role, h in hidden if (m := _match(file, h, role, named, config))]
+        matches = [(m, role, h) for role, h in hidden if (m := _match(file, h, role, named, task.instruction, config))]
         if not matches:
             continue
         (score, how), role, best = max(matches, key=lambda x: x[0][0])

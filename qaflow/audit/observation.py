@@ -105,6 +105,11 @@ class Observation(BaseModel):
         description="sha256 of the task-owned files the verifier read (as the oracle left them): a reference "
         "output equal to one of them is an answer baked into the image (`qaflow.audit.answers`)",
     )
+    loose_digests: dict[str, str] = Field(
+        default_factory=dict,
+        description="sha256 of the same files with every whitespace byte removed (`qaflow.audit.effects.loose`): "
+        "an answer that differs from the output only in spacing or line ends",
+    )
     git_leaks: list[GitLeak] = Field(
         default_factory=list, description="Reference outputs found in a readable .git history in the image"
     )

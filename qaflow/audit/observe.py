@@ -316,7 +316,7 @@ def read_observation(box: Sandbox, task: Task) -> Observation:
                 owner=owner_of(path, roots),
             )
         )
-    obs.digests = read_digests(box, [a.path for a in obs.accesses if is_answer_candidate(a)])
+    obs.digests, obs.loose_digests = read_digests(box, [a.path for a in obs.accesses if is_answer_candidate(a)])
     return obs
 
 
@@ -333,19 +333,27 @@ def is_answer_candidate(access: Access) -> bool:
 
 
 MAX_DIGESTS = 64
+_DIGESTS = r"""
+for f in "$@"; do
+  [ -f "$f" ] || continue
+  e=$(sha256sum < "$f") && printf 'E %s  %s\n' "${e%% *}" "$f"
+  l=$(tr -d '[:space:]' < "$f" | sha256sum) && printf 'L %s  %s\n' "${l%% *}" "$f"
+done
+"""
 
 
-def read_digests(box: Sandbox, paths: list[str]) -> dict[str, str]:
-    """sha256 of each of `paths` (regular files, at most `MAX_DIGESTS`), read as root; none on failure."""
+def read_digests(box: Sandbox, paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """sha256 of each of `paths` (regular files, at most `MAX_DIGESTS`), read as root, as is and without
+    whitespace (`qaflow.audit.effects.loose_bytes`); none on failure."""
     paths = [p for p in paths if "\n" not in p][:MAX_DIGESTS]
+    exact: dict[str, str] = {}
+    loose: dict[str, str] = {}
     if not paths:
-        return {}
-    ex = box.exec(
-        ["sh", "-c", 'for f in "$@"; do [ -f "$f" ] && sha256sum -- "$f"; done', "sh", *paths], timeout=60, user="0"
-    )
-    digests = {}
+        return exact, loose
+    ex = box.exec(["sh", "-c", _DIGESTS, "sh", *paths], timeout=60, user="0")
     for line in ex.stdout.splitlines():
-        digest, _, path = line.partition("  ")
-        if len(digest) == 64 and path in paths:
-            digests[path] = digest
-    return digests
+        kind, _, rest = line.partition(" ")
+        digest, _, path = rest.partition("  ")
+        if len(digest) == 64 and path in paths and kind in ("E", "L"):
+            (exact if kind == "E" else loose)[path] = digest
+    return exact, loose

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
 from qaflow.audit.effects import Effect
+from qaflow.audit.expected import plan_expected_rewrite
 from qaflow.audit.exploits import Exploit, harness_note, leftover_findings, plan_exploits
 from qaflow.audit.git_history import git_findings
 from qaflow.audit.infra import classify
@@ -458,6 +459,8 @@ class Auditor:
             return findings
         changed = {c.path for c in effect.changes} if effect is not None and effect.ok else None
         exploits: list[Exploit] = plan_exploits(observation, changed)
+        rewrite = plan_expected_rewrite(observation, effect, task.instruction)
+        exploits += [rewrite] if rewrite is not None else []
         answer_copy = plan_answer_copy(observation, effect, task.instruction)
         tried = [*exploits, answer_copy] if answer_copy is not None else exploits
         if not tried:
