@@ -516,6 +516,25 @@ def test_the_leaked_answer_moves_out_of_the_image_into_tests():
     }
 
 
+def test_an_expectation_the_agent_could_rewrite_moves_into_tests():
+    files = fixture_files("dedupe-contacts")
+    rewrite = AuditFinding(
+        code=FindingCode.REWARD_TAMPER,
+        message="exploit expected-rewrite got full reward",
+        evidence={"exploits": [{"exploit": "expected-rewrite", "files": ["/srv/qa/contacts.sorted"]}]},
+    )
+    changes = fix_answers_into_tests(files, [rewrite])
+    assert changes == {
+        "tests/contacts.sorted": files["environment/contacts.sorted"],
+        "tests/check_contacts.py": files["tests/check_contacts.py"].replace(
+            "/srv/qa/contacts.sorted", "/tests/contacts.sorted"
+        ),
+        "environment/contacts.sorted": None,
+        "environment/Dockerfile": "FROM python:3.11-slim\nWORKDIR /app\nCOPY contacts.txt /app/contacts.txt\n",
+    }
+    assert "answers_into_tests" in [r.name for r in RULES if FindingCode.REWARD_TAMPER in r.codes]
+
+
 def test_an_answer_read_by_python_and_a_copy_over_several_lines():
     files = verifier(
         "#!/bin/bash\npython3 /tests/check.py && echo 1 > r\n",

@@ -38,6 +38,7 @@ from qaflow.sandbox.dockerfile import DockerIgnore, logical_lines
 
 DOCKERFILE = ENVIRONMENT + "Dockerfile"
 SHIM_EXPLOIT = "script-shim"
+REWRITE_EXPLOIT = "expected-rewrite"
 PLANT_EXPLOIT = "python-plant"
 COPY_FLAGS = frozenset({"--chown", "--chmod", "--link"})
 ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".zip")
@@ -60,8 +61,9 @@ def exploit_files(findings: Iterable[AuditFinding], exploit: str) -> list[str]:
 
 
 def leaked_answers(findings: Iterable[AuditFinding]) -> list[str]:
-    """The answer files of `leak` findings proven by copying them onto the outputs."""
-    found: list[str] = []
+    """The answer files of `leak` findings proven by copying them onto the outputs, and the expected values
+    a proven `expected-rewrite` exploit rewrote (`reward_tamper`)."""
+    found: list[str] = [posixpath.normpath(p) for p in exploit_files(findings, REWRITE_EXPLOIT)]
     for f in findings:
         copies = f.evidence.get("copies") if f.code is FindingCode.LEAK else None
         for c in copies if isinstance(copies, list) else []:
@@ -503,9 +505,10 @@ def fix_grader_into_tests(files: TaskFiles, findings: list[AuditFinding]) -> Tas
 
 
 def fix_answers_into_tests(files: TaskFiles, findings: list[AuditFinding]) -> TaskChanges:
-    """For each leaked answer a COPY of the build context put in the image: move it into tests/ (same
-    name), point the verifier at /tests, and take it out of the image (its COPY line and context file
-    when the COPY copied just it; its context file when it came with a folder that keeps other files)."""
+    """For each leaked answer (or agent-writable expectation) a COPY of the build context put in the
+    image: move it into tests/ (same name), point the verifier at /tests, and take it out of the image
+    (its COPY line and context file when the COPY copied just it; its context file when it came with a
+    folder that keeps other files)."""
     answers = leaked_answers(findings)
     image = Image.of(files) if answers else None
     if image is None:

@@ -227,8 +227,9 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "answers_into_tests",
-        frozenset({FindingCode.LEAK}),
-        "the expected answer the image ships is moved into tests/ (out of the image) and read from /tests",
+        frozenset({FindingCode.LEAK, FindingCode.REWARD_TAMPER}),
+        "the expected answer the image ships (readable, or writable: expected-rewrite) is moved into tests/ (out "
+        "of the image) and read from /tests",
         fix_answers_into_tests,
     ),
     Rule(
