@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.answers import ANSWER_COPY, judge_answer_copy, named_in, plan_answer_copy
+from qaflow.audit.answers import ANSWER_COPY, READ_BY_REFERENCE, judge_answer_copy, named_in, plan_answer_copy
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.exploits import Exploit, Plant
 from qaflow.audit.observation import Observation
@@ -72,6 +72,12 @@ def test_judged_leak_only_when_the_copy_passes_and_the_nop_does_not():
     nop = [ProbeRun(probe="nop", reward=0.0, full=False)] * 2
     (finding,) = judge_answer_copy(nop, run, exploit, "pool/t")
     assert finding.code.value == "leak" and "/srv/e -> /app/o" in finding.message
+    assert "reference solution" not in finding.message
+    read = exploit.model_copy(
+        update={"plants": [p.model_copy(update={"why": "w" + READ_BY_REFERENCE}) for p in exploit.plants]}
+    )
+    (finding,) = judge_answer_copy(nop, run, read, "pool/t")
+    assert "the reference solution reads the verifier's expected answer (/srv/e)" in finding.message
     (entry,) = finding.evidence["exploits"]
     assert entry["exploit"] == ANSWER_COPY and entry["plants"][0]["copy_from"] == "/srv/e"
     assert entry["reproduce"].startswith("qaflow run pool/t --agent exploit:answer-copy")
@@ -97,6 +103,13 @@ def test_audit_proves_answers_in_the_image_and_replays_the_copy(backend: str, tm
             continue
         (finding,) = errors
         assert finding["code"] == "leak" and finding["evidence"]["copies"] == [{"answer": copy[0], "output": copy[1]}]
+        # the oracle's reads are observed too: only total-orders-by-customer's solution reads the answer
+        read_by_both = audits[name]["probes"]["observe"]["read_by_both"]
+        copied_by_reference = name == "total-orders-by-customer"
+        assert (copy[0] in read_by_both) is copied_by_reference, read_by_both
+        assert ("the reference solution reads the verifier's expected answer" in finding["message"]) is (
+            copied_by_reference
+        )
     replay = ["run", str(pool / "sort-guest-list"), "--agent", "exploit:answer-copy", "--backend", backend, "--json"]
     out = CliRunner().invoke(app, [*replay, "--offline", "--network", "none"])
     assert out.exit_code == 0, out.output

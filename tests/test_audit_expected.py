@@ -53,6 +53,9 @@ def test_copies_the_untouched_work_onto_each_unnamed_writable_expectation():
         ("/srv/qa/expected.txt", "/app/contacts.txt"),
     ]
     assert "cat /app/contacts.txt > /srv/qa/contacts.sorted" in exploit.script()
+    # a file the reference solution read is an input of the work, not an expectation
+    read = plan_expected_rewrite(obs.model_copy(update={"oracle_reads": ["/srv/qa/expected.txt"]}), effect, "")
+    assert read is not None and "/srv/qa/expected.txt" not in {p.path for p in read.plants}
 
 
 def test_prefers_work_of_the_same_type_and_skips_when_it_cannot_tell():

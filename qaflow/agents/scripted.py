@@ -27,6 +27,10 @@ class OracleAgent:
 
     name = "oracle"
 
+    def __init__(self, extra_env: dict[str, str] | None = None):
+        self.extra_env = extra_env or {}
+        """Set on top of the task's `[solution] env` (the audit's observer)."""
+
     def run(self, task: Task, sandbox: Sandbox) -> ExecResult | None:
         script = task.solution_dir / "solve.sh"
         if not script.is_file():
@@ -37,7 +41,7 @@ class OracleAgent:
         return sandbox.exec(
             ["bash", f"{SOLUTION_DIR}/solve.sh"],
             timeout=task.agent_timeout_sec,
-            env=task.config.solution.env,
+            env={**task.config.solution.env, **self.extra_env},
             user=task.config.agent.user,
         )
 

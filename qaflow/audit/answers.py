@@ -29,6 +29,7 @@ from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode
 
 ANSWER_COPY = "answer-copy"
+READ_BY_REFERENCE = "; the reference solution reads it"
 
 
 def named_in(path: str, instruction: str) -> bool:
@@ -60,6 +61,8 @@ def plan_answer_copy(observation: Observation, effect: Effect | None, instructio
                 continue
             for output in outputs.get(digest, []):
                 why = f"the reference solution's {output} {how} {answer}, which the verifier reads"
+                if answer in observation.oracle_reads:
+                    why += READ_BY_REFERENCE
                 plants.setdefault(output, Plant(path=output, content="", copy_from=answer, why=why))
     return Exploit(name=ANSWER_COPY, plants=list(plants.values())) if plants else None
 
@@ -70,13 +73,19 @@ def judge_answer_copy(nop: Sequence[ProbeRun], run: ProbeRun, exploit: Exploit, 
         return []
     copies = [{"answer": p.copy_from, "output": p.path} for p in exploit.plants]
     shown = ", ".join(f"{c['answer']} -> {c['output']}" for c in copies)
+    copied = [p.copy_from for p in exploit.plants if p.copy_from and p.why.endswith(READ_BY_REFERENCE)]
+    reference = (
+        f"; the reference solution reads the verifier's expected answer ({', '.join(dict.fromkeys(copied))})"
+        if copied
+        else ""
+    )
     return [
         AuditFinding(
             code=FindingCode.LEAK,
             message=(
                 f"the verifier's expected answer ships in the image: copying {shown} on the untouched environment "
-                "gets full reward. The agent can read it before it starts and the instruction never names it; move "
-                "it into tests/ (the verifier's own files) or derive it there"
+                "gets full reward. The agent can read it before it starts and the instruction never names it"
+                f"{reference}; move it into tests/ (the verifier's own files) or derive it there"
             ),
             evidence={
                 "copies": copies,

@@ -4,11 +4,11 @@ A task whose verifier compares a file the agent works on against expected values
 file the agent can write is solved by rewriting the expectation instead of the work. The observe
 probe says which files the verifier read and which the agent can write; the oracle's recorded effect
 says which of the files the verifier read are the work (what the reference solution changed). Each
-other agent-writable, task-owned data file the verifier read, that the instruction never names and
-the oracle left alone, is a candidate expectation; the exploit copies onto it, on the untouched
-environment, the work file as it is there (the file of the same type the oracle changed and the
-verifier read). Full reward where the nop gets none is `reward_tamper`: the agent changed no work,
-only what the work is compared with.
+other agent-writable, task-owned data file the verifier read, that the instruction never names, the
+oracle left alone and the reference solution did not read (an input of the work), is a candidate
+expectation; the exploit copies onto it, on the untouched environment, the work file as it is there
+(the file of the same type the oracle changed and the verifier read). Full reward where the nop gets
+none is `reward_tamper`: the agent changed no work, only what the work is compared with.
 
 Work the oracle creates from nothing gives no such copy (a count in /opt against a CSV the agent must
 write is not found here; see docs/security.md). Code and configuration the verifier runs or loads
@@ -38,6 +38,7 @@ def _expectation(a: Access, obs: Observation, changed: set[str], instruction: st
         and a.writable
         and not (_LOADED & set(a.how))
         and a.path not in changed
+        and a.path not in obs.oracle_reads
         and a.path not in configs
         and not a.path.endswith(_CODE_SUFFIXES)
         and not named_in(a.path, instruction)

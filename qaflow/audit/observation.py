@@ -94,6 +94,11 @@ class Observation(BaseModel):
     pytest: list[PytestRun] = Field(default_factory=list)
     python: list[PythonRun] = Field(default_factory=list)
     shell_commands: int = 0
+    oracle_reads: list[str] = Field(
+        default_factory=list,
+        description="Task-owned files the reference solution read or named as an argument (observed the same "
+        "way, in the same trial): its inputs, or the verifier's answer where it copies one",
+    )
     leftovers: list[str] = Field(
         default_factory=list,
         description="Compiled Python files in the task's folders whose source is gone, before the agent starts",
@@ -146,6 +151,9 @@ class Observation(BaseModel):
             "pytest": [p.model_dump(exclude_defaults=True) for p in self.pytest][:6],
             "python": [{"argv": p.argv[:8], "cwd": p.cwd, "path0": p.path0} for p in self.python][:10],
             "shell_commands": self.shell_commands,
+            "read_by_both": [p for p in self.oracle_reads if (a := self.get(p)) and {"read", "arg"} & set(a.how)][
+                :limit
+            ],
         }
 
 

@@ -84,8 +84,9 @@ def observe_trial(
             leftovers = find_leftovers(box, roots)
             user = task.config.agent.user
             in_git = [] if mentions_git(task.instruction) else git_leaks(box, roots, outputs or {}, user=user)
-            agent_phase(task, OracleAgent(), box, result)
             _upload_observer(box)
+            agent_phase(task, OracleAgent(extra_env=verifier_env()), box, result)
+            oracle_reads = read_oracle_reads(box, task)
             plan = VerifierPlan.of(task)
             observed = plan.model_copy(update={"env": {**plan.env, **verifier_env()}})
             verifier_phase(box, spec, observed, result, clear=True, backend=result.backend)
@@ -99,6 +100,7 @@ def observe_trial(
                 observation.replays = replay_scripts(box, plan, observation)
                 verifier_s = result.timings.get("verifier", RERUN_BUDGET_S)
                 observation.reruns = rerun_verifier(box, plan, reruns, verifier_s=verifier_s)
+            observation.oracle_reads = oracle_reads
             observation.leftovers = leftovers
             observation.git_leaks = in_git
     except SetupError as exc:
@@ -111,6 +113,27 @@ def observe_trial(
         result.exit_status = ExitStatus.ERROR
     result.timings["total"] = time.perf_counter() - started
     return result, observation
+
+
+MAX_LOG_BYTES = 4 * 1024 * 1024
+"""Each observer log is cut to this size before it is read back (a solution that loops in bash traces
+every iteration)."""
+MAX_ORACLE_READS = 400
+
+
+def read_oracle_reads(box: Sandbox, task: Task) -> list[str]:
+    """The task-owned files the reference solution read or named as an argument (from the observer's
+    logs of the oracle's run), then the log folder emptied for the verifier's run."""
+    seen = Seen()
+    parse_logs(_read_logs(box), seen, Observation())
+    box.exec(f"find {LOG_DIR} -mindepth 1 -delete", timeout=60, user="0")
+    roots = task_roots(task, box.workdir)
+    reads = [
+        path
+        for path, (hows, _) in seen.paths.items()
+        if {"read", "arg"} & hows and owner_of(path, roots) == "task" and not path.startswith("/solution/")
+    ]
+    return sorted(reads)[:MAX_ORACLE_READS]
 
 
 MAX_REPLAYS = 4
@@ -214,6 +237,11 @@ def _upload_observer(box: Sandbox) -> None:
 
 
 def _read_logs(box: Sandbox) -> dict[str, str]:
+    box.exec(
+        f"find {LOG_DIR} -type f -size +{MAX_LOG_BYTES // 1024}k -exec truncate -s {MAX_LOG_BYTES} {{}} +",
+        timeout=60,
+        user="0",
+    )
     with tempfile.TemporaryDirectory(prefix="qaflow-observe-") as tmp:
         box.get_dir(LOG_DIR, Path(tmp))
         return {
