@@ -219,7 +219,8 @@ def test_python_plants_for_a_loose_pytest_run():
     (plant,) = plan_exploits(_observed(logs, facts, ["/app"]), set())
     paths = [p.path for p in plant.plants]
     assert plant.name == "python-plant"
-    assert paths == ["/app/conftest.py", "/app/tests/conftest.py", "/app/pytest.py"]  # / is the harness note's
+    # / is the harness note's; the collected folder's __init__.py is imported with its tests
+    assert paths == ["/app/conftest.py", "/app/tests/conftest.py", "/app/tests/__init__.py", "/app/pytest.py"]
     assert "/usr/lib/py/qaflow_exploit.pth" not in paths  # a system site folder: the harness note's business
 
 

@@ -482,6 +482,23 @@ def test_pytest_isolation_leaves_other_mentions(text: str):
     assert sh.isolate_pytest(text, conftest=False) is None
 
 
+def test_pytest_runs_the_tests_copy_of_a_test_file_the_script_copied_out():
+    text = (
+        "cp /tests/test_out.py /app/test_out.py 2>/dev/null || true\n"
+        "cd /app && pytest -q test_out.py::test_a ./sub/test_out.py other_test.py 'test_out.py'\n"
+        "python3 -m pytest /app/test_out.py && echo 1 > /logs/verifier/reward.txt\n"
+        "python3 /app/test_out.py\n"
+    )
+    assert sh.pytest_from_tests(text) == (
+        "cp /tests/test_out.py /app/test_out.py 2>/dev/null || true\n"
+        "cd /app && pytest -q /tests/test_out.py::test_a /tests/test_out.py other_test.py 'test_out.py'\n"
+        "python3 -m pytest /tests/test_out.py && echo 1 > /logs/verifier/reward.txt\n"
+        "python3 /app/test_out.py\n"  # not a pytest run
+    )
+    assert sh.pytest_from_tests("cd /app && pytest -q test_out.py\n") is None  # nothing copied out of /tests
+    assert sh.pytest_from_tests("cp /tests/t.py /app/\npytest /tests/t.py\n") is None
+
+
 def test_pytest_isolation_rule_on_the_fixture_and_its_conditions():
     files = fixture_files("word-length-histogram")
     finding = plant("/app/conftest.py", "/app/tests/conftest.py", "/app/pytest.py")
@@ -489,7 +506,7 @@ def test_pytest_isolation_rule_on_the_fixture_and_its_conditions():
     assert changes == {
         "tests/test.sh": files["tests/test.sh"].replace(
             "cd /app && python3 -m pytest -q -p no:cacheprovider tests/test_histogram.py",
-            "cd /app && python3 -I -m pytest --noconftest -q -p no:cacheprovider tests/test_histogram.py",
+            "cd /app && python3 -I -m pytest --noconftest -q -p no:cacheprovider /tests/test_histogram.py",
         )
     }
     assert fix_pytest_isolation(files, [shim("/app/grader.py"), FALSE_PASS]) == {}  # no python-plant evidence

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from qaflow.audit.git_history import GitLeak
 from qaflow.audit.observer_files import OBSERVE_DIR, SEP
 
-How = Literal["run", "import", "read", "write", "arg", "conftest", "sitecustomize", "syspath"]
+How = Literal["run", "import", "read", "write", "arg", "conftest", "sitecustomize", "syspath", "collect"]
 _SKIP = ("/proc/", "/sys/", "/dev/", "/tests/", "/logs/")
 _SHELL_WORDS = (
     "[ [[ ]] echo printf test true false cd export set unset local read return exit shift source . eval exec "
@@ -141,7 +141,7 @@ class Observation(BaseModel):
         def row(a: Access) -> dict[str, Any]:
             return {"path": a.path, "how": a.how, "by": a.by[:3], "owner": a.owner}
 
-        places = {"conftest", "syspath", "sitecustomize"}
+        places = {"conftest", "syspath", "sitecustomize", "collect"}
         touched = [a for a in self.accesses if a.exists and a.writable and (not a.is_dir or places & set(a.how))]
         return {
             "observed": self.observed,
@@ -304,6 +304,8 @@ def _parse_pytest(text: str, seen: Seen, obs: Observation) -> None:
             seen.add(str(rec["p"]), "conftest", "pytest", "/")
         elif current is not None and kind == "collected":
             current.collected = [str(f) for f in rec.get("files") or []]
+            for folder in {posixpath.dirname(f) for f in current.collected}:
+                seen.add(folder, "collect", "pytest", "/")  # its __init__.py is imported with the tests
     for run in obs.pytest:
         for folder in conftest_folders(run) + ini_folders(run):
             seen.add(folder, "conftest", "pytest", "/")

@@ -2,7 +2,7 @@
 
 One extra trial per task: the oracle runs as usual; then, without changing the task image, the
 observer (`qaflow.audit.observer_files`) is uploaded to `/logs/.qaflow-observe` and the real verifier
-runs with `BASH_ENV` (and through it `PYTHONPATH`/`PYTEST_PLUGINS`) pointing there. What the
+runs with `BASH_ENV` (and through it `PYTHONPATH`) pointing there. What the
 verifier ran, executed, imported, opened, and where its pytest looked for conftest.py, is read back
 from the logs; one more exec, as the agent user, says which of those paths exist and which the agent
 could write (the file, or the folder it is in). The result is an `Observation`, kept in the probe's

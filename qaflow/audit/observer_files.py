@@ -1,14 +1,16 @@
 """The files the observed verifier run loads from outside the task image (`qaflow.audit.observe`).
 
-They are uploaded into the sandbox after the agent phase, at `OBSERVE_DIR`, read-only for the
-verifier, and reach its processes through the environment only: `BASH_ENV` makes every bash the
-verifier starts source `bashenv.sh`, which traces the commands it runs (xtrace to a log fd, with the
-script and working directory of each command) and puts `py/` first on `PYTHONPATH` and the pytest
-plugin in `PYTEST_PLUGINS`; `py/sitecustomize.py` installs a `sys.addaudithook` hook in every Python
-the verifier starts (files opened, code executed and who imported it, processes spawned, the
-interpreter's argv, sys.path and site folders) and then loads the image's own sitecustomize, if
-any; the pytest plugin records the rootdir, inifile, confcutdir, the conftest.py files loaded and the
-test files collected. Each process appends JSON lines (or trace lines) to its own file under `log/`.
+They are uploaded into the sandbox before the reference solution runs, at `OBSERVE_DIR`, read-only,
+and reach the oracle's and then the verifier's processes through the environment only: `BASH_ENV`
+makes every bash they start source `bashenv.sh`, which traces the commands it runs (xtrace to a log
+fd, with the script and working directory of each command) and puts `py/` first on `PYTHONPATH`,
+where the pytest plugin is an installed distribution's `pytest11` entry point (a Python that ignores
+PYTHONPATH, `-I`, runs unobserved rather than failing to load a plugin named in the environment);
+`py/sitecustomize.py` installs a `sys.addaudithook` hook in every Python they start (files opened,
+code executed and who imported it, processes spawned, the interpreter's argv, sys.path and site
+folders) and then loads the image's own sitecustomize, if any; the pytest plugin records the
+rootdir, inifile, confcutdir, the conftest.py files loaded and the test files collected. Each
+process appends JSON lines (or trace lines) to its own file under `log/`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ BASH_ENV = r"""# qaflow observer: sourced by every bash the observed verifier st
 if [ -z "${QAFLOW_OBSERVE_INIT-}" ]; then
   export QAFLOW_OBSERVE_INIT=1
   export PYTHONPATH="${QAFLOW_OBSERVE_PY}${PYTHONPATH:+:$PYTHONPATH}"
-  export PYTEST_PLUGINS="qaflow_observe_pytest${PYTEST_PLUGINS:+,$PYTEST_PLUGINS}"
 fi
 if exec {QAFLOW_OBSERVE_FD}>>"${QAFLOW_OBSERVE_LOG}/sh.$$.trace"; then
   BASH_XTRACEFD=$QAFLOW_OBSERVE_FD
@@ -182,10 +183,13 @@ def pytest_collection_finish(session):
     _emit({"k": "collected", "files": files})
 '''
 
+PLUGIN_DIST = "py/qaflow_observe-1.0.dist-info"
 FILES = {
     "bashenv.sh": BASH_ENV,
     "py/sitecustomize.py": SITECUSTOMIZE,
     "py/qaflow_observe_pytest.py": PYTEST_PLUGIN,
+    f"{PLUGIN_DIST}/METADATA": "Metadata-Version: 2.1\nName: qaflow-observe\nVersion: 1.0\n",
+    f"{PLUGIN_DIST}/entry_points.txt": "[pytest11]\nqaflow_observe = qaflow_observe_pytest\n",
 }
 """Relative path under OBSERVE_DIR -> text."""
 

@@ -97,7 +97,8 @@ def fix_reward_tail(files: TaskFiles, _findings: list[AuditFinding]) -> TaskFile
 
 def fix_pytest_isolation(files: TaskFiles, findings: list[AuditFinding]) -> TaskFiles:
     """Where the python-plant exploit won: every pytest run of the verifier's scripts made unable to
-    load what the agent wrote (`shell_fixes.isolate_pytest`)."""
+    load what the agent wrote (`shell_fixes.isolate_pytest`), and run on the /tests copy of a test file
+    it copied out of /tests (`shell_fixes.pytest_from_tests`)."""
     if not exploit_files(findings, PLANT_EXPLOIT):
         return {}
     conftest = any(_verifier_dir(rel) and rel.rsplit("/", 1)[-1] == "conftest.py" for rel in files)
@@ -108,7 +109,9 @@ def fix_pytest_isolation(files: TaskFiles, findings: list[AuditFinding]) -> Task
     for rel, text in files.items():
         if _verifier_dir(rel) and _is_shell(rel, text):
             isolate = not any(pythonpath.search(t) for t in [text, *shared])
-            if (fixed := sh.isolate_pytest(text, conftest=conftest, isolate=isolate)) is not None:
+            fixed = sh.isolate_pytest(text, conftest=conftest, isolate=isolate)
+            fixed = sh.pytest_from_tests(fixed or text) or fixed
+            if fixed is not None and fixed != text:
                 changes[rel] = fixed
     return changes
 

@@ -8,6 +8,7 @@ guessed wrong is rejected there, never trusted.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable
 
@@ -396,6 +397,38 @@ def isolate_pytest(text: str, *, conftest: bool, isolate: bool = True) -> str | 
                 edits.append((m.start(), m.start(), f"{missing} " if plain else f"env {missing} "))
             edits.append((m.end(), m.end(), _pytest_flags(_command_rest(code[m.end() :], i, codes), conftest)))
         for start, end, new in sorted(edits, reverse=True):
+            code = code[:start] + new + code[end:]
+        return code
+
+    return _map_commands(text, fix)
+
+
+_COPY_FROM_TESTS_RE = re.compile(r"(?<![\w-])cp(?:[ \t]+-\w+)*[ \t]+['\"]?(?P<src>/tests/[^\s;&|'\"]+\.py)['\"]?[ \t]")
+_TEST_ARG_RE = re.compile(r"(?<=[ \t])(?P<arg>[^\s;&|'\"-][^\s;&|'\"]*\.py)(?P<node>::[^\s;&|]*)?(?=\s|$)")
+
+
+def pytest_from_tests(text: str) -> str | None:
+    """Point each pytest run at the verifier's own copy of a test file the script copied out of /tests
+    (`cp /tests/test_x.py /app/` then `pytest /app/test_x.py` runs `/tests/test_x.py`): pytest imports the
+    `__init__.py` next to the tests it collects, which no flag turns off, so tests collected from a folder
+    the agent can write run the agent's code. The working folder and everything else stay as they were."""
+    copied: dict[str, str] = {}
+    for m in _COPY_FROM_TESTS_RE.finditer(text):
+        copied.setdefault(posixpath.basename(m["src"]), m["src"])
+    if not copied:
+        return None
+
+    def fix(code: str, i: int, codes: list[str]) -> str:
+        edits: list[tuple[int, int, str]] = []
+        for m in [*_PY_PYTEST_RE.finditer(code), *_BARE_PYTEST_RE.finditer(code)]:
+            if quoted_at(code, m.start()):
+                continue
+            end = m.end() + len(_END_OF_COMMAND_RE.split(code[m.end() :], maxsplit=1)[0])
+            for arg in _TEST_ARG_RE.finditer(code, m.end(), end):
+                source = copied.get(posixpath.basename(arg["arg"]))
+                if source is not None and arg["arg"] != source:
+                    edits.append((arg.start("arg"), arg.end("arg"), source))
+        for start, end, new in sorted(set(edits), reverse=True):
             code = code[:start] + new + code[end:]
         return code
 
