@@ -224,6 +224,21 @@ def test_python_plants_for_a_loose_pytest_run():
     assert "/usr/lib/py/qaflow_exploit.pth" not in paths  # a system site folder: the harness note's business
 
 
+def test_an_isolated_pytest_run_still_imports_the_package_of_its_tests():
+    """`python3 -I -m pytest --noconftest` runs unobserved (no sitecustomize, no plugin) and loads no
+    conftest, but the `__init__.py` next to the tests it names is imported: read off the command line."""
+    command = "python3 -I -m pytest --noconftest -p no:cacheprovider -q checks/test_v.py::test_a --rootdir=/app"
+    logs = {"sh.1.trace": _trace("/tests/test.sh", "/app", command)}
+    facts = {"/app/checks": (True, True), "/app/no:cacheprovider": (False, True)}
+    (plant,) = plan_exploits(_observed(logs, facts, ["/app"]), set())
+    assert plant.name == "python-plant" and [p.path for p in plant.plants] == ["/app/checks/__init__.py"]
+    package = plant.plants[0].content
+    assert "pluginmanager.register" in package and 'report.outcome, report.longrepr = "passed", None' in package
+    # the folder pytest collects from is the verifier's own: nothing to plant
+    logs = {"sh.1.trace": _trace("/tests/test.sh", "/app", "python3 -I -m pytest /tests/test_v.py")}
+    assert plan_exploits(_observed(logs, {}, ["/app"]), set()) == []
+
+
 def _run(probe: str, full: bool) -> ProbeRun:
     return ProbeRun(probe=probe, reward=1.0 if full else 0.0, full=full)
 
@@ -357,12 +372,46 @@ GREP_TEST = (
 )
 
 
+SHELL_GRADER = {
+    "environment/verify.sh": (
+        '#!/bin/bash\nif [ "$(cat /app/out.txt 2>/dev/null)" = done ]; then echo "grade: SUCCESS"; '
+        'else echo "grade: FAILED"; fi\n'
+    ),
+}
+SHELL_GREP_TEST = (
+    "#!/bin/bash\nmkdir -p /logs/verifier\ncd /app && bash ./verify.sh --quiet > /tmp/grade.txt 2>&1\n"
+    "if grep -q SUCCESS /tmp/grade.txt; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+)
+
+
+def test_scripts_a_traced_bash_ran_by_path_are_kept_with_argv_and_cwd():
+    trace = "\n".join(
+        [
+            _trace("/tests/test.sh", "/app", "bash ./verify.sh --quiet"),
+            _trace("/tests/test.sh", "/app", "/opt/grade/run.sh a b"),
+            _trace("/tests/test.sh", "/app", "python3 /app/check.py"),
+            _trace("/tests/test.sh", "/app", "bash -c 'echo hi'"),
+            _trace("/tests/test.sh", "/app", "bash ./verify.sh --quiet"),
+        ]
+    )
+    obs = Observation()
+    parse_logs({"sh.1.trace": trace}, Seen(), obs)
+    assert [(r.script, r.argv, r.cwd) for r in obs.scripts] == [
+        ("/app/verify.sh", ["bash", "./verify.sh", "--quiet"], "/app"),
+        ("/opt/grade/run.sh", ["/opt/grade/run.sh", "a", "b"], "/app"),
+    ]
+
+
 @pytest.mark.slow
-def test_audit_fools_a_grader_whose_printed_verdict_is_grepped(backend: str, tmp_path: Path):
-    """The verifier greps what an in-image grader prints (exit status ignored): a shim that only exits 0
-    fails it, the replay shim (what the grader printed on the oracle's work) passes: reward_tamper."""
-    dockerfile = "FROM python:3.11-slim\nWORKDIR /app\nCOPY verify.py /app/verify.py\n"
-    write_task(tmp_path / "pool", "grep-grader", test_sh=GREP_TEST, dockerfile=dockerfile, files=GREP_GRADER)
+@pytest.mark.parametrize("grader", ["python", "shell"])
+def test_audit_fools_a_grader_whose_printed_verdict_is_grepped(backend: str, grader: str, tmp_path: Path):
+    """The verifier greps what an in-image grader (Python, or a shell script) prints, exit status ignored:
+    a shim that only exits 0 fails it, the replay shim (what the grader printed on the oracle's work)
+    passes: reward_tamper."""
+    name = "verify.py" if grader == "python" else "verify.sh"
+    dockerfile = f"FROM python:3.11-slim\nWORKDIR /app\nCOPY {name} /app/{name}\n"
+    test_sh, files = (GREP_TEST, GREP_GRADER) if grader == "python" else (SHELL_GREP_TEST, SHELL_GRADER)
+    write_task(tmp_path / "pool", "grep-grader", test_sh=test_sh, dockerfile=dockerfile, files=files)
     report = tmp_path / "audit.json"
     args = ["audit", str(tmp_path / "pool"), "--backend", backend, "--repeats", "1", "--json", str(report)]
     out = CliRunner().invoke(app, [*args, "--offline", "--network", "none"])
@@ -370,5 +419,5 @@ def test_audit_fools_a_grader_whose_printed_verdict_is_grepped(backend: str, tmp
     (audit,) = json.loads(report.read_text())
     (finding,) = [f for f in audit["findings"] if f["severity"] == "error"]
     (won,) = finding["evidence"]["exploits"]
-    assert (finding["code"], won["exploit"], won["files"]) == ("reward_tamper", "script-shim", ["/app/verify.py"])
+    assert (finding["code"], won["exploit"], won["files"]) == ("reward_tamper", "script-shim", [f"/app/{name}"])
     assert "SUCCESS" in base64.b64decode(won["plants"][0]["content"].split("printf %s ")[1].split(" ")[0]).decode()

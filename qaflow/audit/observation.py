@@ -75,6 +75,17 @@ class PythonRun(BaseModel):
     imports: list[str] = Field(default_factory=list, description="Top-level modules the main code imported")
 
 
+class ScriptRun(BaseModel):
+    """A script a traced bash ran by path (`bash /app/check.sh x`, `/app/check.sh x`), as it ran it."""
+
+    script: str
+    argv: list[str]
+    cwd: str
+
+
+MAX_SCRIPT_RUNS = 50
+
+
 class Replay(BaseModel):
     """A script's standard output (at most `MAX_REPLAY_BYTES`) and exit status."""
 
@@ -94,6 +105,7 @@ class Observation(BaseModel):
     pytest: list[PytestRun] = Field(default_factory=list)
     python: list[PythonRun] = Field(default_factory=list)
     shell_commands: int = 0
+    scripts: list[ScriptRun] = Field(default_factory=list, description="Scripts the verifier's bash ran by path")
     oracle_reads: list[str] = Field(
         default_factory=list,
         description="Task-owned files the reference solution read or named as an argument (observed the same "
@@ -120,8 +132,8 @@ class Observation(BaseModel):
     )
     replays: dict[str, Replay] = Field(
         default_factory=dict,
-        description="What each task-owned Python script the verifier ran printed when run again on the oracle's "
-        "final state (a shim that prints it passes verifiers that read the grader's output)",
+        description="What each task-owned Python or shell script the verifier ran printed when run again on the "
+        "oracle's final state (a shim that prints it passes verifiers that read the grader's output)",
     )
     reruns: list[bool] = Field(
         default_factory=list,
@@ -213,10 +225,43 @@ def _parse_trace(text: str, seen: Seen, obs: Observation) -> None:
         if not words:
             continue
         seen.program(words[0], source or None, cwd)
+        _script_run(words, cwd, obs)
+        _pytest_targets(words, cwd, source or None, seen)
         for word in words[1:]:
             for part in word.split("=", 1)[-1:]:
                 if part.startswith(("/", "./", "../")) or ("/" in part and not part.startswith("-")):
                     seen.add(part, "arg", source or None, cwd)
+
+
+def _pytest_targets(words: list[str], cwd: str, by: str | None, seen: Seen) -> None:
+    """The folders of the test files (and the folders) a pytest command line names: pytest imports the
+    `__init__.py` there with the tests. Read off the command, so a Python that runs unobserved (`-I`)
+    is covered too; what does not exist is dropped when the paths are classified."""
+    name = posixpath.basename(words[0])
+    if name in ("pytest", "py.test"):
+        rest = words[1:]
+    elif name.startswith("python") and "pytest" in words and words[words.index("pytest") - 1] == "-m":
+        rest = words[words.index("pytest") + 1 :]
+    else:
+        return
+    for word in rest:
+        target = word.split("::", 1)[0]
+        if not target or target.startswith("-") or "=" in target:
+            continue
+        path = posixpath.normpath(posixpath.join(cwd or "/", target))
+        seen.add(posixpath.dirname(path) if target.endswith(".py") else path, "collect", by, "/")
+
+
+def _script_run(words: list[str], cwd: str, obs: Observation) -> None:
+    shell = posixpath.basename(words[0]) in ("bash", "sh", "dash")
+    script = words[1] if shell and len(words) > 1 and not words[1].startswith("-") else None
+    if not shell and "/" in words[0]:
+        script = words[0]
+    if script is None or len(obs.scripts) >= MAX_SCRIPT_RUNS or posixpath.splitext(script)[1] == ".py":
+        return
+    path = posixpath.normpath(posixpath.join(cwd or "/", script))
+    if not any(r.script == path for r in obs.scripts):
+        obs.scripts.append(ScriptRun(script=path, argv=words, cwd=cwd or "/"))
 
 
 def _records(text: str) -> list[dict[str, Any]]:

@@ -97,7 +97,7 @@ def observe_trial(
                 t0 = time.perf_counter()
                 observation = read_observation(box, task)
                 observation.duration_s = time.perf_counter() - t0
-                observation.replays = replay_scripts(box, plan, observation)
+                observation.replays = replay_scripts(box, plan, observation, set(outputs or {}))
                 verifier_s = result.timings.get("verifier", RERUN_BUDGET_S)
                 observation.reruns = rerun_verifier(box, plan, reruns, verifier_s=verifier_s)
             observation.oracle_reads = oracle_reads
@@ -139,19 +139,26 @@ def read_oracle_reads(box: Sandbox, task: Task) -> list[str]:
 MAX_REPLAYS = 4
 
 
-def replay_scripts(box: Sandbox, plan: VerifierPlan, observation: Observation) -> dict[str, Replay]:
+def replay_scripts(
+    box: Sandbox, plan: VerifierPlan, observation: Observation, work: set[str] | None = None
+) -> dict[str, Replay]:
     """Run again, untraced and as the verifier ran them (argv, cwd, user, env), the task-owned Python
-    scripts the verifier ran that the agent can write, on the final state the oracle left; keep what each
-    printed and its exit status (for `exploits.replay_shim`). `plan`: the task's plain verifier plan."""
+    and shell scripts the verifier ran that the agent can write, on the final state the oracle left;
+    keep what each printed and its exit status (for `exploits.replay_shim`). `plan`: the task's plain
+    verifier plan; `work`: what the reference solution wrote (never shimmed, so not replayed)."""
     replays: dict[str, Replay] = {}
-    for run in observation.python:
-        access = observation.get(run.main) if run.main else None
-        if access is None or access.owner != "task" or not access.writable or access.is_dir or not run.argv:
+    runs = [(r.main, r.argv, r.cwd) for r in observation.python if r.main]
+    runs += [(r.script, r.argv, r.cwd) for r in observation.scripts]
+    for script, argv, cwd in runs:
+        if len(replays) >= MAX_REPLAYS:
+            break
+        access = observation.get(script)
+        if access is None or access.owner != "task" or not access.writable or access.is_dir or not argv:
             continue
-        if access.path in replays or len(replays) >= MAX_REPLAYS:
+        if "run" not in access.how or access.path in replays or access.path in (work or set()):
             continue
         ex = box.exec(
-            ["sh", "-c", 'cd "$1" && shift && exec "$@" </dev/null', "sh", run.cwd, *run.argv],
+            ["sh", "-c", 'cd "$1" && shift && exec "$@" </dev/null', "sh", cwd, *argv],
             timeout=min(plan.timeout_sec, 60.0),
             env=plan.env,
             user=plan.user,
