@@ -22,6 +22,14 @@ def test_exec_reports_exit_code_streams_env_and_cwd(make_sandbox):
     assert box.exec(["pwd"], cwd="/tmp").stdout.strip() == "/tmp"
 
 
+def test_harbor_log_folders_exist_before_the_agent_and_any_user_can_write_them(make_sandbox):
+    box = make_sandbox()
+    listing = box.exec("stat -c '%a %U %n' /logs/agent /logs/verifier /logs/artifacts && ls -A /logs/verifier")
+    assert listing.stdout.splitlines() == [f"777 root /logs/{d}" for d in ("agent", "verifier", "artifacts")]
+    wrote = box.exec("echo x > /logs/artifacts/mode.txt && echo y > /logs/agent/a.log && echo ok", user="65534")
+    assert wrote.stdout.strip() == "ok", wrote.stderr
+
+
 def test_dockerfile_env_workdir_copy_and_run_apply(make_sandbox):
     box = make_sandbox(
         "FROM python:3.11-slim\nWORKDIR /srv/work\nENV GREETING=hello\nCOPY data.txt ./data.txt\n"

@@ -9,6 +9,8 @@ ask for it itself (`[environment] runtime = "runsc"`, see `spec.spec_for_task`).
 from __future__ import annotations
 
 import importlib
+import tempfile
+from pathlib import Path
 from typing import Any, Literal
 
 from qaflow.errors import SandboxUnavailableError, UnsupportedError
@@ -123,7 +125,23 @@ def open_sandbox(spec: SandboxSpec, backend: str = "auto") -> Sandbox:
     base, runtime = split_backend(resolve_backend(backend, spec.runtime))
     if runtime != spec.runtime:
         spec = spec.model_copy(update={"runtime": runtime})
-    return backend_class(base)().open(spec)
+    box: Sandbox = backend_class(base)().open(spec)
+    make_log_dirs(box)
+    return box
+
+
+LOG_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
+"""What Harbor mounts into the environment for the whole trial: they exist (empty, writable by any user)
+before the agent starts. The verifier still gets /logs/verifier emptied before it runs."""
+
+
+def make_log_dirs(box: Sandbox) -> None:
+    """Create `LOG_DIRS` in `box` (sent with its next exec on docker: no extra round trip)."""
+    with tempfile.TemporaryDirectory(prefix="qaflow-logs-") as tmp:
+        empty = Path(tmp)
+        empty.chmod(0o777)
+        for folder in LOG_DIRS:
+            box.put(folder, empty)
 
 
 __all__ = [

@@ -334,7 +334,8 @@ class ContainerFS:
     ) -> None:
         """Copy a host file to the file `path`, or a host folder's contents into the folder `path`.
 
-        Modes and mtimes are kept (or set to `chmod`); symlinks are copied as links; links already
+        Modes and mtimes are kept (or set to `chmod`), and a folder `path` this creates gets the host
+        folder's mode; symlinks are copied as links; links already
         at a destination are replaced, never followed. `skip(source)` leaves a source out.
 
         Raises:
@@ -342,7 +343,11 @@ class ContainerFS:
             OSError: when the host source cannot be read.
         """
         if src.is_dir():
-            self._copy_tree(src, self.makedirs(path), path, chmod, skip)
+            fresh = not os.path.lexists(self.writable_host(path))
+            dest = self.makedirs(path)
+            if fresh and chmod is None:
+                dest.chmod(stat.S_IMODE(src.stat().st_mode))  # as docker's archive copy creates it
+            self._copy_tree(src, dest, path, chmod, skip)
         else:
             st = src.stat()
             parent, name = posixpath.split(check_container_path(path))
