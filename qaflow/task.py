@@ -175,6 +175,14 @@ class TaskConfig(_Open):
     source: str | None = None
     steps: list[StepConfig] | None = None
     multi_step_reward_strategy: MultiStepRewardStrategy | None = None
+    artifacts: list[str | dict[str, Any]] = Field(
+        default_factory=list, description="Harbor: paths collected from the agent's sandbox (a path, or {source = ...})"
+    )
+
+    def artifact_paths(self) -> list[str]:
+        """The absolute paths `artifacts` names (the object form's `source`)."""
+        paths = [a if isinstance(a, str) else a.get("source") for a in self.artifacts]
+        return [p for p in paths if isinstance(p, str) and p.startswith("/")]
 
     @model_validator(mode="before")
     @classmethod

@@ -139,6 +139,40 @@ def test_separate_verifier_sees_the_agent_workdir(backend: str, tmp_path: Path):
     assert run_trial(task, NopAgent(), backend=backend).reward == 0.0
 
 
+ARTIFACT_CHECKS = (
+    '#!/bin/bash\nr=1\n[ "$(cat /logs/artifacts/mode.txt 2>/dev/null)" = agent ] || r=0\n'
+    "[ -f /tmp/report/summary.txt ] && [ -f /tmp/one.txt ] || r=0\n"
+    "[ -e /tmp/ambient.txt ] && r=0\necho $r > /logs/verifier/reward.txt\n"
+)
+
+
+def test_separate_verifier_gets_the_logs_artifacts_and_the_declared_artifacts(backend: str, tmp_path: Path):
+    """Harbor: /logs/artifacts and the task's top-level `artifacts` (a path, or {source = ...}; a file or a
+    folder) travel to a separate verifier at the same paths; nothing else of the agent's sandbox does."""
+    task_dir = write_task(
+        tmp_path,
+        test_sh=ARTIFACT_CHECKS,
+        solve_sh=(
+            "#!/bin/bash\nset -e\n[ -d /logs/verifier ] && [ -w /logs/artifacts ]\n"
+            "echo agent > /logs/artifacts/mode.txt\n"
+            "mkdir -p /tmp/report && echo ok > /tmp/report/summary.txt\necho 1 > /tmp/one.txt\n"
+            "echo no > /tmp/ambient.txt\n"
+        ),
+        files={"tests/Dockerfile": "FROM python:3.11-slim\nWORKDIR /app\n"},
+    )
+    toml = task_dir / "task.toml"
+    toml.write_text(
+        'artifacts = ["/tmp/report", { source = "/tmp/one.txt" }, "/nowhere"]\n'
+        + toml.read_text().replace("[verifier]\n", '[verifier]\nenvironment_mode = "separate"\n')
+    )
+    task = Task.load(task_dir)
+    assert task.config.artifact_paths() == ["/tmp/report", "/tmp/one.txt", "/nowhere"]
+    result = run_trial(task, OracleAgent(), backend=backend)
+    assert result.error is None, result.error
+    assert result.reward == 1.0
+    assert run_trial(task, NopAgent(), backend=backend).reward == 0.0
+
+
 def test_cli_run_prints_json(backend: str):
     runner = CliRunner()
     out = runner.invoke(app, ["run", str(TASKS_REPO / "csv-sum"), "--agent", "oracle", "--backend", backend, "--json"])

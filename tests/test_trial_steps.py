@@ -90,6 +90,7 @@ def test_each_step_sees_its_own_solution_and_no_earlier_verifier(backend: str, t
     assert seen is not None
     assert "solve.sh" in seen.stdout and "notes.txt" not in seen.stdout
     assert "grade.sh" not in seen.stdout and "reward.txt" not in seen.stdout
+    assert "/logs/verifier:" in seen.stdout and "'/logs/verifier'" not in seen.stdout  # there and empty, as in Harbor
 
 
 def test_a_step_timeout_overrides_the_task_timeout(backend: str, tmp_path: Path) -> None:

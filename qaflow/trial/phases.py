@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from qaflow.agents.base import Agent
-from qaflow.errors import TaskError, UnsupportedError
+from qaflow.errors import SandboxError, TaskError, UnsupportedError
 from qaflow.healthcheck import wait_healthy
 from qaflow.models.trial import ExitStatus, PhaseResult, VerifierSandbox
 from qaflow.reward import REWARD_FILES, Reward, reward_from_file
@@ -20,6 +20,7 @@ from qaflow.task import Task, VerifierEnvironmentMode, tree_hash
 
 TESTS_DIR = "/tests"
 VERIFIER_LOGS = "/logs/verifier"
+ARTIFACTS_DIR = "/logs/artifacts"
 
 
 class VerifierPlan(BaseModel):
@@ -37,6 +38,9 @@ class VerifierPlan(BaseModel):
     """Network for a separate verifier's sandbox (a shared verifier has the agent's)."""
     separate_context: Path | None = None
     """The build context of the verifier's own image (separate mode): the folder with its Dockerfile."""
+    artifacts: list[str] = Field(default_factory=lambda: [ARTIFACTS_DIR])
+    """Paths copied from the agent's sandbox into a separate verifier's, at the same place (Harbor:
+    /logs/artifacts and the task's top-level `artifacts`)."""
 
     @classmethod
     def of(cls, task: Task) -> VerifierPlan:
@@ -49,6 +53,7 @@ class VerifierPlan(BaseModel):
             mode=task.verifier_mode,
             network=task.config.verifier_network(),
             separate_context=task.tests_dir,
+            artifacts=[ARTIFACTS_DIR, *task.config.artifact_paths()],
         )
 
 
@@ -156,7 +161,7 @@ def _verify_separately(
     box: Sandbox, agent_spec: SandboxSpec, plan: VerifierPlan, result: PhaseResult, backend: str
 ) -> None:
     """`environment_mode = "separate"`: the verifier image comes from the plan's context (tests/Dockerfile),
-    with the agent's final workdir copied in at the same path."""
+    with the agent's final workdir and the plan's artifacts copied in at the same paths."""
     context = plan.separate_context
     if context is None or not (context / "Dockerfile").is_file():
         where = (context or Path("tests")) / "Dockerfile"
@@ -174,7 +179,20 @@ def _verify_separately(
         box.get_dir(box.workdir, workdir_copy)
         with open_sandbox(verifier_spec, backend) as verifier_box:
             verifier_box.put(box.workdir, workdir_copy)
+            for n, path in enumerate(dict.fromkeys(plan.artifacts)):
+                _copy_artifact(box, verifier_box, path, Path(tmp) / f"artifact-{n}")
             _verify(verifier_box, plan, result)
+
+
+def _copy_artifact(box: Sandbox, verifier_box: Sandbox, path: str, scratch: Path) -> None:
+    """Copy the file or folder `path` (if the agent's sandbox has it) to the same path in the verifier's."""
+    try:
+        verifier_box.put(path, box.get(path))
+    except IsADirectoryError:
+        box.get_dir(path, scratch)
+        verifier_box.put(path, scratch)
+    except (FileNotFoundError, SandboxError):  # not there, or nowhere the agent could write (bwrap)
+        pass
 
 
 def _set_reward(result: PhaseResult, reward: Reward) -> None:

@@ -18,6 +18,7 @@ from qaflow.agents.base import Agent
 from qaflow.errors import TaskError
 from qaflow.healthcheck import SetupError, wait_healthy
 from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, StepResult, TrialResult, VerifierSandbox
+from qaflow.sandbox import make_log_dirs
 from qaflow.sandbox.base import ExecResult, Sandbox, SandboxSpec
 from qaflow.task import Task
 from qaflow.task_steps import StepTask, step_tasks
@@ -69,6 +70,7 @@ def _run_step(
         verifier_phase(box, spec, step_plan(step), outcome, clear=clear, backend=backend)
         if more and outcome.verifier_sandbox is VerifierSandbox.SHARED:
             box.kill_strays(clear=[TESTS_DIR, VERIFIER_LOGS])  # the verifier's leftovers are dead already
+            make_log_dirs(box)  # the next step's agent finds an empty /logs/verifier, as under Harbor
     except SetupError as exc:
         outcome.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
         setup_exec = exc.exec_result or setup_exec
