@@ -394,6 +394,14 @@ def test_scripts_a_traced_bash_ran_by_path_are_kept_with_argv_and_cwd():
             _trace("/tests/test.sh", "/app", "bash ./verify.sh --quiet"),
         ]
     )
+    obs, seen = Observation(), Seen()
+    parse_logs({"sh.1.trace": trace.replace("bash ./verify.sh", "sh ./verify.sh")}, seen, obs)
+    assert "run" in seen.paths["/app/verify.sh"][0]  # dash is not traced: the command line says it ran
+    assert (obs.scripts[0].script, obs.scripts[0].argv[1:], obs.scripts[0].cwd) == (
+        "/app/verify.sh",
+        ["./verify.sh", "--quiet"],
+        "/app",
+    )
     obs = Observation()
     parse_logs({"sh.1.trace": trace}, Seen(), obs)
     assert [(r.script, r.argv, r.cwd) for r in obs.scripts] == [

@@ -124,7 +124,7 @@ class Observation(BaseModel):
     )
     loose_digests: dict[str, str] = Field(
         default_factory=dict,
-        description="sha256 of the same files with every whitespace byte removed (`qaflow.audit.effects.loose`): "
+        description="sha256 of the same files with every whitespace byte removed (`qaflow.audit.effects.loose_bytes`): "
         "an answer that differs from the output only in spacing or line ends",
     )
     git_leaks: list[GitLeak] = Field(
@@ -225,7 +225,7 @@ def _parse_trace(text: str, seen: Seen, obs: Observation) -> None:
         if not words:
             continue
         seen.program(words[0], source or None, cwd)
-        _script_run(words, cwd, obs)
+        _script_run(words, cwd, source or None, seen, obs)
         _pytest_targets(words, cwd, source or None, seen)
         for word in words[1:]:
             for part in word.split("=", 1)[-1:]:
@@ -252,15 +252,17 @@ def _pytest_targets(words: list[str], cwd: str, by: str | None, seen: Seen) -> N
         seen.add(posixpath.dirname(path) if target.endswith(".py") else path, "collect", by, "/")
 
 
-def _script_run(words: list[str], cwd: str, obs: Observation) -> None:
+def _script_run(words: list[str], cwd: str, by: str | None, seen: Seen, obs: Observation) -> None:
+    """A script run by path: `sh x.sh` runs x.sh (dash is not traced, so this is all that shows it)."""
     shell = posixpath.basename(words[0]) in ("bash", "sh", "dash")
     script = words[1] if shell and len(words) > 1 and not words[1].startswith("-") else None
     if not shell and "/" in words[0]:
         script = words[0]
-    if script is None or len(obs.scripts) >= MAX_SCRIPT_RUNS or posixpath.splitext(script)[1] == ".py":
+    if script is None or posixpath.splitext(script)[1] == ".py":
         return
     path = posixpath.normpath(posixpath.join(cwd or "/", script))
-    if not any(r.script == path for r in obs.scripts):
+    seen.add(path, "run", by, "/")
+    if len(obs.scripts) < MAX_SCRIPT_RUNS and not any(r.script == path for r in obs.scripts):
         obs.scripts.append(ScriptRun(script=path, argv=words, cwd=cwd or "/"))
 
 

@@ -1,8 +1,8 @@
 """Observe the verifier's trust boundary by running it: the `observe` probe.
 
-One extra trial per task: the oracle runs as usual; then, without changing the task image, the
-observer (`qaflow.audit.observer_files`) is uploaded to `/logs/.qaflow-observe` and the real verifier
-runs with `BASH_ENV` (and through it `PYTHONPATH`) pointing there. What the
+One extra trial per task: without changing the task image, the observer
+(`qaflow.audit.observer_files`) is uploaded to `/logs/.qaflow-observe`, and the oracle, then the real
+verifier, run with `BASH_ENV` (and through it `PYTHONPATH`) pointing there. What the
 verifier ran, executed, imported, opened, and where its pytest looked for conftest.py, is read back
 from the logs; one more exec, as the agent user, says which of those paths exist and which the agent
 could write (the file, or the folder it is in). The result is an `Observation`, kept in the probe's
@@ -16,8 +16,9 @@ bwrap. How (both backends, nothing bind-mounted): bash xtrace of every bash the 
 starts (expanded command words, the script and folder of each), a `sys.addaudithook` hook in every
 Python it starts (open, exec of code objects with their importer, run_file/run_module with
 sys.path, subprocess/os.exec/posix_spawn/system), a pytest plugin (rootdir, inifile, confcutdir,
-conftests loaded, files collected). Blind spots: programs that are neither bash nor Python (their
-reads; `sh`/dash scripts are seen only as the command that started them), shell input
+conftests loaded, files collected). The reference solution runs under the same observer first (its
+reads are kept apart). Blind spots: programs that are neither bash nor Python (their reads; what a
+`sh`/dash script does: only that a traced bash started it), shell input
 redirections (`< file`), Python started with `-I`/`-E`/`-S` or with a PYTHONPATH the verifier sets
 itself, a test.sh that turns xtrace off, a verifier that runs in a view (services left running) or
 in its own image (separate mode): the observation then says it saw nothing and why.
