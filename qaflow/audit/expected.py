@@ -31,15 +31,14 @@ _CODE_SUFFIXES = (".py", ".pyc", ".pth", ".so", ".sh", ".ini", ".cfg", ".toml")
 _LOADED = {"run", "import", "conftest", "sitecustomize", "syspath"}
 
 
-def _expectation(a: Access, obs: Observation, changed: set[str], instruction: str) -> bool:
-    configs = {p.inifile for p in obs.pytest if p.inifile}
+def _expectation(a: Access, obs: Observation, skip: set[str], instruction: str) -> bool:
+    """`skip`: what the oracle changed, and the pytest configuration files."""
     return (
         is_answer_candidate(a)
         and a.writable
         and not (_LOADED & set(a.how))
-        and a.path not in changed
+        and a.path not in skip
         and a.path not in obs.oracle_reads
-        and a.path not in configs
         and not a.path.endswith(_CODE_SUFFIXES)
         and not named_in(a.path, instruction)
     )
@@ -61,9 +60,10 @@ def plan_expected_rewrite(obs: Observation, effect: Effect | None, instruction: 
     ]
     if not work:
         return None
+    skip = changed | {p.inifile for p in obs.pytest if p.inifile}
     plants: list[Plant] = []
     for a in obs.accesses:
-        if len(plants) >= MAX_REWRITES or not _expectation(a, obs, changed, instruction):
+        if len(plants) >= MAX_REWRITES or not _expectation(a, obs, skip, instruction):
             continue
         suffix = posixpath.splitext(a.path)[1]
         alike = [w for w in work if posixpath.splitext(w)[1] == suffix]
