@@ -344,7 +344,8 @@ def test_ctrl_c_during_an_audit_on_ray_kills_the_trials_and_reaps_their_containe
 
         started = time.monotonic()
         with Interrupted() as executor:
-            auditor = Auditor(pool.ledger, run.run_id, AuditConfig(backend="docker", **CONFIG), executor=executor)
+            config = AuditConfig(backend="docker", **CONFIG, exhaustive=True)  # two oracle trials at once
+            auditor = Auditor(pool.ledger, run.run_id, config, executor=executor)
             with pytest.raises(KeyboardInterrupt):
                 auditor.audit([root / "sleepy"])
         assert time.monotonic() - started < 60, "the interrupt waited for the sleeping trials"

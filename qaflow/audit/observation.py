@@ -139,6 +139,11 @@ class Observation(BaseModel):
         default_factory=list,
         description="Whether each untraced rerun of the verifier on the same final state gave full reward",
     )
+    output_digests: dict[str, str] = Field(
+        default_factory=dict,
+        description="sha256 of the outputs the first oracle run wrote (the probe's `outputs`), as this run's "
+        "reference solution left them: a path missing or different means the solution's result varies",
+    )
 
     def get(self, path: str) -> Access | None:
         return next((a for a in self.accesses if a.path == path), None)

@@ -50,16 +50,13 @@ from qaflow.audit.observer_files import FILES, LOG_DIR, OBSERVE_DIR, verifier_en
 from qaflow.errors import QaflowError
 from qaflow.healthcheck import SetupError
 from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, TrialResult, VerifierSandbox
-from qaflow.reward import RewardError, reward_from_file
 from qaflow.sandbox import open_sandbox, resolve_backend
 from qaflow.sandbox.base import Sandbox
 from qaflow.sandbox.dockerfile import logical_lines
 from qaflow.sandbox.spec import RunNetwork, spec_for_task
 from qaflow.task import Task
 from qaflow.trial.phases import VerifierPlan, agent_phase, environment_healthcheck, verifier_phase
-
-RERUN_BUDGET_S = 20.0
-"""Verifier reruns stop once they have taken this long together (a slow verifier gets fewer)."""
+from qaflow.trial.reruns import RERUN_BUDGET_S, rerun_verifier
 
 
 def observe_trial(
@@ -87,6 +84,7 @@ def observe_trial(
             in_git = [] if mentions_git(task.instruction) else git_leaks(box, roots, outputs or {}, user=user)
             _upload_observer(box)
             agent_phase(task, OracleAgent(extra_env=verifier_env()), box, result)
+            output_digests, _ = read_digests(box, sorted(outputs or {}))
             oracle_reads = read_oracle_reads(box, task)
             plan = VerifierPlan.of(task)
             observed = plan.model_copy(update={"env": {**plan.env, **verifier_env()}})
@@ -102,6 +100,8 @@ def observe_trial(
                 verifier_s = result.timings.get("verifier", RERUN_BUDGET_S)
                 observation.reruns = rerun_verifier(box, plan, reruns, verifier_s=verifier_s)
             observation.oracle_reads = oracle_reads
+            observation.output_digests = output_digests
+            result.reruns = observation.reruns
             observation.leftovers = leftovers
             observation.git_leaks = in_git
     except SetupError as exc:
@@ -168,52 +168,6 @@ def replay_scripts(
         if not ex.timed_out:
             replays[access.path] = Replay(stdout=ex.stdout[:MAX_REPLAY_BYTES], exit=ex.exit_code)
     return replays
-
-
-_RERUNS = r"""
-n=$1; budget=$2; i=0; start=$SECONDS
-while [ "$i" -lt "$n" ] && [ $((SECONDS - start)) -lt "$budget" ]; do
-  rm -rf /logs/verifier && mkdir -p /logs/verifier || exit 0
-  bash /tests/test.sh >/dev/null 2>&1 </dev/null
-  for f in reward.json reward.txt; do
-    if [ -f "/logs/verifier/$f" ] && [ ! -L "/logs/verifier/$f" ]; then
-      printf '\036%s\037' "$f"; head -c 65536 "/logs/verifier/$f"; break
-    fi
-  done
-  printf '\035\n'; i=$((i+1))
-done
-"""
-
-
-def rerun_verifier(box: Sandbox, plan: VerifierPlan, count: int, *, verifier_s: float) -> list[bool]:
-    """Whether the verifier gives full reward, run up to `count` more times, untraced, on the final
-    state the oracle left in `box` (one exec; /logs/verifier emptied before each run), as many as fit in
-    `RERUN_BUDGET_S` given that one run took `verifier_s`.
-
-    A cheap sign of a verifier that decides by chance (a random input, hash order, the clock): seconds,
-    where a trial takes a sandbox and the whole solution. Only a sign: a verifier may change the state it
-    checks, so the audit confirms with more oracle trials before it says `flaky`."""
-    count = min(count, int(RERUN_BUDGET_S // max(verifier_s, 0.05)))
-    if count < 1:
-        return []
-    ex = box.exec(
-        ["bash", "-c", _RERUNS, "reruns", str(count), str(int(RERUN_BUDGET_S))],
-        timeout=RERUN_BUDGET_S + plan.timeout_sec,
-        env=plan.env,
-        user=plan.user,
-        kill_strays_after=True,
-    )
-    outcomes = []
-    for chunk in ex.stdout.split("\035")[:count]:
-        if "\036" not in chunk:
-            outcomes.append(False)
-            continue
-        name, _, text = chunk.split("\036", 1)[1].partition("\037")
-        try:
-            outcomes.append(reward_from_file((name, text)).full)
-        except RewardError:
-            outcomes.append(False)
-    return outcomes[: ex.stdout.count("\035")]
 
 
 _LEFTOVERS = r"""

@@ -46,6 +46,8 @@ class ProbeRun(BaseModel):
     """Processes the agent phase left running for the verifier."""
     verifier_note: str | None = None
     """Why the verifier could not reach what the agent left running (a backend limit), if it could not."""
+    reruns: list[bool] = []
+    """Plain verifier reruns on this trial's final state (nop, oracle and observe probes): full reward or not."""
     extra: dict[str, Any] = {}
 
     @classmethod
@@ -74,6 +76,7 @@ class ProbeRun(BaseModel):
             duration_s=result.timings.get("total", 0.0),
             services_left=getattr(result, "services_left", 0),
             verifier_note=getattr(result, "verifier_note", None),
+            reruns=list(result.reruns),
         )
         if isinstance(result, StepResult):
             run.extra = {"step": result.name, "aborted": result.aborted, "setup_output": out(result.setup_exec)}
@@ -122,18 +125,18 @@ class ProbeAgent(BaseModel):
     mutant: Mutant | None = None
     exploit: Exploit | None = Field(None, description="exploit: the plants its agent writes")
     step: str | None = Field(None, description="multi-step: the step probed (oracle before it; ends there)")
-    reruns: int = Field(0, ge=0, description="observe: plain verifier reruns on the oracle's final state")
+    reruns: int = Field(0, ge=0, description="nop, oracle, observe: plain verifier reruns on the trial's final state")
     outputs: dict[str, str] = Field(
         default_factory=dict, description="observe: the oracle's output files (path -> sha256), sought in .git history"
     )
 
     @classmethod
-    def nop(cls, *, step: str | None = None) -> ProbeAgent:
-        return cls(kind="nop", step=step)
+    def nop(cls, *, step: str | None = None, reruns: int = 0) -> ProbeAgent:
+        return cls(kind="nop", step=step, reruns=reruns)
 
     @classmethod
-    def oracle(cls, *, record: bool = False) -> ProbeAgent:
-        return cls(kind="oracle", record=record)
+    def oracle(cls, *, record: bool = False, reruns: int = 0) -> ProbeAgent:
+        return cls(kind="oracle", record=record, reruns=reruns)
 
     @classmethod
     def tamper(cls, files: list[str], extra_paths: list[str], *, step: str | None = None) -> ProbeAgent:

@@ -37,7 +37,7 @@ from qaflow.audit.judge import judge, judge_exploits
 from qaflow.audit.lint import LintConfig, lint_task
 from qaflow.audit.mutants import make_mutants
 from qaflow.audit.observation import Observation
-from qaflow.audit.observe import observe_trial
+from qaflow.audit.observe import MAX_DIGESTS, observe_trial
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
 from qaflow.audit.steps import audit_task_steps
 from qaflow.audit.tamper import trusted_paths
@@ -70,7 +70,16 @@ class AuditConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     backend: str = Field("auto", description="auto, docker or bwrap")
-    repeats: int = Field(DEFAULT_REPEATS, ge=1, description="Runs of each of nop and oracle (flakiness)")
+    repeats: int = Field(
+        DEFAULT_REPEATS,
+        ge=1,
+        description="Outcomes of each of nop and oracle that must agree (flakiness): one trial each plus verifier "
+        "reruns on its final state, and more trials only where those disagree, fall short or the oracle's outputs "
+        "vary (README, 'How many trials'); with exhaustive, trials of each",
+    )
+    exhaustive: bool = Field(
+        False, description="The fixed plan: `repeats` full trials each of nop and oracle whatever the evidence says"
+    )
     jobs: int = Field(2, ge=1, description="Trials run concurrently")
     max_mutants: int = Field(12, ge=0, description="Wrong solutions derived from the oracle, per task")
     observe: bool = Field(
@@ -110,6 +119,40 @@ def needs_confirmation(oracle: list[ProbeRun], observe_run: ProbeRun) -> bool:
     reruns = verifier_reruns(observe_run)
     outcomes = {r.full for r in oracle}
     return len(outcomes) == 1 and not set(reruns or [observe_run.full]) <= outcomes
+
+
+def escalations(
+    nop: list[ProbeRun], oracle: list[ProbeRun], observe_run: ProbeRun, effect: Effect | None, repeats: int
+) -> list[str]:
+    """Why one trial each of nop and oracle (with reruns) does not settle the task, if it does not.
+
+    Settled means: every nop and oracle trial (the observed oracle run included) ended cleanly, the
+    nop's outcomes (its trial and its reruns) number at least `repeats` and agree, the oracle's (its
+    trial, the observed run and its reruns) number at least 2 x repeats + 1 and agree, and the observed
+    run's reference solution left every output the first one wrote byte for byte as it did. A verifier
+    whose oracle reruns disagree is then confirmed by `needs_confirmation`'s trials."""
+    why: list[str] = []
+    for run in [*nop, *oracle, observe_run]:
+        if run.status is not ExitStatus.OK or run.error_kind:
+            kind = f" ({run.error_kind})" if run.error_kind else ""
+            why.append(f"{run.probe} run {run.attempt} ended {run.exit_status}{kind}")
+    nop_outcomes = [o for r in nop for o in (r.full, *r.reruns)]
+    if len(set(nop_outcomes)) > 1:
+        why.append("the nop's verifier reruns disagree")
+    elif nop and len(nop_outcomes) < repeats:
+        why.append(f"{len(nop_outcomes)} nop outcomes of {repeats} (the verifier's reruns ran out of time)")
+    oracle_outcomes = [o for r in [*oracle, observe_run] for o in (r.full, *r.reruns)]
+    if len(set(oracle_outcomes)) == 1 and len(oracle_outcomes) < 2 * repeats + 1:
+        why.append(
+            f"{len(oracle_outcomes)} oracle outcomes of {2 * repeats + 1} (the verifier's reruns ran out of time)"
+        )
+    outputs = effect.output_digests() if effect is not None else {}
+    seen = (observe_run.extra.get("observation") or {}).get("output_digests") or {}
+    compared = [p for p in sorted(outputs) if "\n" not in p][:MAX_DIGESTS]
+    varied = [p for p in compared if seen.get(p) != outputs[p]]
+    if observe_run.status is ExitStatus.OK and varied:
+        why.append(f"the reference solution's outputs differ between runs ({', '.join(varied[:3])})")
+    return why
 
 
 class BuildOutcome(BaseModel):
@@ -173,6 +216,7 @@ def trial_item(
         clear_verifier_logs=clear,
         network=run_network,
         last_step=agent.step,
+        verifier_reruns=agent.reruns,
     )
     run = ProbeRun.of(probe, attempt, result)
     if run_network.network is not RuntimeNetwork.TASK:
@@ -367,9 +411,12 @@ class Auditor:
             limits = {"repeats": self.config.repeats, "max_mutants": self.config.max_mutants}
             return (yield from audit_task_steps(task, trials, audit, **limits))
         n = self.config.repeats
-        items = [("nop", i, ProbeAgent.nop(), True) for i in range(n)]
+        observing = self.config.observe and task.verifier_mode is VerifierEnvironmentMode.SHARED
+        adaptive = observing and not self.config.exhaustive
+        first = n if not adaptive else 1
+        items = [("nop", i, ProbeAgent.nop(reruns=n - 1 if adaptive else 0), True) for i in range(first)]
         items += [("oracle", 0, ProbeAgent.oracle(record=True), True)]
-        items += [("oracle", i, ProbeAgent.oracle(), True) for i in range(1, n)]
+        items += [("oracle", i, ProbeAgent.oracle(), True) for i in range(1, first)]
         t0 = time.perf_counter()
         runs = yield from self._trials(task, shared, resources, items)
         by_probe: dict[str, list[ProbeRun]] = {}
@@ -386,14 +433,17 @@ class Auditor:
             mutants = make_mutants(effect, limit=self.config.max_mutants, focus=_focus_text(task))
             phase2 += [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
             probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
-        observing = self.config.observe and task.verifier_mode is VerifierEnvironmentMode.SHARED
         if observing:
             outputs = effect.output_digests() if effect is not None else {}
-            observe = ProbeAgent.observe(reruns=self.config.verifier_reruns, outputs=outputs)
+            reruns = max(self.config.verifier_reruns, 2 * n - 1) if adaptive else self.config.verifier_reruns
+            observe = ProbeAgent.observe(reruns=reruns, outputs=outputs)
             phase2.append(("observe", 0, observe, True))
         tamper, *mutant_runs = yield from self._trials(task, shared, resources, phase2)
         observe_run = mutant_runs.pop() if observing else None
         if observe_run is not None:
+            if adaptive:
+                yield from self._settle(task, shared, resources, by_probe, observe_run, effect, probes)
+                oracle = by_probe.get("oracle", [])
             oracle = yield from self._confirm_oracle(task, shared, resources, oracle, observe_run, probes)
             by_probe["oracle"] = oracle
         for m, run in zip(mutants, mutant_runs, strict=True):
@@ -404,11 +454,41 @@ class Auditor:
         audit.timings["trials"] = time.perf_counter() - t0
         by_probe["tamper"] = [tamper]
         for name, group in by_probe.items():
-            probes[name] = {"rewards": [r.reward for r in group], "exit": [r.exit_status for r in group]}
+            view: dict[str, object] = {"rewards": [r.reward for r in group], "exit": [r.exit_status for r in group]}
+            outcomes = [o for r in group for o in r.reruns]
+            if outcomes:
+                view |= {"reruns": len(outcomes), "reruns_full": sum(outcomes)}
+            probes[name] = view
         probes["mutant_rewards"] = {r.probe.removeprefix("mutant:"): r.reward for r in mutant_runs}
         audit.findings, audit.probes = findings, probes
         audit.verdict = verdict_for(findings)
         return audit
+
+    def _settle(
+        self,
+        task: Task,
+        shared: Any,
+        resources: Resources,
+        by_probe: dict[str, list[ProbeRun]],
+        observe_run: ProbeRun,
+        effect: Effect | None,
+        probes: dict[str, object],
+    ) -> Generator[list[_Work], list[Any], list[ProbeRun]]:
+        """The evidence-driven plan's stopping rule (`escalations`): where one trial each of nop and oracle,
+        their reruns and the observed oracle run leave the verdict unclear, the trials of the fixed plan
+        (`repeats` each) are added; `by_probe` gets them. Returns the added runs."""
+        why = escalations(by_probe.get("nop", []), by_probe.get("oracle", []), observe_run, effect, self.config.repeats)
+        probes["evidence"] = {"escalated": bool(why), "why": why}
+        if not why:
+            return []
+        n = self.config.repeats
+        have = {(r.probe, r.attempt) for group in by_probe.values() for r in group}
+        items = [("nop", i, ProbeAgent.nop(), True) for i in range(n) if ("nop", i) not in have]
+        items += [("oracle", i, ProbeAgent.oracle(), True) for i in range(n) if ("oracle", i) not in have]
+        more = yield from self._trials(task, shared, resources, items)
+        for run in more:
+            by_probe.setdefault(run.probe, []).append(run)
+        return more
 
     def _confirm_oracle(
         self,

@@ -57,9 +57,18 @@ def audit(
     runtime: RuntimeOpt = None,
     offline: OfflineOpt = False,
     network: NetworkOpt = RuntimeNetwork.TASK,
-    repeats: Annotated[int, typer.Option(min=1, help="Runs each of nop and oracle, to catch flaky verifiers")] = (
-        DEFAULT_REPEATS
-    ),
+    repeats: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Outcomes each of nop and oracle that must agree (flaky verifiers): verifier reruns first, more "
+            "trials only where the evidence is unclear",
+        ),
+    ] = DEFAULT_REPEATS,
+    exhaustive: Annotated[
+        bool,
+        typer.Option("--exhaustive", help="Run --repeats full trials each of nop and oracle whatever the evidence"),
+    ] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials run concurrently")] = 2,
     max_mutants: Annotated[int, typer.Option(min=0, help="Wrong solutions derived from the oracle, per task")] = 12,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write the per-task JSON report here")] = None,
@@ -89,6 +98,7 @@ def audit(
     config = AuditConfig(
         backend=backend,
         repeats=repeats,
+        exhaustive=exhaustive,
         jobs=jobs,
         max_mutants=max_mutants,
         force=force,

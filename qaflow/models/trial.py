@@ -107,6 +107,8 @@ class PhaseResult(BaseModel):
     """Processes the agent phase left running for the verifier (servers); 0 when none."""
     verifier_note: str | None = None
     """Why the verifier could not see what the agent left running, when it could not (a backend limit)."""
+    reruns: list[bool] = Field(default_factory=list)
+    """Plain reruns of the verifier on the same final state, when asked for: full reward or not, in order."""
 
 
 class _StepName(BaseModel):

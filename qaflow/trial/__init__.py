@@ -22,7 +22,7 @@ import uuid
 from qaflow.agents.base import Agent
 from qaflow.errors import QaflowError
 from qaflow.healthcheck import SetupError
-from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, TrialResult
+from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, TrialResult, VerifierSandbox
 from qaflow.sandbox import Limits, open_sandbox, resolve_backend
 from qaflow.sandbox.spec import RunNetwork, spec_for_task
 from qaflow.task import Task
@@ -34,6 +34,7 @@ from qaflow.trial.phases import (
     environment_healthcheck,
     verifier_phase,
 )
+from qaflow.trial.reruns import RERUN_BUDGET_S, rerun_verifier
 from qaflow.trial.steps import run_steps
 
 __all__ = ["TESTS_DIR", "VERIFIER_LOGS", "VerifierPlan", "run_trial"]
@@ -49,12 +50,15 @@ def run_trial(
     clear_verifier_logs: bool = True,
     network: RunNetwork | None = None,
     last_step: str | None = None,
+    verifier_reruns: int = 0,
 ) -> TrialResult:
     """Run one trial of `agent` on `task` and return its result; never raises for task or sandbox failures.
 
     `clear_verifier_logs=False` leaves whatever the agent wrote in /logs/verifier in place, as a
     harness that does not clear it would: the tamper probe uses it to see whether the verifier
     overwrites a planted reward. `last_step` ends a multi-step trial after that step (audit probes).
+    `verifier_reruns` runs the verifier that many more times on the final state (`TrialResult.reruns`),
+    when it ran in the sandbox itself and finished in time (single-step tasks).
     """
     started = time.perf_counter()
     run_id = run_id or uuid.uuid4().hex[:12]
@@ -69,9 +73,12 @@ def run_trial(
                 run_steps(task, agent, box, spec, result, clear=clear_verifier_logs, last_step=last_step)
             else:
                 agent_phase(task, agent, box, result)
-                verifier_phase(
-                    box, spec, VerifierPlan.of(task), result, clear=clear_verifier_logs, backend=result.backend
-                )
+                plan = VerifierPlan.of(task)
+                verifier_phase(box, spec, plan, result, clear=clear_verifier_logs, backend=result.backend)
+                if verifier_reruns and result.verifier_sandbox is VerifierSandbox.SHARED:
+                    verifier_s = result.timings.get("verifier", RERUN_BUDGET_S)
+                    if result.exit_status is ExitStatus.OK:
+                        result.reruns = rerun_verifier(box, plan, verifier_reruns, verifier_s=verifier_s)
     except SetupError as exc:
         result.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
     except QaflowError as exc:
