@@ -23,6 +23,8 @@ from qaflow.llm import LLM, LLMConfig, ScriptedReply
 from qaflow.task import Task
 from tests.conftest import TASKS_REPO, require_backend
 
+pytestmark = pytest.mark.bwrap  # its tests run real bwrap sandboxes (audits, repairs, trials)
+
 CSV_PARAPHRASE = (
     "Sum the `amount` column over every row of `/app/sales.csv` (columns `date,region,amount`) whose region is "
     "`north`. Save the result in `/app/answer.txt` as one number formatted with exactly two decimal places, "

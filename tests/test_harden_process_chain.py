@@ -56,6 +56,8 @@ json.dump(r, open(p, "w"), indent=2, sort_keys=True)
 """
 UNLOGGED_FILE = """
 import hashlib, json
+
+pytestmark = pytest.mark.bwrap  # its tests run real bwrap sandboxes (audits, repairs, trials)
 data = b"made without a log entry\\n"
 open("/app/unlogged.txt", "wb").write(data)
 p = "/app/process/report.json"

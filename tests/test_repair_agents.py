@@ -26,6 +26,8 @@ from qaflow.repair.rounds import repair_pool
 from qaflow.task import Task, tree_hash
 from tests.conftest import TASKS_REPO, require_backend
 
+pytestmark = pytest.mark.bwrap  # its tests run real bwrap sandboxes (audits, repairs, trials)
+
 MODEL = "openai/gpt-4o-mini"
 TASK = "average-ratings"
 TRUNCATE = "math.floor(sum(values) / len(values) * 10) / 10"

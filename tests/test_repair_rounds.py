@@ -24,6 +24,8 @@ from qaflow.repair.rules import RuleRepairer
 from qaflow.task import Task, tree_hash
 from tests.conftest import TASKS_REPO, require_backend
 
+pytestmark = pytest.mark.bwrap  # its tests run real bwrap sandboxes (audits, repairs, trials)
+
 REWARD_TAMPER_TASKS = ["reconcile-bank-statement", "score-quiz"]
 
 
