@@ -28,6 +28,8 @@ from qaflow.trial import run_trial
 from tests.conftest import TASKS_REPO, require_backend
 from tests.taskfactory import write_task
 
+pytestmark = pytest.mark.bwrap  # its tests run real bwrap sandboxes (audits, repairs, trials)
+
 LABELS = json.loads((TASKS_REPO / "labels.json").read_text())
 # Controls whose work is files built offline: not the apt-get one (`offline_codes`), nor the service
 # one, whose state is a running process that the process record does not cover.
@@ -57,7 +59,6 @@ json.dump(r, open(p, "w"), indent=2, sort_keys=True)
 UNLOGGED_FILE = """
 import hashlib, json
 
-pytestmark = pytest.mark.bwrap  # its tests run real bwrap sandboxes (audits, repairs, trials)
 data = b"made without a log entry\\n"
 open("/app/unlogged.txt", "wb").write(data)
 p = "/app/process/report.json"
