@@ -37,11 +37,18 @@ class SandboxUnavailableError(SandboxError):
 
 
 class BuildError(SandboxError):
-    """The task environment did not build. `log_tail` holds the end of the build log."""
+    """The task environment did not build. `log_tail` holds the end of the build log; `stand_ins` maps
+    each `FROM` image that was missing here to the local stand-in image the build used instead."""
 
-    def __init__(self, message: str, log_tail: str = ""):
+    def __init__(self, message: str, log_tail: str = "", stand_ins: dict[str, str] | None = None):
         self.log_tail = log_tail
+        self.stand_ins = dict(stand_ins or {})
         super().__init__(message if not log_tail else f"{message}\n--- build log tail ---\n{log_tail}")
+
+
+class BaseImageUnavailableError(BuildError):
+    """A `FROM` image is neither present locally nor replaceable by an alias, and no registry can be
+    reached: the machine lacks it, which says nothing about the task."""
 
 
 class UnsupportedError(SandboxError):

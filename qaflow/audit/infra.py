@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-InfraKind = Literal["network", "install_failed", "sandbox"]
+InfraKind = Literal["network", "install_failed", "sandbox", "stand_in"]
 
 SANDBOX_ERROR_KINDS = frozenset({"sandbox", "unsupported"})
 """`ErrorInfo.kind` values that mean the sandbox, not the task, failed."""
@@ -93,7 +93,7 @@ name it, a log line before them (`fetching https://...`, `* Connected to ...`) m
 
 class InfraEvidence(BaseModel):
     kind: InfraKind
-    """`network`, `install_failed` or `sandbox`."""
+    """`network`, `install_failed`, `sandbox`, or `stand_in` (the userland of a stand-in image, `stand_in_sign`)."""
     match: str
     """The line that shows it."""
     why: str
@@ -199,3 +199,38 @@ def _names_only_local(line: str) -> bool:
 
 def _short(line: str) -> str:
     return line.strip()[:300]
+
+
+_USERLAND = [
+    (_MISSING_COMMAND, "a program the named image would provide is missing"),
+    (
+        re.compile(r"\b(?:ModuleNotFoundError|ImportError): .*"),
+        "a Python module the named image would provide is missing",
+    ),
+    (
+        re.compile(r"add-apt-repository|aptsources|softwareproperties|NoDistroTemplateException"),
+        "a distribution-specific apt source failed",
+    ),
+    (
+        re.compile(r"version `GLIBC_[\d.]+' not found|GLIBC_[\d.]+ not found"),
+        "the C library differs from the named image's",
+    ),
+    (
+        re.compile(r"requires a different Python|requires-python|Requires-Python"),
+        "the Python version differs from the named image's",
+    ),
+]
+
+
+def stand_in_sign(log: str) -> InfraEvidence | None:
+    """On a build that ran on a stand-in image (an alias for a `FROM` image missing here): the log line
+    showing the failure comes from the stand-in's userland, not from the task (a missing program or
+    module, a failed install or apt source, another C library or Python); None when the failure is the
+    task's own (a missing COPY source, a failing check of the task's own files)."""
+    lines = log.splitlines()
+    for patterns in (_INSTALL_RES, _USERLAND):
+        for line in lines:
+            for pattern, why in patterns:
+                if pattern.search(line):
+                    return InfraEvidence(kind="stand_in", match=_short(line), why=why)
+    return None

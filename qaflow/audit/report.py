@@ -51,6 +51,26 @@ def harness_note(audits: list[TaskAudit]) -> dict[str, Any] | None:
     }
 
 
+def stand_in_note(audits: list[TaskAudit]) -> dict[str, Any] | None:
+    """Once per pool: tasks built on a stand-in image (`QAFLOW_IMAGE_ALIASES` or the default aliases)
+    because the image they name is missing here; their verdicts hold for the stand-in's userland."""
+    tasks: list[str] = []
+    pairs: Counter[str] = Counter()
+    for a in audits:
+        used = (a.probes.get("build") or {}).get("stand_ins") or {}
+        if used:
+            tasks.append(a.task)
+            pairs.update(f"{name} -> {local}" for name, local in used.items())
+    if not tasks:
+        return None
+    shown = ", ".join(p for p, _ in pairs.most_common(4))
+    return {
+        "tasks": sorted(tasks),
+        "stand_ins": dict(pairs.most_common()),
+        "message": f"{len(tasks)} task(s) ran on a stand-in for an image missing here ({shown})",
+    }
+
+
 def print_summary(console: Console, audits: list[TaskAudit], *, backend: str, seconds: float) -> None:
     table = Table(title=f"audit · {len(audits)} tasks · {backend} · {seconds:.0f} s", title_justify="left")
     for col in ("task", "verdict", "findings", "time"):
@@ -73,6 +93,9 @@ def print_summary(console: Console, audits: list[TaskAudit], *, backend: str, se
     note = harness_note(audits)
     if note:
         console.print(f"harness note: {note['message']} (e.g. {', '.join(note['files'][:3])})", markup=False)
+    stand_ins = stand_in_note(audits)
+    if stand_ins:
+        console.print(f"stand-in images: {stand_ins['message']}", markup=False)
 
 
 def write_html(path: Path, audits: list[TaskAudit], *, backend: str, run_id: str) -> None:
@@ -83,6 +106,7 @@ def write_html(path: Path, audits: list[TaskAudit], *, backend: str, run_id: str
         verdicts=Counter(a.verdict.value for a in audits),
         codes=code_counts(audits).most_common(),
         harness=harness_note(audits),
+        stand_ins=stand_in_note(audits),
         backend=backend,
         run_id=run_id,
         json_dumps=lambda v: json.dumps(v, indent=2, default=str),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import time
 import traceback
 from collections import deque
@@ -32,7 +33,7 @@ from qaflow.audit.effects import Effect
 from qaflow.audit.expected import plan_expected_rewrite
 from qaflow.audit.exploits import Exploit, harness_note, leftover_findings, plan_exploits
 from qaflow.audit.git_history import git_findings
-from qaflow.audit.infra import classify
+from qaflow.audit.infra import classify, stand_in_sign
 from qaflow.audit.judge import judge, judge_exploits
 from qaflow.audit.lint import LintConfig, lint_task
 from qaflow.audit.mutants import make_mutants
@@ -41,7 +42,7 @@ from qaflow.audit.observe import MAX_DIGESTS, observe_trial
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
 from qaflow.audit.steps import audit_task_steps
 from qaflow.audit.tamper import trusted_paths
-from qaflow.errors import BuildError, QaflowError, TaskError, UnsupportedError
+from qaflow.errors import BaseImageUnavailableError, BuildError, QaflowError, TaskError, UnsupportedError
 from qaflow.executors import POLL_S, Executor, Handle, LocalExecutor, Resources, TaskRef, resolve_task
 from qaflow.ledger import Ledger
 from qaflow.models.audit import AuditFinding, TaskAudit, Verdict, verdict_for
@@ -171,10 +172,19 @@ def build_item(
     payload: dict[str, str] = {"status": "ok"}
     loaded = resolve_task(task)
     run_network = RunNetwork(offline=offline, network=RuntimeNetwork(network))
+    spec = spec_for_task(loaded, run_id=run_id, network=run_network)
     try:
-        backend_class(backend)().build(spec_for_task(loaded, run_id=run_id, network=run_network))
+        sandboxes = backend_class(backend)()
+        sandboxes.build(spec)
+        stand_ins = getattr(sandboxes, "stand_ins", None)
+        if stand_ins is not None and (used := stand_ins(spec)):
+            payload["stand_ins"] = json.dumps(used, sort_keys=True)
     except BuildError as e:
         payload = {"status": "failed", "error": str(e).splitlines()[0], "log_tail": tail(e.log_tail, 3000)}
+        if isinstance(e, BaseImageUnavailableError):
+            payload["base_unavailable"] = "1"
+        if e.stand_ins:
+            payload["stand_ins"] = json.dumps(e.stand_ins, sort_keys=True)
     except UnsupportedError as e:
         payload = {"status": "failed", "unsupported": "1", "error": str(e)}
     return BuildOutcome(payload=payload, duration_s=time.perf_counter() - t0)
@@ -398,7 +408,7 @@ class Auditor:
         t0 = time.perf_counter()
         build = yield from self._build(task, shared, resources)
         audit.timings["build"] = time.perf_counter() - t0
-        probes["build"] = build
+        probes["build"] = {**build, "stand_ins": json.loads(build["stand_ins"])} if "stand_ins" in build else build
         if build.get("status") != "ok":
             findings.append(self._build_finding(build))
             audit.findings, audit.probes = findings, probes
@@ -460,6 +470,7 @@ class Auditor:
                 view |= {"reruns": len(outcomes), "reruns_full": sum(outcomes)}
             probes[name] = view
         probes["mutant_rewards"] = {r.probe.removeprefix("mutant:"): r.reward for r in mutant_runs}
+        _name_stand_ins(findings, probes)
         audit.findings, audit.probes = findings, probes
         audit.verdict = verdict_for(findings)
         return audit
@@ -561,6 +572,27 @@ class Auditor:
         shows the build failed for want of network (an offline run, or none to be had)."""
         log_tail = build.get("log_tail", "")
         message = f"environment/Dockerfile does not build on {self.backend}"
+        stand_ins = json.loads(build.get("stand_ins") or "{}")
+        if build.get("base_unavailable"):
+            return AuditFinding(
+                code=FindingCode.INFRA_ERROR,
+                message=f"{message}: this machine lacks a base image: {build.get('error', '')[:300]}",
+                evidence={"base_unavailable": build.get("error", ""), "backend": self.backend},
+            )
+        userland = stand_in_sign(log_tail) if stand_ins else None
+        if userland is not None:
+            used = ", ".join(f"{a} -> {b}" for a, b in stand_ins.items())
+            return AuditFinding(
+                code=FindingCode.INFRA_ERROR,
+                message=f"{message} on a stand-in image ({used}), not the image the task names: "
+                f"{userland.why}: {userland.match}",
+                evidence={
+                    "line": userland.match,
+                    "stand_ins": stand_ins,
+                    "log_tail": log_tail,
+                    "backend": self.backend,
+                },
+            )
         if build.get("unsupported"):
             return AuditFinding(
                 code=FindingCode.INFRA_ERROR,
@@ -579,7 +611,7 @@ class Auditor:
         return AuditFinding(
             code=FindingCode.BUILD_FAILED,
             message=f"{message}: {build.get('error', '')[:300]}",
-            evidence={"log_tail": log_tail, "backend": self.backend},
+            evidence={"log_tail": log_tail, "backend": self.backend} | ({"stand_ins": stand_ins} if stand_ins else {}),
         )
 
     def _resources(self, task: Task) -> Resources:
@@ -686,6 +718,20 @@ class Auditor:
             reason="audit: " + (", ".join(codes) or "clean"),
             run_id=self.run_id,
         )
+
+
+_JUDGED_ON_THE_IMAGE = frozenset({FindingCode.FALSE_REJECTION, FindingCode.BROKEN_SOLUTION, FindingCode.FLAKY})
+
+
+def _name_stand_ins(findings: list[AuditFinding], probes: dict[str, object]) -> None:
+    """A finding that depends on the image's userland names the stand-in image it was judged on."""
+    build = probes.get("build")
+    used = build.get("stand_ins") if isinstance(build, dict) else None
+    if not used:
+        return
+    for finding in findings:
+        if finding.code in _JUDGED_ON_THE_IMAGE:
+            finding.evidence["stand_ins"] = used
 
 
 def _focus_text(task: Task) -> str:

@@ -15,7 +15,8 @@ absent) and copied into each new sandbox, so a second open runs no RUN step. RUN
 the sandbox (with network unless `spec.build_network` is off) and can only write to the writable
 paths; one that fails on a read-only file system is an `UnsupportedError` (it needs the docker
 backend), any other failure a `BuildError`. A RUN that installs system packages (apt, apk, yum,
-dnf, ...) is refused before any step runs: the host's root, read-only, is the base.
+dnf, ...) is refused before any step runs: the host's root, read-only, is the base; so is a FROM image
+whose userland the host's root does not reproduce (another Python or distribution, see `base_image`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any
 from qaflow.errors import BuildError, SandboxError, SandboxUnavailableError, UnsupportedError
 from qaflow.sandbox.base import SandboxSpec
 from qaflow.sandbox.bwrap import cgroups
+from qaflow.sandbox.bwrap.base_image import mismatch
 from qaflow.sandbox.bwrap.rootfs import host_root, under
 from qaflow.sandbox.bwrap.sandbox import HOST_ENV, TEMP_PREFIX, BwrapSandbox, base_env, bwrap_flags, tail_args
 from qaflow.sandbox.dockerfile import BuildPlan, Copy, MakeDir, Run, plan_build
@@ -155,6 +157,7 @@ class BwrapBackend:
             else:
                 shutil.rmtree(final)
         if meta is not None:
+            _refuse_other_userland(spec, meta.get("base"))
             return meta, final / "fs"
         if not spec.dockerfile.is_file():
             if spec.docker_image:
@@ -165,6 +168,7 @@ class BwrapBackend:
             plan = BuildPlan(dockerfile=spec.dockerfile)
         else:
             plan = plan_build(spec.dockerfile, spec.context_dir, base_env=base_env())
+            _refuse_other_userland(spec, plan.base)
             _refuse_package_installs(plan)
         self.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         work = Path(tempfile.mkdtemp(prefix=f".build-{os.getpid()}-", dir=self.cache_dir))
@@ -184,6 +188,13 @@ class BwrapBackend:
                 shutil.rmtree(work)
         _META[final] = meta
         return meta, final / "fs"
+
+
+def _refuse_other_userland(spec: SandboxSpec, base: str | None) -> None:
+    """UnsupportedError when the host's root cannot stand for the Dockerfile's FROM image (`base_image`)."""
+    why = mismatch(base)
+    if why is not None:
+        raise UnsupportedError(f"{spec.dockerfile}: FROM {base}: {why}; that needs the docker backend")
 
 
 def _build(spec: SandboxSpec, plan: BuildPlan, fs: Path) -> dict[str, Any]:

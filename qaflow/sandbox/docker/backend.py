@@ -36,7 +36,7 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -71,6 +71,8 @@ RUN_LABEL = "qaflow.run"
 TASK_LABEL = "qaflow.task"
 ENV_HASH_LABEL = "qaflow.env_hash"
 VIEW_LABEL = "qaflow.view_of"
+STAND_INS_LABEL = "qaflow.stand_ins"
+"""On an image built on stand-ins: JSON of each missing `FROM` image -> the local image used instead."""
 IMAGE_REPO = "qaflow-env"
 VIEW_REPO = "qaflow-view"
 """Snapshot images of verifier views; each is removed with its view's container (and by `reap`)."""
@@ -116,13 +118,20 @@ class _ImageInfo:
     user: str
     entrypoint: bool = False
     """The image has an ENTRYPOINT of its own, which starts the environment's services (Harbor runs it)."""
+    stand_ins: Mapping[str, str] = field(default_factory=dict)
+    """Each `FROM` image missing here -> the local image (an alias) the build used instead."""
 
 
-def _image_info(ref: str, attrs: Mapping[str, Any]) -> _ImageInfo:
+def _image_info(ref: str, attrs: Mapping[str, Any], stand_ins: Mapping[str, str] | None = None) -> _ImageInfo:
     config = attrs.get("Config") or {}
     workdir = config.get("WorkingDir") or DEFAULT_WORKDIR
     user, entrypoint = config.get("User") or "", bool(config.get("Entrypoint"))
-    return _ImageInfo(ref=ref, workdir=workdir, user=user, entrypoint=entrypoint)
+    if stand_ins is None:
+        try:
+            stand_ins = json.loads((config.get("Labels") or {}).get(STAND_INS_LABEL) or "{}")
+        except ValueError:
+            stand_ins = {}
+    return _ImageInfo(ref=ref, workdir=workdir, user=user, entrypoint=entrypoint, stand_ins=dict(stand_ins or {}))
 
 
 def _dockerignore(context_dir: Path) -> list[str]:
@@ -280,12 +289,17 @@ class DockerBackend:
         """
         return self._image(spec).ref
 
+    def stand_ins(self, spec: SandboxSpec) -> dict[str, str]:
+        """Each `FROM` image of `spec` that is missing here -> the local stand-in its (built) image used."""
+        return dict(self._image(spec).stand_ins)
+
     def _image(self, spec: SandboxSpec) -> _ImageInfo:
         if not spec.dockerfile.is_file():
             if not spec.docker_image:
                 raise BuildError(f"{spec.dockerfile}: no Dockerfile and no docker_image for task {spec.name}")
             ref = resolve_from(spec.docker_image, self.client, self.aliases)
-            return _image_info(ref, self._inspect(ref) or {})
+            used = {spec.docker_image: ref} if ref != spec.docker_image else {}
+            return _image_info(ref, self._inspect(ref) or {}, used)
         # An offline run must show that the environment builds without network: it never reuses an
         # image, nor a layer, that a build with network made.
         tag = f"{IMAGE_REPO}:{spec.env_hash[:20]}" + ("" if spec.build_network else "-offline")
@@ -330,7 +344,15 @@ class DockerBackend:
             text = spec.dockerfile.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise BuildError(f"{spec.dockerfile}: cannot read the Dockerfile: {exc}") from exc
-        rewritten = rewrite_from(text, lambda ref: resolve_from(ref, self.client, self.aliases))
+        stand_ins: dict[str, str] = {}
+
+        def resolve(ref: str) -> str:
+            local = resolve_from(ref, self.client, self.aliases)
+            if local != ref:
+                stand_ins[ref] = local
+            return local
+
+        rewritten = rewrite_from(text, resolve)
         rewritten = without_buildkit_copy_flags(rewritten, spec.context_dir)
         if not spec.build_network:
             rewritten = offline_stages(rewritten)
@@ -347,7 +369,10 @@ class DockerBackend:
             "pull": False,
             "dockerfile": _DOCKERFILE_NAME,
             "networkmode": "default" if spec.build_network else "none",
-            "labels": json.dumps({ENV_HASH_LABEL: spec.env_hash, TASK_LABEL: spec.name}),
+            "labels": json.dumps(
+                {ENV_HASH_LABEL: spec.env_hash, TASK_LABEL: spec.name}
+                | ({STAND_INS_LABEL: json.dumps(stand_ins, sort_keys=True)} if stand_ins else {})
+            ),
         }
         api = self.client.api
         tail: deque[str] = deque(maxlen=BUILD_LOG_LINES)
@@ -366,7 +391,9 @@ class DockerBackend:
             sock = api._get_raw_response_socket(response)
         except docker.errors.APIError as exc:
             context.close()
-            raise BuildError(f"docker build of task {spec.name} failed: {exc.explanation or exc}") from exc
+            raise BuildError(
+                f"docker build of task {spec.name} failed: {exc.explanation or exc}", stand_ins=stand_ins
+            ) from exc
         except requests.exceptions.RequestException as exc:
             context.close()
             raise SandboxError(f"docker build of task {spec.name}: the daemon failed: {exc}") from exc
@@ -405,9 +432,10 @@ class DockerBackend:
             raise BuildError(
                 f"docker build of task {spec.name} ran past build_timeout_sec={spec.build_timeout_sec:g}",
                 "\n".join(tail),
+                stand_ins,
             )
         if error is not None:
-            raise BuildError(f"docker build of task {spec.name} failed: {error}", "\n".join(tail))
+            raise BuildError(f"docker build of task {spec.name} failed: {error}", "\n".join(tail), stand_ins)
 
     # ----- sandboxes --------------------------------------------------------------------------
 

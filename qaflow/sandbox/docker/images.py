@@ -23,7 +23,7 @@ import platformdirs
 from pydantic import BaseModel, Field, ValidationError
 
 from qaflow.config_file import read_config_data
-from qaflow.errors import BuildError, ConfigError, SandboxError, SandboxUnavailableError
+from qaflow.errors import BaseImageUnavailableError, ConfigError, SandboxError, SandboxUnavailableError
 
 if TYPE_CHECKING:
     import docker
@@ -146,20 +146,21 @@ def resolve_from(image_ref: str, client: docker.DockerClient, aliases: AliasTabl
     (which must itself be present). `scratch` is returned unchanged.
 
     Raises:
-        BuildError: neither the image nor an alias for it is present locally (no registry is assumed).
+        BaseImageUnavailableError: neither the image nor an alias for it is present locally (no registry
+            is assumed).
     """
     if image_ref == "scratch" or image_exists(client, image_ref):
         return image_ref
     table = aliases if aliases is not None else load_aliases()
     target = table.match(image_ref)
     if target is None:
-        raise BuildError(
+        raise BaseImageUnavailableError(
             f"base image {image_ref!r} is missing locally, no registry is reachable, and no image alias matches it; "
             f"add an alias (${ALIASES_ENV}) or {BUILD_BASE_HINT}"
         )
     if image_exists(client, target):
         return target
-    raise BuildError(
+    raise BaseImageUnavailableError(
         f"base image {image_ref!r} is missing locally and no registry is reachable; "
         f"its alias {target!r} is missing too: {BUILD_BASE_HINT}"
     )
@@ -298,7 +299,7 @@ def rewrite_from(dockerfile_text: str, resolve: Callable[[str], str]) -> str:
     reference are expanded from the `ARG` defaults declared before the first `FROM`.
 
     Raises:
-        Whatever `resolve` raises (BuildError for an image that cannot be found).
+        Whatever `resolve` raises (BaseImageUnavailableError for an image that cannot be found).
     """
     args: dict[str, str] = {}
     stages: set[str] = set()
