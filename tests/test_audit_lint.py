@@ -387,7 +387,9 @@ def test_instruction_naming_hidden_paths(tmp_path: Path, instruction: str, flagg
     if not flagged:
         assert findings == []
         return
-    finding = only(findings)
+    finding = only(findings, FindingCode.LINT)
+    # a path in the text proves nothing: a warning; the audit's hidden-link exploit decides `leak`
+    assert finding.code is FindingCode.LINT and finding.severity is Severity.WARNING
     assert finding.evidence["file"] == "instruction.md"
     assert [m["path"] for m in finding.evidence["mentions"]] == flagged
 

@@ -3,9 +3,10 @@
 - timeouts not set explicitly in task.toml (`lint` warning);
 - a verifier that never mentions `/logs/verifier/reward.txt|json` (`lint` warning; the tamper probe decides);
 - leaks (`leak`): files the image gets from environment/ (COPY/ADD, step workdirs) that equal or nearly
-  equal a file of tests/ or solution/; a Dockerfile copying the task's tests or solution; an instruction
-  naming /tests or /solution paths; configured canary strings where the agent can see them; and, as a
-  warning, expected values of the tests quoted in the instruction;
+  equal a file of tests/ or solution/; a Dockerfile copying the task's tests or solution; configured
+  canary strings where the agent can see them; and, as warnings, an instruction naming /tests or
+  /solution paths (a leak only when the hidden-link exploit uses it, `qaflow.audit.hidden_links`) and
+  expected values of the tests quoted in the instruction;
 - requirements declared in `[metadata.qaflow]` that no check reaches (`unverified_requirement`, see coverage.py).
 """
 
@@ -348,9 +349,11 @@ def _instruction_paths(task: Task) -> list[AuditFinding]:
         shown = ", ".join(f"{p} (line {n})" for n, p in hits[:5])
         findings.append(
             AuditFinding(
-                code=FindingCode.LEAK,
+                code=FindingCode.LINT,
+                severity=Severity.WARNING,
                 message=f"{_rel(task, path)} mentions {shown}: it points the agent at the verifier's tests or the "
-                "reference solution, hidden from it during the task; state the required behaviour instead",
+                "reference solution, hidden from it during the task (a leak only where the audit's hidden-link "
+                "exploit can use it); state the required behaviour instead",
                 evidence={"file": _rel(task, path), "mentions": [{"line": n, "path": p} for n, p in hits]},
             )
         )

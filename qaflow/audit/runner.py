@@ -33,6 +33,7 @@ from qaflow.audit.effects import Effect
 from qaflow.audit.expected import plan_expected_rewrite
 from qaflow.audit.exploits import Exploit, harness_note, leftover_findings, plan_exploits
 from qaflow.audit.git_history import git_findings
+from qaflow.audit.hidden_links import judge_hidden_link, plan_hidden_link
 from qaflow.audit.infra import classify, stand_in_sign
 from qaflow.audit.judge import judge, judge_exploits
 from qaflow.audit.lint import LintConfig, lint_task
@@ -553,7 +554,9 @@ class Auditor:
         rewrite = plan_expected_rewrite(observation, effect, task.instruction)
         exploits += [rewrite] if rewrite is not None else []
         answer_copy = plan_answer_copy(observation, effect, task.instruction)
-        tried = [*exploits, answer_copy] if answer_copy is not None else exploits
+        hidden_link = plan_hidden_link(task, effect)
+        proofs = [e for e in (hidden_link, answer_copy) if e is not None]
+        tried = [*exploits, *proofs]
         if not tried:
             return findings
         items = [(f"exploit:{e.name}", 0, ProbeAgent.of_exploit(e), True) for e in tried]
@@ -565,6 +568,8 @@ class Auditor:
         nop, where = by_probe.get("nop", []), str(task.path)
         if answer_copy is not None:
             findings += judge_answer_copy(nop, runs.pop(), answer_copy, where)
+        if hidden_link is not None:
+            findings += judge_hidden_link(nop, runs.pop(), hidden_link, where)
         return findings + judge_exploits(nop, runs, exploits, where)
 
     def _build_finding(self, build: dict[str, str]) -> AuditFinding:
