@@ -463,7 +463,9 @@ def test_tasks_repo_controls_have_no_findings() -> None:
         findings = lint_task(Task.load(folder))  # every loadable task lints without error
         if not codes:
             controls.append(folder.name)
-            assert findings == [], (folder.name, findings)
+            errors = [f for f in findings if f.severity is Severity.ERROR]
+            warnings = sorted({f.code.value for f in findings if f.severity is Severity.WARNING})
+            assert errors == [] and warnings == labels[folder.name].get("warnings", []), (folder.name, findings)
         elif "leak" not in codes:
             assert [f for f in findings if f.code.value == "leak"] == [], (folder.name, findings)
     assert len(controls) >= 5
@@ -851,3 +853,21 @@ def test_bundled_verifier_that_stops_before_its_reward() -> None:
     assert [(f.evidence["check"], f.evidence["file"], f.evidence["line"]) for f in findings] == [
         ("set_e_before_reward", "tests/test.sh", 5)
     ]
+
+
+@pytest.mark.parametrize(
+    "script, leaked",
+    [
+        ("#!/bin/bash\nset -e\ncd /app\npip install -r requirements.txt\n", False),
+        ("apt-get update && apt-get install -y jq\npython3 -m pip install numpy==1.26\n", False),
+        # the same installs, then the work: the reference solution itself is in the image
+        ("#!/bin/bash\npip install -r requirements.txt\npython3 /app/merge.py > /app/out.csv\n", True),
+    ],
+)
+def test_a_setup_step_shared_with_the_solution_is_no_leak(tmp_path: Path, script: str, leaked: bool) -> None:
+    files = {"environment/bootstrap.sh": script, "solution/setup.sh": script, "environment/requirements.txt": "x\n"}
+    dockerfile = "FROM python:3.11-slim\nWORKDIR /app\nCOPY bootstrap.sh requirements.txt /app/\n"
+    findings = [f for f in lint(write_task(tmp_path, dockerfile=dockerfile, files=files)) if f.code is FindingCode.LEAK]
+    assert bool(findings) is leaked, findings
+    if leaked:
+        assert findings[0].evidence["file"] == "environment/bootstrap.sh"

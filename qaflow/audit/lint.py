@@ -246,6 +246,8 @@ def _match(
     if min(len(env.stripped), len(hidden.stripped)) < config.min_file_bytes or env.text is None or hidden.text is None:
         return None
     code = is_code(hidden.suffix) or is_code(env.suffix)
+    if role == "solution" and code and only_installs(env.code_lines):
+        return None  # a setup step shared with the solution (installs, no answer in it)
     test_code = role == "tests" and is_test_code(hidden.name, hidden.suffix, hidden.text)
     if env.stripped == hidden.stripped:
         return None if not test_code and _kept_input(env, hidden, role, named, instruction) else (1.0, "identical to")
@@ -262,6 +264,26 @@ def _match(
     ):
         return similarity(env.lines, hidden.lines), "the same code as"
     return None
+
+
+_INSTALL_LINE = re.compile(
+    r"(?:sudo\s+)?(?:(?:python3?|\S*/python3?)\s+-m\s+)?"
+    r"(?:pip3?|uv(?:\s+pip)?|apt(?:-get)?|npm|yarn|pnpm|conda|mamba|micromamba|poetry|gem|cargo|go|apk)"
+    r"\s+(?:install|add|sync|update|upgrade|-y\s+install|ci|get)\b.*"
+)
+_SETUP_LINE = re.compile(
+    r"#!.*|set\s+-[euxo\s\w]+|cd\s+\S+|export\s+\w+=\S*|echo\b.*|mkdir\s+(?:-p\s+)?\S+|source\s+\S+|\.\s+\S+"
+    r"|(?:rm\s+-rf\s+/var/lib/apt/lists/\*)|(?:python3?\s+-m\s+venv\s+\S+)|true|exit\s+0"
+)
+
+
+def only_installs(code_lines: list[str]) -> bool:
+    """Whether a script only installs dependencies (package installs, venvs, cd/set/echo around them):
+    the same script in the image and in solution/ is a shared setup step, not the reference solution."""
+    commands = [part.strip() for line in code_lines for part in re.split(r"\s*(?:&&|;|\|\|)\s*", line)]
+    commands = [c.rstrip("\\").strip() for c in commands if c.strip() and c.strip() != "\\"]
+    installs = [c for c in commands if _INSTALL_LINE.fullmatch(c)]
+    return bool(installs) and all(_INSTALL_LINE.fullmatch(c) or _SETUP_LINE.fullmatch(c) for c in commands)
 
 
 def _kept_input(env: _File, hidden: _File, role: str, named: str, instruction: str) -> bool:
