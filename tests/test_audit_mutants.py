@@ -7,10 +7,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from qaflow.agents import OracleAgent
 from qaflow.audit.effects import ChangeKind, Effect, FileChange, RecordingAgent, parse_report
-from qaflow.audit.mutants import Mutant, MutantAgent, MutantKind, is_scratch, make_mutants
+from qaflow.audit.mutants import Mutant, MutantAgent, MutantKind, deliverables, in_dot_folder, is_scratch, make_mutants
+from qaflow.audit.observation import Access, Observation
 from qaflow.task import Task
 from qaflow.trial import run_trial
 from tests.taskfactory import write_task
@@ -232,3 +235,94 @@ def test_weak_verifier_passes_the_empty_mutant_strong_one_none(backend: str, tmp
         results = list(pool.map(lambda m: run_trial(strong, MutantAgent(m), backend=backend), mutants))
     assert all(r.error is None for r in results), [r.error for r in results if r.error]
     assert [r.agent for r in results if r.full_reward] == []
+
+
+# --- deliverables: a file the verifier never reads is no target ------------------------------------
+
+
+ANSWER = b"int add(int a, int b) { return a + b; }\n"
+
+
+def _effect(files: dict[str, bytes]) -> Effect:
+    return Effect(
+        changes=[FileChange(path=p, kind=ChangeKind.CREATED, content=c, mode=0o644) for p, c in files.items()]
+    )
+
+
+def _observed(*reads: str, dirs: tuple[str, ...] = (), opaque: list[str] | None = None) -> Observation:
+    accesses = [Access(path=p, how=["read"], exists=True) for p in reads]
+    accesses += [Access(path=d, how=["arg"], exists=True, is_dir=True) for d in dirs]
+    return Observation(observed=True, accesses=accesses, opaque_programs=[] if opaque is None else opaque)
+
+
+def _targets(files: dict[str, bytes], obs: Observation | None, focus: str = "") -> set[str]:
+    mutants = make_mutants(_effect(files), limit=50, focus=focus, deliverable=deliverables(obs, focus))
+    return {t for m in mutants if m.kind is not MutantKind.EMPTY_ALL for t in m.targets}
+
+
+def test_a_solutions_own_scratch_is_never_mutated_alone() -> None:
+    """The aider layout: the reference solution decrypts a payload under /app/.oracle and copies it onto the
+    answer; the verifier compiles and runs the answer (opaque programs)."""
+    files = {
+        "/app/.oracle/payload/files/example.cpp": ANSWER,
+        "/app/.oracle/payload/meta.json": b'{"exercise": "add", "version": 3}\n',
+        "/app/example.cpp": ANSWER,
+    }
+    cmake = _observed(dirs=("/app",), opaque=["cmake", "make", "./test_example"])
+    for obs in (cmake, None, _observed("/app/example.cpp")):
+        targets = _targets(files, obs)
+        assert "/app/example.cpp" in targets
+        assert "/app/.oracle/payload/meta.json" not in targets
+        # the copy is broken together with the answer, never on its own
+        for m in make_mutants(_effect(files), limit=50, deliverable=deliverables(obs, "")):
+            if "/app/.oracle/payload/files/example.cpp" in m.targets:
+                assert "/app/example.cpp" in m.targets, m.name
+
+
+def test_with_every_read_seen_only_what_the_verifier_took_is_a_target() -> None:
+    files = {"/app/out.txt": b"42\n", "/app/notes.md": b"how I did it\n", "/app/parts/a.csv": b"x,y\n1,2\n"}
+    assert _targets(files, _observed("/app/out.txt")) == {"/app/out.txt"}
+    assert _targets(files, _observed("/app/out.txt", dirs=("/app/parts",))) == {"/app/out.txt", "/app/parts/a.csv"}
+    # a file the instruction or the tests name is a deliverable whatever was observed
+    assert _targets(files, _observed("/app/out.txt"), focus="write notes.md") == {"/app/out.txt", "/app/notes.md"}
+    # a program whose reads cannot be seen ran: every file outside a hidden folder stays a target
+    assert _targets(files, _observed("/app/out.txt", opaque=["node"])) == set(files)
+    # an observation recorded before opaque programs were (None): nothing is excluded
+    assert _targets(files, Observation(observed=True)) == set(files)
+
+
+def test_a_hidden_file_the_verifier_reads_is_a_target() -> None:
+    files = {"/app/.config/settings.json": b'{"mode": "fast"}\n', "/app/out.txt": b"ok\n"}
+    assert "/app/.config/settings.json" in _targets(files, _observed("/app/.config/settings.json", opaque=["x"]))
+    assert "/app/.config/settings.json" not in _targets(files, _observed("/app/out.txt", dirs=("/app",)))
+
+
+@given(
+    st.dictionaries(
+        st.lists(st.sampled_from(["app", ".cache2", ".oracle", "out", "data", "x.txt"]), min_size=1, max_size=4).map(
+            lambda parts: "/" + "/".join(parts) + ".txt"
+        ),
+        st.binary(min_size=1, max_size=40),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sets(st.integers(0, 5)),
+    st.booleans(),
+)
+def test_targets_are_deliverables_and_copies_break_together(
+    files: dict[str, bytes], read: set[int], opaque: bool
+) -> None:
+    paths = sorted(files)
+    reads = [p for i, p in enumerate(paths) if i in read]
+    obs = _observed(*reads, opaque=["node"] if opaque else [])
+    wanted = deliverables(obs, "")
+    for m in make_mutants(_effect(files), limit=50, deliverable=wanted):
+        if m.kind is MutantKind.EMPTY_ALL:
+            continue
+        first = m.targets[0]
+        assert wanted(first)
+        assert not (in_dot_folder(first) and first not in reads)
+        if not opaque:
+            assert first in reads
+        same = {p for p, c in files.items() if c == files[first] and len(c) >= 16}
+        assert same <= set(m.targets) | {first}

@@ -21,13 +21,14 @@ import json
 import random
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
+from qaflow.audit.observation import Observation
 from qaflow.sandbox.base import ExecResult, Sandbox
 from qaflow.task import Task
 from qaflow.text import utf8_text
@@ -91,10 +92,55 @@ def is_code(change: FileChange) -> bool:
     return suffix in CODE_SUFFIXES or name in CODE_NAMES or (change.content or b"").startswith(b"#!")
 
 
-def make_mutants(effect: Effect, *, limit: int = 12, seed: int = 0, focus: str = "") -> list[Mutant]:
+def mentioned(path: str, focus: str) -> bool:
+    """Whether `focus` (the instruction and the test files) names `path`, or its file name (3+ characters)."""
+    name = path.rsplit("/", 1)[-1]
+    return bool(focus) and (path in focus or (len(name) >= 3 and name in focus))
+
+
+def in_dot_folder(path: str) -> bool:
+    """Whether a folder on the way to `path` is hidden (`/app/.oracle/payload/x`): a tool's or a solution's
+    own scratch, which globs and listings skip."""
+    return any(part.startswith(".") for part in path.split("/")[1:-1])
+
+
+def deliverables(observation: Observation | None, focus: str) -> Callable[[str], bool]:
+    """Which of the oracle's changes are its deliverables, the files a wrong solution would get wrong:
+    one the instruction or tests name, or the verifier took (or a folder above it, through no hidden
+    folder); when the observation cannot see every read (no observation, or a program whose reads are
+    invisible ran), any file outside a hidden folder. A file the verifier never reads is never a target."""
+
+    def deliverable(path: str) -> bool:
+        if mentioned(path, focus):
+            return True
+        if observation is not None and observation.observed and observation.get(path) is not None:
+            return observation.touched(path)
+        if in_dot_folder(path):
+            return False
+        if observation is None or not observation.reads_all_seen():
+            return True
+        return observation.touched(path)
+
+    return deliverable
+
+
+MIN_TWIN_BYTES = 16
+"""Files this long or longer with the same content are copies of one another (shorter ones match by chance)."""
+
+
+def make_mutants(
+    effect: Effect,
+    *,
+    limit: int = 12,
+    seed: int = 0,
+    focus: str = "",
+    deliverable: Callable[[str], bool] | None = None,
+) -> list[Mutant]:
     """Up to `limit` distinct mutants of the oracle's `effect`, most informative first; deterministic.
 
-    `focus` (e.g. the instruction and test files) puts files it mentions first. Mutants that
+    `focus` (e.g. the instruction and test files) puts files it mentions first; `deliverable` says which
+    changes may be targets (default: all but scratch). A target's copies (the same content, written by
+    the oracle too) are broken with it: which copy the verifier reads cannot be told. Mutants that
     reproduce the oracle's end state exactly, and duplicates, are skipped.
     """
     base: dict[str, bytes | None] = {}
@@ -108,15 +154,25 @@ def make_mutants(effect: Effect, *, limit: int = 12, seed: int = 0, focus: str =
         elif c.file_type == "file" and c.content is not None:
             base[c.path] = c.content
             modes[c.path] = c.mode if c.mode is not None else DEFAULT_MODE
-    targets = [c for c in effect.written if c.path in base and not is_scratch(c.path)]
+    wanted = deliverable or (lambda _path: True)
+    targets = [c for c in effect.written if c.path in base and not is_scratch(c.path) and wanted(c.path)]
     targets.sort(key=lambda c: _rank(c, effect.workdir, focus))
-    removals = [c for c in effect.deleted if not is_scratch(c.path)]
+    removals = [c for c in effect.deleted if not is_scratch(c.path) and wanted(c.path)]
+    copies: dict[bytes, list[str]] = {}
+    for path, data in base.items():
+        if data is not None and len(data) >= MIN_TWIN_BYTES and not is_scratch(path):
+            copies.setdefault(data, []).append(path)
     candidates = sorted(_candidates(targets, removals, seed), key=lambda item: item[0])
     out: list[Mutant] = []
     seen: set[tuple[tuple[str, bytes | None], ...]] = {tuple(sorted(base.items()))}
     for _, kind, broken, changed in candidates:
         if len(out) >= limit:
             break
+        if kind is not MutantKind.EMPTY_ALL:
+            data = base.get(broken[0])
+            twins = [p for p in copies.get(data, []) if p != broken[0]] if data is not None else []
+            changed = changed | {p: changed[broken[0]] for p in twins}
+            broken = [broken[0], *sorted(twins)]
         writes = {p: v for p, v in base.items() if p not in changed or changed[p] is not ...}
         writes.update({p: v for p, v in changed.items() if v is not ...})
         key = tuple(sorted(writes.items()))
@@ -172,6 +228,7 @@ def _mutant(
             name=kind.value, kind=kind, description=what, targets=broken, writes=writes, modes=kept_modes, links=links
         )
     target = broken[0]
+    also = f" (and its copies {', '.join(broken[1:])})" if broken[1:] else ""
     rel = target.lstrip("/")
     name = f"subset:without:{rel}" if kind is MutantKind.SUBSET else f"{kind.value}:{rel}"
     what = {
@@ -185,8 +242,8 @@ def _mutant(
     return Mutant(
         name=name,
         kind=kind,
-        description=f"the oracle's result with {what}",
-        targets=[target],
+        description=f"the oracle's result with {what}{also}",
+        targets=broken,
         writes=writes,
         modes=kept_modes,
         links=links,
@@ -194,10 +251,8 @@ def _mutant(
 
 
 def _rank(c: FileChange, workdir: str | None, focus: str) -> tuple[int, int, int, str]:
-    name = c.path.rsplit("/", 1)[-1]
-    mentioned = bool(focus) and (c.path in focus or (len(name) >= 3 and name in focus))
     in_workdir = bool(workdir and c.path.startswith(workdir.rstrip("/") + "/"))
-    return (not mentioned, not in_workdir, c.kind is not ChangeKind.CREATED, c.path)
+    return (not mentioned(c.path, focus), not in_workdir, c.kind is not ChangeKind.CREATED, c.path)
 
 
 def _encode(text: str | None) -> bytes | None:

@@ -144,6 +144,22 @@ class Observation(BaseModel):
         description="sha256 of the outputs the first oracle run wrote (the probe's `outputs`), as this run's "
         "reference solution left them: a path missing or different means the solution's result varies",
     )
+    opaque_programs: list[str] | None = Field(
+        None,
+        description="Programs the verifier ran whose file reads the observer cannot see (not Python, not a "
+        "traced bash, not a tool that takes its files as visible arguments); None when not recorded",
+    )
+
+    def reads_all_seen(self) -> bool:
+        """Whether every file the verifier's processes read shows in `accesses` (observed, no opaque program)."""
+        return self.observed and self.opaque_programs == []
+
+    def touched(self, path: str) -> bool:
+        """Whether the verifier took `path`, or a folder above it, in a way other than writing it."""
+        for a in self.accesses:
+            if set(a.how) - {"write"} and (a.path == path or (a.is_dir and path.startswith(a.path.rstrip("/") + "/"))):
+                return True
+        return False
 
     def get(self, path: str) -> Access | None:
         return next((a for a in self.accesses if a.path == path), None)
@@ -201,8 +217,40 @@ class Seen:
 _TRACE = re.compile(rf"^\++{SEP}([^{SEP}]*){SEP}([^{SEP}]*){SEP} (.*)$")
 
 
+_TRANSPARENT_WORDS = (
+    "bash cat diff cmp grep egrep fgrep sed awk gawk mawk jq head tail wc sort uniq test [ ls stat sha256sum "
+    "sha1sum sha512sum md5sum cksum cut tr paste comm join nl od xxd hexdump file basename dirname realpath "
+    "readlink mkdir rm rmdir cp mv touch chmod chown ln echo printf true false tee seq expr date sleep find "
+    "pwd id whoami rev fold fmt column iconv base64 du df"
+)
+TRANSPARENT = frozenset(_TRANSPARENT_WORDS.split())
+"""Programs that read only the files their (traced) arguments name, so the observer sees what they read."""
+WRAPPERS = frozenset({"env", "timeout", "nice", "nohup", "stdbuf", "time", "command", "exec", "builtin", "sudo"})
+
+
+def _opaque(program: str) -> bool:
+    name = posixpath.basename(program)
+    return not (name in TRANSPARENT or name in _NOT_PROGRAMS or re.fullmatch(r"python[\d.]*", name))
+
+
+def _program_words(words: list[str]) -> list[str]:
+    """The program word and, through wrappers (`timeout 10 node x.js`, `env A=1 cmd`), the programs they run."""
+    out: list[str] = []
+    rest = list(words)
+    while rest:
+        word = rest.pop(0)
+        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word) or (out and (word.startswith("-") or word[:1].isdigit())):
+            continue
+        out.append(word)
+        if posixpath.basename(word) not in WRAPPERS:
+            break
+    return out
+
+
 def parse_logs(logs: dict[str, str], seen: Seen, obs: Observation) -> None:
     """Fold the observer's log files into `seen` (paths, names) and `obs` (pytest and python runs)."""
+    if obs.opaque_programs is None:
+        obs.opaque_programs = []
     for name, text in logs.items():
         if name.startswith("sh."):
             _parse_trace(text, seen, obs)
@@ -230,6 +278,7 @@ def _parse_trace(text: str, seen: Seen, obs: Observation) -> None:
         if not words:
             continue
         seen.program(words[0], source or None, cwd)
+        _note_opaque(obs, [w for w in _program_words(words) if _opaque(w)])
         _script_run(words, cwd, source or None, seen, obs)
         _pytest_targets(words, cwd, source or None, seen)
         for word in words[1:]:
@@ -269,6 +318,14 @@ def _script_run(words: list[str], cwd: str, by: str | None, seen: Seen, obs: Obs
     seen.add(path, "run", by, "/")
     if len(obs.scripts) < MAX_SCRIPT_RUNS and not any(r.script == path for r in obs.scripts):
         obs.scripts.append(ScriptRun(script=path, argv=words, cwd=cwd or "/"))
+
+
+def _note_opaque(obs: Observation, programs: list[str]) -> None:
+    if obs.opaque_programs is None:
+        obs.opaque_programs = []
+    for program in programs:
+        if program not in obs.opaque_programs and len(obs.opaque_programs) < 50:
+            obs.opaque_programs.append(program)
 
 
 def _records(text: str) -> list[dict[str, Any]]:
@@ -329,6 +386,10 @@ def _parse_python(text: str, seen: Seen, obs: Observation) -> None:
             word = exe if exe and "/" in exe else (argv[0] if argv else exe)
             if word:
                 seen.program(str(word), main_file, str(rec.get("cwd") or run.cwd))
+                # a program Python starts gets its arguments untraced: only Python and bash are seen inside
+                name = posixpath.basename(str(word))
+                if not (name == "bash" or re.fullmatch(r"python[\d.]*", name)):
+                    _note_opaque(obs, [str(word)])
         elif kind == "sitecustomize" and path:
             seen.add(path, "import", "python", "/")
     run.imports = list(dict.fromkeys(m for m in run.imports if m and m.isidentifier()))

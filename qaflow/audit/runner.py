@@ -37,7 +37,7 @@ from qaflow.audit.hidden_links import judge_hidden_link, plan_hidden_link
 from qaflow.audit.infra import classify, stand_in_sign
 from qaflow.audit.judge import judge, judge_exploits
 from qaflow.audit.lint import LintConfig, lint_task
-from qaflow.audit.mutants import make_mutants
+from qaflow.audit.mutants import Mutant, deliverables, make_mutants
 from qaflow.audit.observation import Observation
 from qaflow.audit.observe import MAX_DIGESTS, observe_trial
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
@@ -438,19 +438,24 @@ class Auditor:
         # phase 2 needs the oracle: the reward file it writes (tamper) and its recorded effect (mutants)
         sources = sorted({r.reward_source for r in oracle if r.reward_source}) or ["reward.txt"]
         phase2 = [("tamper", 0, ProbeAgent.tamper(sources, trusted_paths(task)), False)]
-        mutants = []
         effect = _effect_of(oracle[0]) if oracle else None
-        if effect is not None and all(r.full for r in oracle) and self.config.max_mutants:
-            mutants = make_mutants(effect, limit=self.config.max_mutants, focus=_focus_text(task))
-            phase2 += [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
-            probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
+        mutate = effect is not None and all(r.full for r in oracle) and self.config.max_mutants > 0
+        mutants: list[Mutant] = []
         if observing:
             outputs = effect.output_digests() if effect is not None else {}
             reruns = max(self.config.verifier_reruns, 2 * n - 1) if adaptive else self.config.verifier_reruns
             observe = ProbeAgent.observe(reruns=reruns, outputs=outputs)
             phase2.append(("observe", 0, observe, True))
+        elif mutate and effect is not None:
+            mutants = self._mutants(task, effect, None, probes)
+            phase2 += [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
         tamper, *mutant_runs = yield from self._trials(task, shared, resources, phase2)
         observe_run = mutant_runs.pop() if observing else None
+        if observe_run is not None and mutate and effect is not None:
+            # mutants wait for the observation: a file the verifier never reads is no wrong answer
+            mutants = self._mutants(task, effect, _observation_of(observe_run), probes)
+            items = [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
+            mutant_runs = (yield from self._trials(task, shared, resources, items)) if items else []
         if observe_run is not None:
             if adaptive:
                 yield from self._settle(task, shared, resources, by_probe, observe_run, effect, probes)
@@ -475,6 +480,17 @@ class Auditor:
         audit.findings, audit.probes = findings, probes
         audit.verdict = verdict_for(findings)
         return audit
+
+    def _mutants(
+        self, task: Task, effect: Effect, observation: Observation | None, probes: dict[str, object]
+    ) -> list[Mutant]:
+        """The mutants of the oracle's effect whose targets are deliverables (`mutants.deliverables`)."""
+        focus = _focus_text(task)
+        mutants = make_mutants(
+            effect, limit=self.config.max_mutants, focus=focus, deliverable=deliverables(observation, focus)
+        )
+        probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
+        return mutants
 
     def _settle(
         self,
@@ -737,6 +753,11 @@ def _name_stand_ins(findings: list[AuditFinding], probes: dict[str, object]) -> 
     for finding in findings:
         if finding.code in _JUDGED_ON_THE_IMAGE:
             finding.evidence["stand_ins"] = used
+
+
+def _observation_of(run: ProbeRun) -> Observation | None:
+    raw = run.extra.get("observation")
+    return Observation.model_validate(raw) if raw else None
 
 
 def _focus_text(task: Task) -> str:
