@@ -7,7 +7,9 @@ environment by `MutantAgent`; full reward for a mutant means the verifier does n
 mutant broke.
 
 Targets are the oracle's created/modified regular files whose content was captured, except
-scratch (/tmp, caches, __pycache__, .git, installed packages): breaking those is no wrong answer.
+scratch (/tmp, caches, __pycache__, .git, installed packages): breaking those is no wrong answer;
+and only deliverables (`deliverables`: what the verifier reads, as far as the observation can tell,
+never a file in a hidden folder it did not take). A target's copies are broken together with it.
 Those files, symlinks and deletions are reproduced as the oracle left them; files too large to
 capture are left out of every mutant (which can only make mutants fail, never pass wrongly).
 Code files (by extension or shebang) get only empty, truncate and subset mutants: a changed
