@@ -1,11 +1,13 @@
 """Terminal-Bench import: a TB task written here is converted, loads as a Harbor task, keeps its
-metadata, and its generated test.sh turns run-tests.sh's exit status into a reward."""
+metadata, and its generated test.sh rewards what TB's pytest parser rewards (not the exit status)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -131,26 +133,81 @@ def test_convert_layout_and_metadata(tmp_path: Path) -> None:
     assert entry.warnings == []  # the compose file is TB's template: nothing to report
 
 
-def run_test_sh(dest: Path, tmp_path: Path, run_tests: str) -> tuple[int, str]:
+def run_test_sh(dest: Path, tmp_path: Path, run_tests: str, tests: dict[str, str] | None = None) -> tuple[int, str]:
     """Run the generated test.sh with /tests and /logs mapped to temporary folders."""
-    tests, logs = tmp_path / "sandbox-tests", tmp_path / "sandbox-logs"
-    tests.mkdir()
+    tests_dir, logs = tmp_path / "sandbox-tests", tmp_path / "sandbox-logs"
+    tests_dir.mkdir(parents=True)
+    for name, text in (tests or {}).items():
+        (tests_dir / name).write_text(text)
     (logs / "verifier").mkdir(parents=True)
     (logs / "verifier" / "reward.json").write_text('{"forged": 1}')
-    (tests / "run-tests.sh").write_text(run_tests)
-    script = (dest / "tests" / "test.sh").read_text().replace("/tests", str(tests)).replace("/logs", str(logs))
+    (tests_dir / "run-tests.sh").write_text(run_tests)
+    script = (dest / "tests" / "test.sh").read_text().replace("/tests", str(tests_dir)).replace("/logs", str(logs))
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
     assert not (logs / "verifier" / "reward.json").exists()
     return proc.returncode, (logs / "verifier" / "reward.txt").read_text()
 
 
-@pytest.mark.parametrize(("exit_code", "reward"), [(0, "1\n"), (1, "0\n"), (2, "0\n")])
-def test_generated_test_sh_writes_reward_from_exit_status(tmp_path: Path, exit_code: int, reward: str) -> None:
+SUMMARY = "=========================== short test summary info ============================\n"
+
+
+@pytest.mark.parametrize(
+    ("output", "exit_code", "reward"),
+    [
+        (SUMMARY + "PASSED tests/test_outputs.py::test_count\n", 0, "1\n"),
+        # TB reads the parser, not the exit status: all passed is resolved whatever run-tests.sh exits with
+        (SUMMARY + "PASSED t.py::a\nSKIPPED [1] t.py:3: no display\nXFAIL t.py::c\n", 1, "1\n"),
+        (SUMMARY + "PASSED t.py::a\nFAILED t.py::b - assert 1 == 2\n", 1, "0\n"),
+        (SUMMARY + "PASSED t.py::a\nERROR t.py::b - ImportError\n", 1, "0\n"),
+        (SUMMARY + "XPASS t.py::a\nPASSED t.py::b\n", 0, "0\n"),
+        # no summary: pytest never reported (an exit at import, a crash), whatever the status
+        ("collected 1 item\n", 0, "0\n"),
+        ("", 0, "0\n"),
+        # a summary that lists no test that ran
+        (SUMMARY + "SKIPPED [1] t.py:3: no display\n", 0, "0\n"),
+        (SUMMARY, 0, "0\n"),
+    ],
+)
+def test_generated_test_sh_rewards_what_tbs_pytest_parser_rewards(
+    tmp_path: Path, output: str, exit_code: int, reward: str
+) -> None:
     dest = Path(convert_task(tb_task(tmp_path / "src" / "t"), tmp_path / "out").dest or "")
     # run-tests.sh sees TEST_DIR pointing at the uploaded tests, as under TB
-    probe = f'#!/bin/bash\n[ -f "$TEST_DIR/run-tests.sh" ] || exit 9\nexit {exit_code}\n'
+    probe = (
+        f'#!/bin/bash\n[ -f "$TEST_DIR/run-tests.sh" ] || exit 9\nprintf %s {shlex.quote(output)}\nexit {exit_code}\n'
+    )
     code, written = run_test_sh(dest, tmp_path, probe)
     assert (code, written) == (exit_code, reward)
+
+
+def test_an_exit_at_import_gets_no_reward(tmp_path: Path) -> None:
+    """The evoeval case: the tests import the agent's solution.py, which ends the process at import
+    with status 0 before pytest reports anything; TB's parser finds no summary, and so does test.sh."""
+    tests = "from solution import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    src = tb_task(tmp_path / "src" / "t", **{"tests/test_outputs.py": tests})
+    dest = Path(convert_task(src, tmp_path / "out").dest or "")
+    work = tmp_path / "work"
+    work.mkdir()
+    run_tests = (
+        f'#!/bin/bash\ncd {work} && {sys.executable} -m pytest -p no:cacheprovider "$TEST_DIR/test_outputs.py" -rA\n'
+    )
+    cases = {
+        "exit-at-import": ("import os\nos._exit(0)\n", "0\n"),
+        "real": ("def add(a, b):\n    return a + b\n", "1\n"),
+    }
+    for case, (solution, reward) in cases.items():
+        (work / "solution.py").write_text(solution)
+        code, written = run_test_sh(dest, tmp_path / case, run_tests, tests={"test_outputs.py": tests})
+        assert written == reward, (case, code)
+        if case == "exit-at-import":
+            assert code == 0  # the exit status alone would have paid it
+
+
+def test_a_non_pytest_parser_keeps_the_exit_status(tmp_path: Path) -> None:
+    yaml_text = TASK_YAML.replace("parser_name: pytest", "parser_name: swebench")
+    assert yaml_text != TASK_YAML
+    dest = Path(convert_task(tb_task(tmp_path / "src" / "t", **{"task.yaml": yaml_text}), tmp_path / "out").dest or "")
+    assert run_test_sh(dest, tmp_path, "#!/bin/bash\nexit 0\n") == (0, "1\n")
 
 
 def test_default_timeouts_and_minimal_yaml(tmp_path: Path) -> None:
