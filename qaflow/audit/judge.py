@@ -229,6 +229,10 @@ EXPLOIT_REMEDIES = {
         "cannot load agent files (rootdir and inifile under /tests, -p no:cacheprovider, from a folder the agent "
         "cannot write)"
     ),
+    "exit-at-import": (
+        "the verifier imports the agent's module into the process whose exit status it rewards; reward the "
+        "tests' own results instead (pytest's junit report: at least one test passed, none failed or errored)"
+    ),
     "expected-rewrite": (
         "the verifier compares the work with expected values the agent can rewrite; keep them under tests/ (the "
         "verifier's own files) or derive them there"

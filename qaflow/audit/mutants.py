@@ -61,6 +61,8 @@ class MutantKind(StrEnum):
     SUBSET = "subset"
     TRUNCATE = "truncate"
     SHUFFLE = "shuffle"
+    CODE = "code"
+    """One change to Python code the oracle wrote (`qaflow.audit.code_mutants`)."""
 
 
 class Mutant(BaseModel):
@@ -130,6 +132,22 @@ MIN_TWIN_BYTES = 16
 """Files this long or longer with the same content are copies of one another (shorter ones match by chance)."""
 
 
+def oracle_state(effect: Effect) -> tuple[dict[str, bytes | None], dict[str, int], dict[str, str]]:
+    """The oracle's end state as writes (None = delete), file modes and symlinks (what `MutantAgent` applies)."""
+    base: dict[str, bytes | None] = {}
+    modes: dict[str, int] = {}
+    links: dict[str, str] = {}
+    for c in effect.changes:
+        if c.kind is ChangeKind.DELETED:
+            base[c.path] = None
+        elif c.file_type == "symlink" and c.link_target:
+            links[c.path] = c.link_target
+        elif c.file_type == "file" and c.content is not None:
+            base[c.path] = c.content
+            modes[c.path] = c.mode if c.mode is not None else DEFAULT_MODE
+    return base, modes, links
+
+
 def make_mutants(
     effect: Effect,
     *,
@@ -145,17 +163,7 @@ def make_mutants(
     the oracle too) are broken with it: which copy the verifier reads cannot be told. Mutants that
     reproduce the oracle's end state exactly, and duplicates, are skipped.
     """
-    base: dict[str, bytes | None] = {}
-    modes: dict[str, int] = {}
-    links: dict[str, str] = {}
-    for c in effect.changes:
-        if c.kind is ChangeKind.DELETED:
-            base[c.path] = None
-        elif c.file_type == "symlink" and c.link_target:
-            links[c.path] = c.link_target
-        elif c.file_type == "file" and c.content is not None:
-            base[c.path] = c.content
-            modes[c.path] = c.mode if c.mode is not None else DEFAULT_MODE
+    base, modes, links = oracle_state(effect)
     wanted = deliverable or (lambda _path: True)
     targets = [c for c in effect.written if c.path in base and not is_scratch(c.path) and wanted(c.path)]
     targets.sort(key=lambda c: _rank(c, effect.workdir, focus))

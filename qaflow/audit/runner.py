@@ -29,15 +29,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
+from qaflow.audit.differential import DIFF_SCRIPT, diff_config, judge_code_mutants, plan_code_mutants
 from qaflow.audit.effects import Effect
 from qaflow.audit.expected import plan_expected_rewrite
 from qaflow.audit.exploits import Exploit, harness_note, leftover_findings, plan_exploits
 from qaflow.audit.git_history import git_findings
 from qaflow.audit.hidden_links import judge_hidden_link, plan_hidden_link
 from qaflow.audit.infra import classify, stand_in_sign
+from qaflow.audit.inprocess import ALWAYS_EQUAL, EXIT_AT_IMPORT, imported_modules, judge_always_equal, plan_in_process
 from qaflow.audit.judge import judge, judge_exploits
 from qaflow.audit.lint import LintConfig, lint_task
-from qaflow.audit.mutants import Mutant, deliverables, make_mutants
+from qaflow.audit.mutants import Mutant, MutantAgent, MutantKind, deliverables, make_mutants, oracle_state
 from qaflow.audit.observation import Observation
 from qaflow.audit.observe import MAX_DIGESTS, observe_trial
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
@@ -49,7 +51,7 @@ from qaflow.ledger import Ledger
 from qaflow.models.audit import AuditFinding, TaskAudit, Verdict, verdict_for
 from qaflow.models.records import Finding, FindingCode, Result, ResultKey, Severity
 from qaflow.models.trial import ExitStatus
-from qaflow.sandbox import backend_class, resolve_backend
+from qaflow.sandbox import backend_class, open_sandbox, resolve_backend
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env, spec_for_task
 from qaflow.task import Task, VerifierEnvironmentMode
 from qaflow.trial import run_trial
@@ -84,6 +86,11 @@ class AuditConfig(BaseModel):
     )
     jobs: int = Field(2, ge=1, description="Trials run concurrently")
     max_mutants: int = Field(12, ge=0, description="Wrong solutions derived from the oracle, per task")
+    code_mutants: bool = Field(
+        True,
+        description="One-change mutants of Python modules the oracle wrote and the verifier imported, judged "
+        "against the oracle on the tests' inputs (needs the observe probe)",
+    )
     observe: bool = Field(
         True,
         description="Observe the verifier's trust boundary on the oracle's final state and, where it takes "
@@ -164,6 +171,11 @@ class BuildOutcome(BaseModel):
     duration_s: float = 0.0
 
 
+TASKS_PER_SLOT = 3
+"""Tasks in flight per executor slot: a task's phases wait on one another (observe before mutants), and
+its narrow phases (one build, one observe) would leave slots idle with one task per slot."""
+
+
 def build_item(
     task: Task | TaskRef, backend: str, run_id: str, offline: bool = False, network: str = "task"
 ) -> BuildOutcome:
@@ -189,6 +201,36 @@ def build_item(
     except UnsupportedError as e:
         payload = {"status": "failed", "unsupported": "1", "error": str(e)}
     return BuildOutcome(payload=payload, duration_s=time.perf_counter() - t0)
+
+
+DIFF_DIR = "/tmp/qaflow-differential"
+DIFF_TIMEOUT_S = 120.0
+
+
+def differential_item(
+    task: Task | TaskRef, base: Mutant, config: str, backend: str, run_id: str, offline: bool = False,
+    network: str = "task",
+) -> dict[str, Any]:  # fmt: skip
+    """Work item: in a fresh sandbox of the task's image with the oracle's state (`base`) in place, call the
+    oracle's and a code mutant's functions on the tests' inputs (`differential.DIFF_SCRIPT`, `config`)."""
+    loaded = resolve_task(task)
+    spec = spec_for_task(loaded, run_id=run_id, network=RunNetwork(offline=offline, network=RuntimeNetwork(network)))
+    with open_sandbox(spec, backend) as box:
+        MutantAgent(base).run(loaded, box)
+        box.put(f"{DIFF_DIR}/config.json", config.encode())
+        box.put(f"{DIFF_DIR}/diff.py", DIFF_SCRIPT.encode())
+        user = loaded.config.agent.user
+        done = box.exec(
+            ["python3", f"{DIFF_DIR}/diff.py", f"{DIFF_DIR}/config.json"], timeout=DIFF_TIMEOUT_S, user=user
+        )
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    try:
+        outcome = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        outcome = None
+    if not isinstance(outcome, dict):
+        return {"error": f"exit {done.exit_code}: {done.stderr[-300:]}", "differs": []}
+    return outcome
 
 
 def trial_item(
@@ -300,14 +342,15 @@ class Auditor:
     # -- the driver -------------------------------------------------------------------------
 
     def _drive(self, steps: Iterable[Steps]) -> list[TaskAudit]:
-        """Step the tasks (about as many in flight as the executor has slots), submitting the work
-        items they ask for and recording each result in the ledger as it comes back. Ctrl-C (or any
-        error of the driver) cancels the items in flight and reaps the run's sandboxes."""
+        """Step the tasks (`TASKS_PER_SLOT` per executor slot in flight, so that while one waits on a phase
+        of a single trial the slots stay busy with others' work), submitting the work items they ask for
+        and recording each result in the ledger as it comes back. Ctrl-C (or any error of the driver)
+        cancels the items in flight and reaps the run's sandboxes."""
         todo = deque(enumerate(steps))
         results: dict[int, TaskAudit] = {}
         active: dict[int, _InFlight] = {}
         waiting: dict[Handle, tuple[int, int, _Work]] = {}
-        limit = max(1, self.executor.slots)
+        limit = max(1, self.executor.slots) * TASKS_PER_SLOT
 
         def advance(i: int, flight: _InFlight, sent: list[Any] | None) -> None:
             while True:
@@ -451,11 +494,15 @@ class Auditor:
             phase2 += [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
         tamper, *mutant_runs = yield from self._trials(task, shared, resources, phase2)
         observe_run = mutant_runs.pop() if observing else None
+        code_findings: list[AuditFinding] = []
         if observe_run is not None and mutate and effect is not None:
             # mutants wait for the observation: a file the verifier never reads is no wrong answer
-            mutants = self._mutants(task, effect, _observation_of(observe_run), probes)
+            observation = _observation_of(observe_run)
+            mutants = self._mutants(task, effect, observation, probes)
             items = [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
             mutant_runs = (yield from self._trials(task, shared, resources, items)) if items else []
+            if observation is not None and self.config.code_mutants:
+                code_findings = yield from self._code_mutants(task, shared, resources, effect, observation, probes)
         if observe_run is not None:
             if adaptive:
                 yield from self._settle(task, shared, resources, by_probe, observe_run, effect, probes)
@@ -464,7 +511,7 @@ class Auditor:
             by_probe["oracle"] = oracle
         for m, run in zip(mutants, mutant_runs, strict=True):
             run.extra["description"] = m.description
-        findings += judge(by_probe.get("nop", []), oracle, tamper, mutant_runs)
+        findings += judge(by_probe.get("nop", []), oracle, tamper, mutant_runs) + code_findings
         if observe_run is not None:
             findings += yield from self._battery(task, shared, resources, observe_run, effect, by_probe, probes)
         audit.timings["trials"] = time.perf_counter() - t0
@@ -491,6 +538,57 @@ class Auditor:
         )
         probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
         return mutants
+
+    def _code_mutants(
+        self,
+        task: Task,
+        shared: Any,
+        resources: Resources,
+        effect: Effect,
+        observation: Observation,
+        probes: dict[str, object],
+    ) -> Generator[list[_Work], list[Any], list[AuditFinding]]:
+        """Code mutants of the modules the verifier imported that the oracle wrote, each run like a mutant;
+        a survivor counts only where it computes something else than the oracle on the tests' inputs."""
+        plans, why = plan_code_mutants(imported_modules(observation, effect), effect, task.tests_dir)
+        view: dict[str, object] = {"generated": len(plans)}
+        probes["code_mutants"] = view
+        if not plans:
+            view["skipped"] = why
+            return []
+        items = [(f"mutant:{p.mutant.name}", 0, ProbeAgent.of_mutant(p.mutant), True) for p in plans]
+        runs = yield from self._trials(task, shared, resources, items)
+        survivors = [p for p, run in zip(plans, runs, strict=True) if run.full]
+        view["survived"] = [p.mutant.name for p in survivors]
+        if not survivors:
+            return []
+        base, modes, links = oracle_state(effect)
+        state = Mutant(name="oracle", kind=MutantKind.EMPTY_ALL, description="the oracle's state", writes=base,
+                       modes={p: m for p, m in modes.items() if base.get(p) is not None}, links=links)  # fmt: skip
+        works = [
+            _Work(
+                differential_item,
+                (
+                    shared,
+                    state,
+                    diff_config(p.path, p.oracle, p.source, p.calls),
+                    self.backend,
+                    self.run_id,
+                    *self._network_args(),
+                ),
+                resources,
+            )
+            for p in survivors
+        ]
+        outcomes = yield works
+        checked = []
+        for plan, outcome in zip(survivors, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                outcome = {"error": f"{type(outcome).__name__}: {outcome}", "differs": []}
+            checked.append((plan, outcome))
+        view["equivalent"] = [p.mutant.name for p, o in checked if not o.get("differs") and not o.get("error")]
+        view["errors"] = {p.mutant.name: o["error"] for p, o in checked if o.get("error")}
+        return judge_code_mutants(checked, str(task.path))
 
     def _settle(
         self,
@@ -569,9 +667,13 @@ class Auditor:
         exploits: list[Exploit] = plan_exploits(observation, changed)
         rewrite = plan_expected_rewrite(observation, effect, task.instruction)
         exploits += [rewrite] if rewrite is not None else []
+        in_process = {e.name: e for e in plan_in_process(observation, effect)}
+        if EXIT_AT_IMPORT in in_process:
+            exploits.append(in_process[EXIT_AT_IMPORT])
+        always_equal = in_process.get(ALWAYS_EQUAL)
         answer_copy = plan_answer_copy(observation, effect, task.instruction)
         hidden_link = plan_hidden_link(task, effect)
-        proofs = [e for e in (hidden_link, answer_copy) if e is not None]
+        proofs = [e for e in (always_equal, hidden_link, answer_copy) if e is not None]
         tried = [*exploits, *proofs]
         if not tried:
             return findings
@@ -586,6 +688,8 @@ class Auditor:
             findings += judge_answer_copy(nop, runs.pop(), answer_copy, where)
         if hidden_link is not None:
             findings += judge_hidden_link(nop, runs.pop(), hidden_link, where)
+        if always_equal is not None:
+            findings += judge_always_equal(nop, runs.pop(), always_equal, where)
         return findings + judge_exploits(nop, runs, exploits, where)
 
     def _build_finding(self, build: dict[str, str]) -> AuditFinding:

@@ -1,31 +1,53 @@
-"""Behavioural checks of slugify() on titles with punctuation, accents and a length limit."""
+"""Behavioural checks of slugify() on titles with punctuation, accents and a length limit.
 
-import importlib.util
+The module runs in a child process and its values come back as JSON: the grader never runs the
+agent's code in its own process, so an exit at import or a value equal to anything proves nothing."""
+
+import json
+import subprocess
 import sys
 
+CHILD = r"""
+import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("slugify", "/app/slugify.py")
 module = importlib.util.module_from_spec(spec)
-try:
-    spec.loader.exec_module(module)
-    slugify = module.slugify
-except Exception as e:  # a broken module is a failed check, not a verifier crash
-    sys.exit(f"cannot import slugify from /app/slugify.py: {e!r}")
+spec.loader.exec_module(module)
+out = []
+for name, args in json.loads(sys.argv[1]):
+    try:
+        out.append(["ok", getattr(module, name)(*args)])
+    except Exception as e:
+        out.append(["raised", type(e).__name__])
+print("RESULTS " + json.dumps(out))
+"""
+
+
+def results(calls):
+    """Each (function, arguments) call's outcome, computed by the agent's module in a child process and
+    read back as JSON: ["ok", value] or ["raised", exception type]."""
+    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(calls)], capture_output=True, text=True, timeout=60)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")]
+    if proc.returncode != 0 or not lines:
+        sys.exit(f"the module did not report its results (exit {proc.returncode}): {proc.stderr[-500:]}")
+    got = json.loads(lines[-1].removeprefix("RESULTS "))
+    if not isinstance(got, list) or len(got) != len(calls):
+        sys.exit(f"expected {len(calls)} results, got {got!r}")
+    return got
+
 
 CASES = [
-    (("Hello, World!",), "hello-world"),
-    (("  Crème Brûlée -- Recipe  ",), "creme-brulee-recipe"),
-    (("C'est la vie",), "c-est-la-vie"),
-    (("2024: A Year in Review",), "2024-a-year-in-review"),
-    (("The quick brown fox jumps", 10), "the-quick"),
-    (("***",), ""),
-    (("already-a-slug",), "already-a-slug"),
-    (("Release Notes",), "release-notes"),
+    (["Hello, World!"], "hello-world"),
+    (["  Crème Brûlée -- Recipe  "], "creme-brulee-recipe"),
+    (["C'est la vie"], "c-est-la-vie"),
+    (["2024: A Year in Review"], "2024-a-year-in-review"),
+    (["The quick brown fox jumps", 10], "the-quick"),
+    (["***"], ""),
+    (["already-a-slug"], "already-a-slug"),
+    (["Release Notes"], "release-notes"),
 ]
-for args, want in CASES:
-    try:
-        got = slugify(*args)
-    except Exception as e:
-        sys.exit(f"slugify{args!r} raised {e!r}")
-    if got != want:
-        sys.exit(f"slugify{args!r} = {got!r}, expected {want!r}")
+for (args, want), (status, got) in zip(CASES, results([["slugify", a] for a, _ in CASES]), strict=True):
+    if status != "ok":
+        sys.exit(f"slugify{tuple(args)!r} raised {got}")
+    if type(got) is not str or got != want:
+        sys.exit(f"slugify{tuple(args)!r} = {got!r}, expected {want!r}")
 print("ok")

@@ -1,0 +1,139 @@
+"""The agent's module inside the verifier's process: a generated matrix of pytest verifiers that import the
+module the reference solution writes, crossed over how the reward is read (pytest's exit status, or its
+junit report) and how values are compared (`==`, or exact type and value), audited on each backend.
+
+Expected, from the combination alone: an exit-status reward is forged by `exit-at-import` (`reward_tamper`);
+`==` alone accepts the `always-equal` module (`weak_verifier`); a junit-counted, type-checking verifier is
+clean (no false finding)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from qaflow.audit.effects import ChangeKind, Effect, FileChange
+from qaflow.audit.inprocess import ALWAYS_EQUAL, EXIT_AT_IMPORT, always_equal_module, plan_in_process
+from qaflow.audit.observation import Access, Observation
+from qaflow.audit.runner import AuditConfig, Auditor
+from qaflow.models.records import FindingCode, RunKind
+from qaflow.pool import Pool
+from tests.conftest import require_backend
+from tests.taskfactory import write_task
+
+SOLUTION = (
+    "def add(a: int, b: int) -> int:\n    return a + b\n\n\nclass Counter:\n    def count(self, xs):\n"
+    "        return len(xs)\n"
+)
+SOLVE = f"#!/bin/bash\ncat > /app/solution.py <<'PY'\n{SOLUTION}PY\n"
+COMPARE = {
+    "equality": "    assert add(2, 3) == 5\n    assert add(-1, 1) == 0\n",
+    "typed": "    got = add(2, 3)\n    assert type(got) is int and got == 5\n    assert type(add(-1, 1)) is int\n",
+}
+TEST_PY = (
+    "import sys\n\nsys.path.insert(0, '/app')\nfrom solution import add  # noqa: E402\n\n\ndef test_add():\n{compare}"
+)
+REWARD = {
+    "exit-status": "#!/bin/bash\ncd /tests\nif python3 -m pytest -q -p no:cacheprovider /tests/test_add.py; then r=1; "
+    "else r=0; fi\nmkdir -p /logs/verifier\necho $r > /logs/verifier/reward.txt\n",
+    "junit": "#!/bin/bash\ncd /tests\npython3 -m pytest -q -p no:cacheprovider --junitxml=/tmp/junit.xml "
+    "/tests/test_add.py\nmkdir -p /logs/verifier\npython3 /tests/count.py /tmp/junit.xml > /logs/verifier/reward.txt\n",
+}
+COUNT_PY = """import sys
+import xml.etree.ElementTree as ET
+
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except (OSError, ET.ParseError):
+    print(0)
+    raise SystemExit(0)
+suites = [root] if root.tag == "testsuite" else list(root)
+tests = sum(int(s.get("tests", 0)) for s in suites)
+bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) + int(s.get("skipped", 0)) for s in suites)
+print(1 if tests > 0 and bad == 0 else 0)
+"""
+CELLS = list(itertools.product(REWARD, COMPARE))
+
+
+def expected(reward: str, compare: str) -> set[str]:
+    codes = set()
+    if reward == "exit-status":
+        codes.add("reward_tamper")
+    if compare == "equality":
+        codes.add("weak_verifier")
+    return codes
+
+
+def write_cell(root: Path, reward: str, compare: str) -> Path:
+    return write_task(
+        root,
+        f"{reward}-{compare}",
+        test_sh=REWARD[reward],
+        solve_sh=SOLVE,
+        instruction="Write /app/solution.py with `add(a, b)` returning the sum, and a `Counter` class.\n",
+        files={"tests/test_add.py": TEST_PY.format(compare=COMPARE[compare]), "tests/count.py": COUNT_PY},
+    )
+
+
+@pytest.mark.parametrize("backend_name", [pytest.param("docker", marks=pytest.mark.docker),
+                                          pytest.param("bwrap", marks=pytest.mark.bwrap)])  # fmt: skip
+def test_the_matrix_gets_exactly_the_expected_findings(backend_name: str, tmp_path: Path) -> None:
+    require_backend(backend_name)
+    for reward, compare in CELLS:
+        write_cell(tmp_path, reward, compare)
+    with Pool.open(tmp_path) as pool:
+        pool.scan()
+        run = pool.ledger.start_run(RunKind.AUDIT)
+        auditor = Auditor(pool.ledger, run.run_id, AuditConfig(backend=backend_name, jobs=2))
+        try:
+            audits = {a.task.removeprefix("test/"): a for a in auditor.audit(sorted(tmp_path.glob("*-*")))}
+        finally:
+            auditor.close()
+    for reward, compare in CELLS:
+        audit = audits[f"{reward}-{compare}"]
+        found = {f.code.value for f in audit.findings if f.severity.value == "error"}
+        assert found == expected(reward, compare), (reward, compare, audit.findings)
+        names = {e["exploit"] for f in audit.findings for e in f.evidence.get("exploits", [])}
+        if reward == "exit-status":
+            assert EXIT_AT_IMPORT in names
+        if compare == "equality":
+            weak = next(f for f in audit.findings if f.code is FindingCode.WEAK_VERIFIER)
+            assert weak.evidence["exploits"][0]["exploit"] == ALWAYS_EQUAL
+            assert "--agent exploit:always-equal" in weak.evidence["exploits"][0]["reproduce"]
+
+
+def test_the_always_equal_module_keeps_the_public_names_and_types() -> None:
+    text = always_equal_module(SOLUTION.encode())
+    assert text is not None
+    module: dict[str, object] = {}
+    exec(compile(text, "solution.py", "exec"), module)  # the plant itself, run here on purpose
+    add, counter = module["add"], module["Counter"]
+    assert callable(add) and add(1, 2) == 3 and add(1, 2) == "anything" and (add(1, 2) != 4) is False
+    assert isinstance(add(1, 2), int)  # annotated `-> int`: an int subclass
+    assert counter().count([1]) == 99  # type: ignore[operator]
+    assert always_equal_module(b"X = 1\n") is None and always_equal_module(b"def (:\n") is None
+
+
+def test_only_modules_the_solution_wrote_and_the_verifier_imported_are_planted() -> None:
+    effect = Effect(
+        changes=[
+            FileChange(path="/app/solution.py", kind=ChangeKind.CREATED, content=SOLUTION.encode(), mode=0o644),
+            FileChange(path="/app/helper.py", kind=ChangeKind.CREATED, content=b"def h():\n    return 1\n", mode=0o644),
+            FileChange(path="/app/out.txt", kind=ChangeKind.CREATED, content=b"5\n", mode=0o644),
+        ]
+    )
+    obs = Observation(
+        observed=True,
+        opaque_programs=[],
+        accesses=[
+            Access(path="/app/solution.py", how=["import"], by=["/tests/test_add.py"], exists=True, writable=True),
+            # imported only by the agent's own module: the one the verifier imports is planted instead
+            Access(path="/app/helper.py", how=["import"], by=["/app/solution.py"], exists=True, writable=True),
+            Access(path="/app/out.txt", how=["read"], by=["/tests/test_add.py"], exists=True, writable=True),
+            Access(path="/opt/lib/tool.py", how=["import"], by=["/tests/test_add.py"], exists=True, writable=True),
+        ],
+    )
+    exploits = {e.name: [p.path for p in e.plants] for e in plan_in_process(obs, effect)}
+    assert exploits == {EXIT_AT_IMPORT: ["/app/solution.py"], ALWAYS_EQUAL: ["/app/solution.py"]}
+    assert plan_in_process(obs, None) == [] and plan_in_process(Observation(), effect) == []
