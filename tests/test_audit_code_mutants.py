@@ -115,7 +115,7 @@ def test_a_surviving_mutant_that_computes_something_else_is_a_weak_test(tmp_path
     with Pool.open(tmp_path) as pool:
         pool.scan()
         run = pool.ledger.start_run(RunKind.AUDIT)
-        auditor = Auditor(pool.ledger, run.run_id, AuditConfig(backend="bwrap", jobs=2))
+        auditor = Auditor(pool.ledger, run.run_id, AuditConfig(backend="bwrap", jobs=2, repeats=2))
         try:
             audits = {a.task.removeprefix("test/"): a for a in auditor.audit(sorted(tmp_path.glob("*-*")))}
         finally:

@@ -26,7 +26,8 @@ SOLUTION = (
     "def add(a: int, b: int) -> int:\n    return a + b\n\n\nclass Counter:\n    def count(self, xs):\n"
     "        return len(xs)\n"
 )
-SOLVE = f"#!/bin/bash\ncat > /app/solution.py <<'PY'\n{SOLUTION}PY\n"
+ADD = "def add(a: int, b: int) -> int:\n    return a + b\n"
+SOLVE = f"#!/bin/bash\ncat > /app/solution.py <<'PY'\n{ADD}PY\n"
 COMPARE = {
     "equality": "    assert add(2, 3) == 5\n    assert add(-1, 1) == 0\n",
     "typed": "    got = add(2, 3)\n    assert type(got) is int and got == 5\n    assert type(add(-1, 1)) is int\n",
@@ -71,7 +72,7 @@ def write_cell(root: Path, reward: str, compare: str) -> Path:
         f"{reward}-{compare}",
         test_sh=REWARD[reward],
         solve_sh=SOLVE,
-        instruction="Write /app/solution.py with `add(a, b)` returning the sum, and a `Counter` class.\n",
+        instruction="Write /app/solution.py with `add(a, b)` returning the sum.\n",
         files={"tests/test_add.py": TEST_PY.format(compare=COMPARE[compare]), "tests/count.py": COUNT_PY},
     )
 
@@ -85,7 +86,7 @@ def test_the_matrix_gets_exactly_the_expected_findings(backend_name: str, tmp_pa
     with Pool.open(tmp_path) as pool:
         pool.scan()
         run = pool.ledger.start_run(RunKind.AUDIT)
-        auditor = Auditor(pool.ledger, run.run_id, AuditConfig(backend=backend_name, jobs=2))
+        auditor = Auditor(pool.ledger, run.run_id, AuditConfig(backend=backend_name, jobs=2, repeats=2))
         try:
             audits = {a.task.removeprefix("test/"): a for a in auditor.audit(sorted(tmp_path.glob("*-*")))}
         finally:
@@ -98,7 +99,7 @@ def test_the_matrix_gets_exactly_the_expected_findings(backend_name: str, tmp_pa
         if reward == "exit-status":
             assert EXIT_AT_IMPORT in names
         if compare == "equality":
-            weak = next(f for f in audit.findings if f.code is FindingCode.WEAK_VERIFIER)
+            (weak,) = [f for f in audit.findings if f.code is FindingCode.WEAK_VERIFIER]
             assert weak.evidence["exploits"][0]["exploit"] == ALWAYS_EQUAL
             assert "--agent exploit:always-equal" in weak.evidence["exploits"][0]["reproduce"]
 

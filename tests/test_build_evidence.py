@@ -82,7 +82,7 @@ def _audit(root: Path, backend: str) -> dict[str, TaskAudit]:
     with Pool.open(root) as pool:
         pool.scan()
         run = pool.ledger.start_run(RunKind.AUDIT)
-        auditor = Auditor(pool.ledger, run.run_id, AuditConfig(backend=backend, jobs=2))
+        auditor = Auditor(pool.ledger, run.run_id, AuditConfig(backend=backend, jobs=2, repeats=2))
         try:
             audits = auditor.audit(sorted(p for p in root.iterdir() if (p / "task.toml").is_file()))
         finally:

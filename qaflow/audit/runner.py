@@ -39,6 +39,7 @@ from qaflow.audit.infra import classify, stand_in_sign
 from qaflow.audit.inprocess import ALWAYS_EQUAL, EXIT_AT_IMPORT, imported_modules, judge_always_equal, plan_in_process
 from qaflow.audit.judge import judge, judge_exploits
 from qaflow.audit.lint import LintConfig, lint_task
+from qaflow.audit.mutant_lookup import focus_text
 from qaflow.audit.mutants import Mutant, MutantAgent, MutantKind, deliverables, make_mutants, oracle_state
 from qaflow.audit.observation import Observation
 from qaflow.audit.observe import MAX_DIGESTS, observe_trial
@@ -532,7 +533,7 @@ class Auditor:
         self, task: Task, effect: Effect, observation: Observation | None, probes: dict[str, object]
     ) -> list[Mutant]:
         """The mutants of the oracle's effect whose targets are deliverables (`mutants.deliverables`)."""
-        focus = _focus_text(task)
+        focus = focus_text(task)
         mutants = make_mutants(
             effect, limit=self.config.max_mutants, focus=focus, deliverable=deliverables(observation, focus)
         )
@@ -862,15 +863,6 @@ def _name_stand_ins(findings: list[AuditFinding], probes: dict[str, object]) -> 
 def _observation_of(run: ProbeRun) -> Observation | None:
     raw = run.extra.get("observation")
     return Observation.model_validate(raw) if raw else None
-
-
-def _focus_text(task: Task) -> str:
-    """The instruction and the verifier's text: the files they mention are mutated first."""
-    parts = [task.instruction]
-    for path in sorted(task.tests_dir.rglob("*")):
-        if path.is_file() and path.stat().st_size < 200_000:
-            parts.append(path.read_text(encoding="utf-8", errors="replace"))
-    return "\n".join(parts)
 
 
 def _effect_of(run: ProbeRun) -> Effect | None:

@@ -1,4 +1,4 @@
-"""CLI: `qaflow run TASK --agent oracle|nop|exploit:NAME` runs one trial and prints the reward and timings."""
+"""CLI: `qaflow run TASK --agent oracle|nop|exploit:NAME|mutant:NAME` runs one trial and prints its reward."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from rich.table import Table
 from qaflow.agents import Agent, agent_by_name
 from qaflow.audit.exploit_lookup import ExploitLookupError, exploit_name, find_exploit
 from qaflow.audit.exploits import ExploitAgent
+from qaflow.audit.mutant_lookup import MutantLookupError, find_mutant, mutant_name
+from qaflow.audit.mutants import MutantAgent
 from qaflow.cli.options import BackendOpt, NetworkOpt, OfflineOpt, RuntimeOpt
 from qaflow.cli.output import console as cli_console
 from qaflow.cli.output import usage_error
@@ -29,8 +31,9 @@ AgentOpt = Annotated[
     typer.Option(
         "--agent",
         "-a",
-        help="oracle (reference solution), nop (do nothing), or exploit:NAME (replay an exploit the audit of this "
-        "version proved: its reward_tamper or leak finding's plants, written as the agent user)",
+        help="oracle (reference solution), nop (do nothing), exploit:NAME (replay an exploit the audit of this "
+        "version proved: its finding's plants, written as the agent user), or mutant:NAME (a wrong solution the "
+        "audit ran, rebuilt from the recorded oracle effect)",
     ),
 ]
 
@@ -54,13 +57,14 @@ def run(
     Example: qaflow run tasks_repo/csv-sum --runtime runsc
     Example: qaflow run tasks_repo/csv-sum --offline --network none
     Example: qaflow run pool/my-task --agent exploit:script-shim
+    Example: qaflow run pool/my-task --agent mutant:empty-all
     """
     console = cli_console()
     try:
         task = Task.load(task_dir, require_solution=agent == "oracle")
         chosen = _agent(task, agent)
         backend = with_runtime(backend, runtime)
-    except ExploitLookupError as e:
+    except (ExploitLookupError, MutantLookupError) as e:
         usage_error(str(e))
     except (TaskError, SandboxError, ValueError) as e:
         console.print(f"[red]error:[/red] {e}")
@@ -75,7 +79,10 @@ def run(
 
 
 def _agent(task: Task, agent: str) -> Agent:
-    """oracle, nop, or the exploit `exploit:NAME` the audit recorded for this version in the task's pool."""
+    """oracle, nop, the exploit `exploit:NAME` the audit recorded for this version in the task's pool, or the
+    mutant `mutant:NAME` it ran."""
+    if (mutant := mutant_name(agent)) is not None:
+        return MutantAgent(find_mutant(task, mutant, pool_root_of(task.path)))
     name = exploit_name(agent)
     if name is None:
         return agent_by_name(agent)

@@ -1,0 +1,93 @@
+"""`qaflow run TASK --agent mutant:NAME`: a mutant the audit of the task's current version ran, rebuilt from
+the ledger.
+
+Mutants are deterministic functions of what the audit recorded: the first oracle run's effect (its files,
+`oracle` attempt 0) and the observation (`observe`), plus the task's own files. Rebuilding them here
+gives the very writes the audit's trial applied, without storing every mutant's copy of the outputs.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from qaflow.audit.differential import plan_code_mutants
+from qaflow.audit.effects import Effect
+from qaflow.audit.inprocess import imported_modules
+from qaflow.audit.mutants import Mutant, deliverables, make_mutants
+from qaflow.audit.observation import Observation
+from qaflow.audit.probe_run import ProbeRun
+from qaflow.errors import PathError
+from qaflow.ledger.db import LedgerError
+from qaflow.models.records import ResultKey
+from qaflow.pool import Pool, PoolError
+from qaflow.task import Task
+
+PREFIX = "mutant:"
+ALL_MUTANTS = 1000
+"""A limit no audit reaches: mutant lists are prefixes of one deterministic order."""
+
+
+class MutantLookupError(PathError):
+    """The mutant cannot be rebuilt (no pool, no audit of this version, no such mutant)."""
+
+
+def mutant_name(agent: str) -> str | None:
+    """NAME of a `mutant:NAME` agent; None for any other agent name."""
+    return agent.removeprefix(PREFIX) if agent.startswith(PREFIX) else None
+
+
+def focus_text(task: Task) -> str:
+    """The instruction and the verifier's text: the files they mention are mutated first."""
+    parts = [task.instruction]
+    for path in sorted(task.tests_dir.rglob("*")):
+        if path.is_file() and path.stat().st_size < 200_000:
+            parts.append(path.read_text(encoding="utf-8", errors="replace"))
+    return "\n".join(parts)
+
+
+def rebuild_mutants(task: Task, effect: Effect, observation: Observation | None) -> dict[str, Mutant]:
+    """Every data and code mutant an audit of `task` could run, by name (a superset of any audit's)."""
+    focus = focus_text(task)
+    found = {
+        m.name: m
+        for m in make_mutants(effect, limit=ALL_MUTANTS, focus=focus, deliverable=deliverables(observation, focus))
+    }
+    if observation is not None:
+        plans, _ = plan_code_mutants(imported_modules(observation, effect), effect, task.tests_dir)
+        found.update({p.mutant.name: p.mutant for p in plans})
+    return found
+
+
+def find_mutant(task: Task, name: str, pool_root: Path | None) -> Mutant:
+    """The mutant NAME of the audit of the task's current version, rebuilt from the ledger of `pool_root`.
+
+    Raises:
+        MutantLookupError: no pool, no recorded oracle effect for this version, or no such mutant (the
+            message names some that exist).
+    """
+    if pool_root is None:
+        raise MutantLookupError(
+            task.path, f"not in an audited pool: run `qaflow audit {shlex.quote(str(task.path))}` first"
+        )
+    try:
+        with Pool.open(pool_root, create=False) as pool:
+            oracle = pool.ledger.get_result(ResultKey(task_version=task.version, probe="oracle", attempt=0))
+            observe = pool.ledger.get_result(ResultKey(task_version=task.version, probe="observe", attempt=0))
+    except (PoolError, LedgerError) as e:
+        raise MutantLookupError(task.path, f"cannot read the pool's ledger ({e})") from e
+    raw = ProbeRun.model_validate(oracle.payload).extra.get("effect") if oracle is not None else None
+    if raw is None:
+        raise MutantLookupError(
+            task.path,
+            f"no recorded oracle effect for this version ({task.short_version}) in {pool_root}: run "
+            f"`qaflow audit {shlex.quote(str(pool_root))}` first",
+        )
+    effect = Effect.model_validate(raw)
+    seen = ProbeRun.model_validate(observe.payload).extra.get("observation") if observe is not None else None
+    observation = Observation.model_validate(seen) if seen else None
+    mutants = rebuild_mutants(task, effect, observation)
+    if name not in mutants:
+        shown = ", ".join(f"mutant:{n}" for n in list(mutants)[:8]) or "none"
+        raise MutantLookupError(task.path, f"no mutant {name!r} for this version; some that exist: {shown}")
+    return mutants[name]
