@@ -4,15 +4,18 @@ while a test of the boundary stays clean and an equivalent survivor is never rep
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from qaflow.audit.code_mutants import code_mutants
 from qaflow.audit.differential import inputs_from_tests, public_functions
 from qaflow.audit.runner import AuditConfig, Auditor
+from qaflow.cli import app
 from qaflow.models.records import FindingCode, RunKind
 from qaflow.pool import Pool
 from tests.conftest import require_backend
@@ -132,3 +135,20 @@ def test_a_surviving_mutant_that_computes_something_else_is_a_weak_test(tmp_path
     strong = audits["tests-the-boundary"]
     assert [f for f in strong.findings if f.severity.value == "error"] == [], strong.findings
     assert strong.probes["code_mutants"]["generated"] >= 5
+    # the evidence's reproduction replays that very mutant from the ledger: it passes again
+    replay = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(tmp_path / "misses-the-boundary"),
+            "--agent",
+            f"mutant:{boundary['mutant']}",
+            "--backend",
+            "bwrap",
+            "--json",
+        ],
+    )
+    assert replay.exit_code == 0, replay.output
+    assert json.loads(replay.stdout)["reward"] == 1.0
+    missing = CliRunner().invoke(app, ["run", str(tmp_path / "misses-the-boundary"), "--agent", "mutant:nosuch"])
+    assert missing.exit_code == 2 and "no mutant 'nosuch'" in missing.output
