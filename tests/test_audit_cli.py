@@ -41,6 +41,11 @@ def test_audit_cli_contract_html_and_only_new(backend: str, tmp_path: Path):
     assert phone["verdict"] == "needs_repair"
     assert {f["code"] for f in phone["findings"]} >= {"false_pass"}
     assert "1 accepted, 1 needs_repair, 1 invalid" in output
+    # output to a pipe or a file (CliRunner's is no terminal): one line per finished task, as it finishes
+    lines = [ln for ln in output.splitlines() if ln.startswith("audit ") and "/3 " in ln]
+    assert len(lines) == 3 and [ln.split()[1] for ln in lines] == ["1/3", "2/3", "3/3"], output
+    assert any("qaflow/clean-phone-numbers: needs_repair (" in ln and "false_pass" in ln for ln in lines), lines
+    assert any(ln.endswith(" s") and "qaflow/csv-sum: accepted, " in ln for ln in lines), lines
     page = html.read_text()
     assert page.startswith("<!doctype html>") and "qaflow/clean-phone-numbers" in page and "false_pass" in page
 

@@ -441,7 +441,9 @@ class Auditor:
             )
         audit.timings["total"] = time.perf_counter() - started
         self._record(task, audit)
-        self.progress(f"{task.name}: {audit.verdict.value}")
+        codes = sorted({f.code.value for f in audit.findings if f.severity is Severity.ERROR})
+        shown = f" ({', '.join(codes)})" if codes else ""
+        self.progress(f"{task.name}: {audit.verdict.value}{shown}, {audit.timings['total']:.1f} s")
         return audit
 
     def _audit_task(self, task: Task, folder: Path) -> Generator[list[_Work], list[Any], TaskAudit]:

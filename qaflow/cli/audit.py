@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -31,6 +32,17 @@ from qaflow.models.records import VersionStatus
 from qaflow.pool import Pool, ScanOutcome
 from qaflow.sandbox.spec import RuntimeNetwork
 from qaflow.task import find_task_dirs
+
+
+class LineProgress:
+    """Progress a log can read (stdout piped to a file or CI): one line per finished task, flushed at once."""
+
+    def __init__(self, total: int, file: IO[str] | None = None):
+        self.total, self.count, self.file = total, 0, file
+
+    def done(self, message: str) -> None:
+        self.count += 1
+        print(f"audit {self.count}/{self.total} {message}", file=self.file or sys.stdout, flush=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -135,8 +147,14 @@ def audit(
             with auditor_progress as progress:
                 bar = progress.add_task("", total=len(folders))
 
-                def advance(message: str, bar: TaskID = bar, progress: Progress = progress) -> None:
+                lines = LineProgress(len(folders), console.file) if not console.is_terminal else None
+
+                def advance(
+                    message: str, bar: TaskID = bar, progress: Progress = progress, lines: LineProgress | None = lines
+                ) -> None:
                     progress.update(bar, advance=1, description=message)
+                    if lines is not None:
+                        lines.done(message)
 
                 try:
                     batch = audit_folders(pool, folders, config, executor=workers, progress=advance,
