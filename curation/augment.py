@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from curation.dedup import DedupConfig, near_duplicate_pairs, near_duplicates_against, normalise
 from curation.sources import TASK_SCHEMA, StageResult, removed_frame, safe_folder_name
+from qaflow.audit.lint import lint_task
 from qaflow.audit.runner import AuditConfig
 from qaflow.audit.service import audit_folders
 from qaflow.errors import LLMError, TaskError
@@ -277,7 +278,7 @@ def augment_tasks(
     candidates = _drop_near_duplicates(candidates, [*tasks["instruction"].fill_null("").to_list(), *existing],
                                        tasks["id"].to_list(), config.dedup, removed)  # fmt: skip
 
-    written: list[tuple[_Candidate, Task]] = []
+    written: list[tuple[_Candidate, Task, Task]] = []
     for c in candidates:
         assert c.rewrite is not None
         parent = parents[c.parent["id"]]
@@ -288,18 +289,28 @@ def augment_tasks(
             if c.folder.exists():
                 shutil.rmtree(c.folder)
             continue
-        written.append((c, task))
+        written.append((c, task, parent))
 
     rows: list[dict[str, Any]] = []
     verdicts: dict[str, int] = {}
     if written:
         with Pool.open(out_dir) as pool:
-            audits = audit_folders(pool, [task.path for _, task in written], config.audit, progress=say).audits
-        for (c, task), audit in zip(written, audits, strict=True):
+            audits = audit_folders(pool, [task.path for _, task, _ in written], config.audit, progress=say).audits
+        for (c, task, parent), audit in zip(written, audits, strict=True):
             verdicts[audit.verdict.value] = verdicts.get(audit.verdict.value, 0) + 1
             if audit.verdict.value != "accepted":
                 codes = sorted({f.code.value for f in audit.findings if f.severity.value == "error"})
                 removed.append((c.id, STAGE, f"audit: {audit.verdict.value} ({', '.join(codes) or 'no codes'})"))
+                _reject(c.folder, out_dir)
+                continue
+            # a rewrite may not make the task worse: no warning its original does not have
+            before = {f.message.split(":", 1)[-1] for f in lint_task(parent, config.audit.lint)}
+            added = [
+                f for f in audit.findings if f.severity.value == "warning" and f.message.split(":", 1)[-1] not in before
+            ]
+            if added:
+                shown = "; ".join(f.message[:160] for f in added[:2])
+                removed.append((c.id, STAGE, f"audit: accepted, but the rewrite adds a warning ({shown})"))
                 _reject(c.folder, out_dir)
                 continue
             rows.append(

@@ -81,8 +81,11 @@ def test_rewrites_are_audited_and_only_clean_new_ones_kept(tmp_path: Path):
     result = augment_tasks(tasks, config(tmp_path, [Style.PARAPHRASE, Style.TERSE]), llm=llm)
 
     assert llm.script_left() == 0
-    assert dict(result.removed.select("id", "reason").iter_rows()) == {
-        "local:csv-sum~terse": "audit: needs_repair (leak)",
+    reasons = dict(result.removed.select("id", "reason").iter_rows())
+    # a rewrite that points the agent at the verifier's file is no leak (nothing there to use) but a worse task
+    leaky = reasons.pop("local:csv-sum~terse")
+    assert leaky.startswith("audit: accepted, but the rewrite adds a warning") and "/tests/check.py" in leaky
+    assert reasons == {
         "local:score-quiz~paraphrase": "audit: needs_repair (reward_tamper)",
         "local:score-quiz~terse": f"near duplicate of local:score-quiz (jaccard {near_j:.3f})",
     }
@@ -112,7 +115,7 @@ def test_rewrites_are_audited_and_only_clean_new_ones_kept(tmp_path: Path):
         "csv-sum~terse",
         "score-quiz~paraphrase",
     ]
-    assert result.info["verdicts"] == {"accepted": 1, "needs_repair": 2}
+    assert result.info["verdicts"] == {"accepted": 2, "needs_repair": 1}  # the audit verdicts, before the warning rule
     assert result.info["rewritten"] == 3 and result.info["audited"] == 3
 
     # a rerun reuses the folder made from the same parent version: no model call, same row
