@@ -186,8 +186,8 @@ def build_item(
     payload: dict[str, str] = {"status": "ok"}
     loaded = resolve_task(task)
     run_network = RunNetwork(offline=offline, network=RuntimeNetwork(network))
-    spec = spec_for_task(loaded, run_id=run_id, network=run_network)
     try:
+        spec = spec_for_task(loaded, run_id=run_id, network=run_network)
         sandboxes = backend_class(backend)()
         sandboxes.build(spec)
         stand_ins = getattr(sandboxes, "stand_ins", None)
@@ -707,6 +707,22 @@ class Auditor:
                 message=f"{message}: this machine lacks a base image: {build.get('error', '')[:300]}",
                 evidence={"base_unavailable": build.get("error", ""), "backend": self.backend},
             )
+        named = {"stand_ins": stand_ins} if stand_ins else {}
+        if build.get("unsupported"):
+            return AuditFinding(
+                code=FindingCode.INFRA_ERROR,
+                message=f"{message}: {build.get('error', '')[:300]}",
+                evidence={"unsupported": build.get("error", ""), "log_tail": log_tail, "backend": self.backend} | named,
+            )
+        sign = classify(log_tail)
+        # offline, a failed install is for want of network even where the log shows no resolver error
+        if sign is not None and (sign.kind == "network" or (self.config.offline and sign.kind == "install_failed")):
+            offline = " (an --offline run: builds have no network)" if self.config.offline else ""
+            return AuditFinding(
+                code=FindingCode.INFRA_ERROR,
+                message=f"{message}{offline}: {sign.why}: {sign.match}",
+                evidence={"line": sign.match, "log_tail": log_tail, "backend": self.backend} | named,
+            )
         userland = stand_in_sign(log_tail) if stand_ins else None
         if userland is not None:
             used = ", ".join(f"{a} -> {b}" for a, b in stand_ins.items())
@@ -721,25 +737,10 @@ class Auditor:
                     "backend": self.backend,
                 },
             )
-        if build.get("unsupported"):
-            return AuditFinding(
-                code=FindingCode.INFRA_ERROR,
-                message=f"{message}: {build.get('error', '')[:300]}",
-                evidence={"unsupported": build.get("error", ""), "log_tail": log_tail, "backend": self.backend},
-            )
-        sign = classify(log_tail)
-        # offline, a failed install is for want of network even where the log shows no resolver error
-        if sign is not None and (sign.kind == "network" or (self.config.offline and sign.kind == "install_failed")):
-            offline = " (an --offline run: builds have no network)" if self.config.offline else ""
-            return AuditFinding(
-                code=FindingCode.INFRA_ERROR,
-                message=f"{message}{offline}: {sign.why}: {sign.match}",
-                evidence={"line": sign.match, "log_tail": log_tail, "backend": self.backend},
-            )
         return AuditFinding(
             code=FindingCode.BUILD_FAILED,
             message=f"{message}: {build.get('error', '')[:300]}",
-            evidence={"log_tail": log_tail, "backend": self.backend} | ({"stand_ins": stand_ins} if stand_ins else {}),
+            evidence={"log_tail": log_tail, "backend": self.backend} | named,
         )
 
     def _resources(self, task: Task) -> Resources:
