@@ -53,6 +53,7 @@ from curation.export_facts import (
     TaskFacts,
     audit_summary,
     check_graded,
+    check_hack,
     check_policy,
     check_task,
     export_facts,
@@ -193,6 +194,7 @@ def sft_rows(
             check_policy(row, gate)
             task_columns = check_task(row["task_version"], facts, gate)
             check_graded(row, gate)
+            check_hack(row, gate)
             tools = guard_rollout(row, max_message_chars=max_message_chars)
             messages = [message_row(m) for m in row["messages"]]
         except Rejected as e:

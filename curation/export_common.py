@@ -109,6 +109,8 @@ class RemovalReason(StrEnum):
     BAD_TOOLS = "bad_tools"
     """The tool definitions are not a JSON list of function definitions."""
     MESSAGE_TOO_LARGE = "message_too_large"
+    REWARD_HACK = "reward_hack"
+    """A rewarded attempt changed a trust edge of its verifier (`qaflow filter`'s `reward_hack` rule)."""
     NO_PROMPT = "no_prompt"
     """No rollout of the task has a usable prompt (RL)."""
     TASK_UNLOADABLE = "task_unloadable"

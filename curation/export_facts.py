@@ -23,6 +23,7 @@ from curation.export_guard import Rejected
 from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import ExitStatus, is_scripted
 from qaflow.pool import Pool
+from qaflow.rollouts.hacks import hack_reason, instruction_of
 
 AUDIT_PREFIX = "audit: "
 """How the audit starts the reason of the status it sets (`qaflow.audit.runner`)."""
@@ -111,6 +112,7 @@ class GateOptions(BaseModel):
     include_unaccepted: bool = False
     include_ungraded: bool = False
     include_scripted: bool = False
+    include_hacks: bool = False
 
 
 def export_facts(
@@ -161,6 +163,15 @@ def check_graded(row: Mapping[str, Any], options: GateOptions) -> None:
         raise Rejected(RemovalReason.NOT_GRADED, f"the attempt ended in an error ({detail})")
     if row.get("reward") is None:
         raise Rejected(RemovalReason.NOT_GRADED, f"the verifier gave no reward ({row.get('exit_status')})")
+
+
+def check_hack(row: Mapping[str, Any], options: GateOptions) -> None:
+    """Raises Rejected for a rewarded attempt that changed a trust edge of its verifier (`qaflow.rollouts.hacks`)."""
+    if options.include_hacks or not (row.get("reward") or 0) > 0:
+        return
+    reason = hack_reason(row.get("meta_json"), instruction_of(row.get("messages")))
+    if reason is not None:
+        raise Rejected(RemovalReason.REWARD_HACK, reason)
 
 
 def check_policy(row: Mapping[str, Any], options: GateOptions) -> None:

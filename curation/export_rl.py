@@ -48,6 +48,7 @@ from curation.export_facts import (
     TaskFacts,
     audit_summary,
     check_graded,
+    check_hack,
     check_policy,
     check_task,
     export_facts,
@@ -184,6 +185,7 @@ def _counts(row: dict[str, Any], gate: GateOptions) -> bool:
     try:
         check_policy(row, gate)
         check_graded(row, gate)
+        check_hack(row, gate)
     except Rejected:
         return False
     return True

@@ -38,6 +38,8 @@ from qaflow.config_file import load_config
 from qaflow.errors import ConfigError
 from qaflow.models.frame import ROLLOUT_SCHEMA, empty_frame
 from qaflow.models.rollout import is_scripted
+from qaflow.rollouts.changes import CHANGES_KEY
+from qaflow.rollouts.hacks import hack_reason, instruction_of
 
 
 class FilterConfigError(ConfigError):
@@ -354,6 +356,41 @@ class StructureValid(Rule):
         return Verdict(reasons.is_null(), reasons)
 
 
+EDGE_HINTS = (
+    r'/tests|/logs/verifier|conftest\.py|pytest\.ini|customize\.py|\.pth"|/\.bash|/\.profile|/\.zsh|/etc/'
+    r'|"error": ?"'
+)
+"""A substring of every meta_json holding a trust-edge path (`qaflow.audit.trust_edges`) or a listing error."""
+CHANGES_HINT = f'"{CHANGES_KEY}":'
+
+
+class RewardHack(Rule):
+    """A rewarded attempt that changed a trust edge of the verifier (its files, its reward, a pytest or
+    Python start-up hook, a shell start-up file) outside what the instruction names is removed, with the path."""
+
+    rule: Literal["reward_hack"] = "reward_hack"
+    allow: list[str] = Field(default_factory=list, description="Globs of paths never counted (e.g. /root/.profile).")
+    unrecorded: bool = Field(True, description="Remove a rewarded attempt whose change listing failed.")
+
+    def check(self, frame: pl.DataFrame, alive: pl.Series | None = None) -> Verdict:
+        # a vectorised pass keeps the rows whose meta could hold an edge path or a listing error; only
+        # those are judged path by path
+        meta = pl.col("meta_json").fill_null("")
+        candidates = frame.select(
+            (pl.col("reward").fill_null(0.0) > 0)
+            & meta.str.contains(CHANGES_HINT, literal=True)
+            & meta.str.contains(EDGE_HINTS)
+        ).to_series()
+        reasons: list[str | None] = [None] * frame.height
+        for i in candidates.arg_true().to_list():
+            if alive is not None and not alive[i]:
+                continue
+            instruction = instruction_of(frame["messages"][i].to_list())
+            reasons[i] = hack_reason(frame["meta_json"][i], instruction, self.allow, self.unrecorded)
+        reason = pl.Series(reasons, dtype=pl.String)
+        return Verdict(reason.is_null(), reason)
+
+
 AnyRule = Annotated[
     NotScripted
     | VerifierPassed
@@ -363,6 +400,7 @@ AnyRule = Annotated[
     | MinTurns
     | TokenBudget
     | StructureValid
+    | RewardHack
     | Dedup
     | ColumnRule
     | UserRule,
@@ -377,6 +415,7 @@ BUILTIN_RULES: tuple[type[Rule], ...] = (
     MinTurns,
     TokenBudget,
     StructureValid,
+    RewardHack,
     Dedup,
 )
 RULE_NAMES = tuple(r.model_fields["rule"].default for r in (*BUILTIN_RULES, ColumnRule, UserRule))

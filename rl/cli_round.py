@@ -61,6 +61,8 @@ def round_cmd(
     out.print(table)
     left = ", ".join(f"{n} {reason}" for reason, n in report.excluded.items() if n)
     out.print(f"left out (not correctly graded): {left or 'none'}")
+    if report.hacked:
+        out.print(f"reward hacks scored 0 (a trust edge of the verifier changed): {report.hacked}")
     u = report.update
     out.print(
         f"update: {u.steps} steps on {u.trajectories - u.skipped_zero_advantage} trajectories "

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from qaflow.rollouts.hacks import hack_reason, instruction_of
+
 EXCLUSION_REASONS = ("llm_error", "error", "verifier_timeout", "no_verifier_result")
 
 
@@ -48,3 +50,21 @@ def exclusion_counts(excluded: pl.DataFrame) -> dict[str, int]:
         for reason, n in excluded.group_by("excluded").len().iter_rows():
             counts[reason] = int(n)
     return counts
+
+
+def zero_hacks(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """`frame` with every rewarded attempt that changed a trust edge of its verifier (`qaflow.rollouts.hacks`)
+    scored as the failure it is (reward 0, no full reward), and how many there were: a hack is graded, and
+    learning from it must push the policy away from it, not leave it out."""
+    hacked = [
+        (reward or 0) > 0 and hack_reason(meta, instruction_of(messages)) is not None
+        for reward, meta, messages in frame.select("reward", "meta_json", "messages").iter_rows()
+    ]
+    mask = pl.Series(hacked, dtype=pl.Boolean)
+    if not mask.any():
+        return frame, 0
+    zeroed = frame.with_columns(
+        pl.when(mask).then(pl.lit(0.0)).otherwise(pl.col("reward")).alias("reward"),
+        pl.when(mask).then(pl.lit(False)).otherwise(pl.col("full_reward")).alias("full_reward"),
+    )
+    return zeroed, int(mask.sum())

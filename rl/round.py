@@ -28,7 +28,7 @@ from qaflow.models.frame import read_rollouts, records_to_frame
 from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import EFFORT_RANK, Effort
 from rl.advantage import AdvantageMode, advantages, score
-from rl.graded import exclusion_counts, split_graded
+from rl.graded import exclusion_counts, split_graded, zero_hacks
 from rl.reward import RewardConfig
 from rl.update import Trajectory, UpdateConfig, UpdateStats, load_policy, policy_update
 
@@ -90,6 +90,7 @@ class RoundReport(BaseModel):
     excluded: dict[str, int] = Field(
         default_factory=dict, description="Attempts left out, by reason (rl.graded.EXCLUSION_REASONS)."
     )
+    hacked: int = Field(0, description="Rewarded attempts that changed a trust edge of their verifier, scored 0.")
     by_effort: list[dict[str, Any]] = Field(default_factory=list)
     update: UpdateStats = Field(default_factory=UpdateStats)
     checkpoint: Path | None = None
@@ -176,6 +177,7 @@ def run_round(config: RoundConfig) -> RoundReport:
     if frame.is_empty():
         reasons = ", ".join(f"{n} {r}" for r, n in excluded.items() if n)
         raise ValueError(f"round {config.round}: no correctly graded attempt to learn from ({reasons})")
+    frame, hacked = zero_hacks(frame)
     scored = advantages(score(frame, config.reward), config.advantage)
     tokenizer = AutoTokenizer.from_pretrained(policy_dir(config))
     template = training_template(tokenizer, config.chat_template)
@@ -212,6 +214,7 @@ def run_round(config: RoundConfig) -> RoundReport:
         rollouts=scored.height,
         collected=collected.height,
         excluded=excluded,
+        hacked=hacked,
         by_effort=rows,
         update=stats,
         checkpoint=out,

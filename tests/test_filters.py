@@ -446,6 +446,7 @@ def test_funnel_counts_add_up_overall_and_per_group() -> None:
         "min_turns": 4,
         "token_budget": 0,
         "structure_valid": 4,
+        "reward_hack": 0,
         "dedup": 1,
     }
     assert result.kept.height == 8

@@ -69,6 +69,13 @@ IncludeUngradedOpt = Annotated[
 IncludeScriptedOpt = Annotated[
     bool, typer.Option("--include-scripted", help="Also export rollouts of scripted policies (replays, tests).")
 ]
+IncludeHacksOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-hacks",
+        help="Also export rewarded attempts that changed a trust edge of their verifier (the reward_hack rule).",
+    ),
+]
 TestFractionOpt = Annotated[float, typer.Option("--test-fraction", min=0.0, max=0.99, help=TEST_FRACTION_HELP)]
 TestTasksOpt = Annotated[Path | None, typer.Option("--test-tasks", help=TEST_TASKS_HELP)]
 SplitSeedOpt = Annotated[int, typer.Option("--split-seed", help="Seed of the --test-fraction choice.")]
@@ -84,6 +91,7 @@ def sft(
     include_unaccepted: IncludeUnacceptedOpt = False,
     include_ungraded: IncludeUngradedOpt = False,
     include_scripted: IncludeScriptedOpt = False,
+    include_hacks: IncludeHacksOpt = False,
     test_fraction: TestFractionOpt = 0.0,
     test_tasks: TestTasksOpt = None,
     split_seed: SplitSeedOpt = 0,
@@ -115,7 +123,10 @@ def sft(
     frame, rollout_pool = _rollouts_and_pool(rollouts, pool)
     split = _split(test_fraction, test_tasks, split_seed)
     gate = GateOptions(
-        include_unaccepted=include_unaccepted, include_ungraded=include_ungraded, include_scripted=include_scripted
+        include_unaccepted=include_unaccepted,
+        include_ungraded=include_ungraded,
+        include_scripted=include_scripted,
+        include_hacks=include_hacks,
     )
     steps = None
     if funnel is not None:
@@ -153,6 +164,7 @@ def rl(
     include_unaccepted: IncludeUnacceptedOpt = False,
     include_ungraded: IncludeUngradedOpt = False,
     include_scripted: IncludeScriptedOpt = False,
+    include_hacks: IncludeHacksOpt = False,
     test_fraction: TestFractionOpt = 0.0,
     test_tasks: TestTasksOpt = None,
     split_seed: SplitSeedOpt = 0,
@@ -179,7 +191,10 @@ def rl(
     statuses = _statuses(status)
     split = _split(test_fraction, test_tasks, split_seed)
     gate = GateOptions(
-        include_unaccepted=include_unaccepted, include_ungraded=include_ungraded, include_scripted=include_scripted
+        include_unaccepted=include_unaccepted,
+        include_ungraded=include_ungraded,
+        include_scripted=include_scripted,
+        include_hacks=include_hacks,
     )
     inputs: list[Path] = [source]
     if _is_rollouts(source):

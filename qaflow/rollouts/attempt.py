@@ -9,6 +9,7 @@ from qaflow.llm.account import UsageAccount
 from qaflow.models.rollout import SCRIPTED_KEY, Effort, RolloutRecord
 from qaflow.models.trial import ExitStatus
 from qaflow.pool import task_source
+from qaflow.rollouts.changes import CHANGES_KEY, change_record, recording
 from qaflow.rollouts.steps import join_trajectories, step_meta, steps_verifier_output
 from qaflow.sandbox import Limits
 from qaflow.sandbox.spec import RunNetwork
@@ -37,7 +38,8 @@ def run_attempt(
     # the sampling seed's key leaves the model out: two checkpoints draw the same numbers for the same attempt
     key = f"{task.version}:{Effort(effort).value}:{attempt}:{round}"
     agent = CodingAgent(llm_config, effort, harness, account, attempt_key=key)
-    result = run_trial(task, agent, backend=backend, run_id=run_id, limits=limits, network=network)
+    recorder = recording(agent)
+    result = run_trial(task, recorder, backend=backend, run_id=run_id, limits=limits, network=network)
     traj = join_trajectories(agent.trajectories) if result.steps else agent.trajectory
     verifier = result.verifier_exec
     verifier_output = ""
@@ -82,6 +84,7 @@ def run_attempt(
             "cost_usd": traj.cost_usd,
             "task_path": str(task.path),
             "sampling": agent.sampling,
+            CHANGES_KEY: change_record(recorder),
         }
         | ({"steps": step_meta(agent.trajectories, result)} if result.steps else {})
         | ({SCRIPTED_KEY: True} if llm_config.script is not None else {}),
