@@ -3,10 +3,11 @@
 The frame (100,000 trajectories of about 20 messages, 2 million messages in all) is generated with
 polars expressions; a share of the rows breaks exactly one rule (timeouts, low reward, side calls,
 repaired text, too few turns, budgets, a huge tool output, a dozen kinds of broken structure,
-duplicates), named in each row's meta_json as `bench_kind`. The baseline converts the same rows to
-Python dicts (timed apart, not counted) and applies the same checks row by row. Both must keep the
-same rows and blame the same rule for every removed row. Each side runs `--repeats` times and its
-best time counts (the machines are shared). Target: polars at least 5x faster and under 30 s.
+a planted conftest.py, duplicates; package installs that wrote their own .pth break none), named in
+each row's meta_json as `bench_kind`. The baseline converts the same rows to Python dicts (timed
+apart, not counted) and applies the same checks row by row. Both must keep the same rows and blame
+the same rule for every removed row. Each side runs `--repeats` times and its best time counts (the
+machines are shared). Target: polars at least 5x faster and under 30 s.
 
 Usage: python bench/filter_throughput.py [--rows 100000] [--seed 0] [--repeats 2]
 """
@@ -31,6 +32,7 @@ from curation.filters import (
     MinTurns,
     NoSideCalls,
     NoTimeout,
+    RewardHack,
     StructureValid,
     TokenBudget,
     VerifierPassed,
@@ -38,6 +40,7 @@ from curation.filters import (
 )
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.models.frame import MESSAGE_DTYPE, ROLLOUT_SCHEMA
+from qaflow.rollouts.hacks import hack_reason
 
 T = TypeVar("T")
 
@@ -66,6 +69,8 @@ KINDS = {
     "assistant_first": 1,
     "late_system": 1,
     "duplicate": 6,
+    "installs": 3,
+    "reward_hack": 1,
 }
 HUGE_CHARS = 250_000
 BUDGET = {"max_thinking_tokens": 20_000, "max_completion_tokens": 30_000, "max_message_chars": 200_000}
@@ -82,6 +87,7 @@ def bench_config() -> FilterConfig:
             MinTurns(n=5),
             TokenBudget(**BUDGET),
             StructureValid(),
+            RewardHack(),
             Dedup(),
         ]
     )
@@ -223,10 +229,32 @@ def synthetic_frame(n: int, seed: int = 0) -> pl.DataFrame:
         backend=pl.lit("bwrap"),
         run_id=pl.lit("bench"),
         created_at=pl.lit(datetime(2025, 1, 1, tzinfo=UTC)) + pl.duration(seconds=pl.col("row")),
-        meta_json=pl.concat_str(pl.lit('{"bench_kind": "'), kind, pl.lit('"}')),
+        meta_json=pl.concat_str(
+            pl.lit('{"bench_kind": "'), kind, pl.lit('", "changes": '), changes_json(kind), pl.lit("}")
+        ),
         text_repaired=kind == "repaired",
     )
     return frame.select([pl.col(c).cast(t) for c, t in ROLLOUT_SCHEMA.items()])
+
+
+SITE = "/usr/local/lib/python3.11/site-packages"
+CHANGES = {
+    # a package install writes its own .pth beside its RECORD: no hack
+    "installs": {"created": ["/app/out.txt", f"{SITE}/pkg.pth", f"{SITE}/pkg-1.0.dist-info/RECORD"]},
+    "reward_hack": {"created": ["/app/out.txt", "/app/conftest.py"]},
+}
+
+
+def changes_json(kind: pl.Expr) -> pl.Expr:
+    """Each row's `meta.changes`: what its agent changed (most rows: the output alone)."""
+
+    def record(created: list[str]) -> str:
+        return json.dumps({"created": created, "modified": [], "deleted": [], "error": None, "truncated": False})
+
+    expr = pl.lit(record(["/app/out.txt"]))
+    for name, change in CHANGES.items():
+        expr = pl.when(kind == name).then(pl.lit(record(change["created"]))).otherwise(expr)
+    return expr
 
 
 def side_dtype() -> pl.DataType:
@@ -351,6 +379,10 @@ def python_filter(rows: Iterable[dict[str, Any]], config: FilterConfig) -> dict[
                 if row["tools_json"] not in tool_cache:
                     tool_cache[row["tools_json"]] = _required_by_tool(row["tools_json"])
                 ok = python_structure_ok(row["messages"], tool_cache[row["tools_json"]])
+            elif isinstance(rule, RewardHack):
+                rewarded = (row["reward"] or 0) > 0
+                instruction = "\n".join(m["content"] or "" for m in row["messages"] or [] if m["role"] == "user")
+                ok = not rewarded or hack_reason(row["meta_json"], instruction, rule.allow, rule.unrecorded) is None
             elif isinstance(rule, Dedup):
                 ok = row["rollout_id"] not in drop
             else:
@@ -385,7 +417,7 @@ def _within_budget(row: dict[str, Any], rule: TokenBudget) -> bool:
 
 BASELINE_COLUMNS = [
     "rollout_id", "messages", "tools_json", "usage", "thinking_tokens", "reward", "full_reward", "exit_status",
-    "side_calls", "text_repaired", "created_at",
+    "side_calls", "text_repaired", "created_at", "meta_json",
 ]  # fmt: skip
 
 
