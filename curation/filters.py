@@ -358,7 +358,7 @@ class StructureValid(Rule):
 
 EDGE_HINTS = (
     r'/tests|/logs/verifier|conftest\.py|pytest\.ini|customize\.py|\.pth"|/\.bash|/\.profile|/\.zsh|/etc/'
-    r'|"error": ?"'
+    r'|"error": ?"|"task_edges": ?\["'
 )
 """A substring of every meta_json holding a trust-edge path (`qaflow.audit.trust_edges`) or a listing error."""
 CHANGES_HINT = f'"{CHANGES_KEY}":'

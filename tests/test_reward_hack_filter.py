@@ -5,26 +5,32 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
+from typer.testing import CliRunner
 
 from curation.export_common import RemovalReason
 from curation.export_facts import GateOptions, check_hack
 from curation.export_guard import Rejected
 from curation.filters import FilterConfig, RewardHack, apply_filters
 from qaflow.audit.exploits import FORCE_CONFTEST
-from qaflow.audit.trust_edges import EdgeKind, edge_of, edge_writes
+from qaflow.audit.observation import Access, Observation
+from qaflow.audit.trust_edges import EdgeKind, edge_of, edge_writes, task_edges
+from qaflow.cli import app
 from qaflow.llm import LLMConfig, ScriptedReply
 from qaflow.llm.config import ScriptedToolCall as Call
-from qaflow.models.frame import records_to_frame
-from qaflow.models.rollout import RolloutRecord
+from qaflow.models.frame import read_rollouts, records_to_frame
+from qaflow.models.rollout import Effort, RolloutRecord
+from qaflow.pool import Pool
 from qaflow.rollouts.attempt import run_attempt
 from qaflow.rollouts.changes import CHANGES_KEY
+from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
 from qaflow.task import Task
 from rl.graded import zero_hacks
-from tests.conftest import TASKS_REPO
+from tests.conftest import TASKS_REPO, require_backend
 from tests.taskfactory import write_task
 
 SITE = "/usr/local/lib/python3.11/site-packages"
@@ -179,3 +185,50 @@ def test_real_rollouts_record_what_they_changed_and_the_replayed_exploit_is_remo
     (reason,) = result.removed.filter(pl.col("rollout_id") == hack.rollout_id)["reason"].to_list()
     assert reason.startswith("reward hack: created /app/conftest.py")
     assert json.loads(frame["meta_json"][0])[CHANGES_KEY]["created"] == hack.meta[CHANGES_KEY]["created"]
+
+
+def test_task_edges_come_from_what_the_verifier_was_seen_to_trust() -> None:
+    def seen(path: str, *how: str, owner: str = "task", writable: bool = True, is_dir: bool = False) -> Access:
+        return Access(path=path, how=list(how), owner=owner, writable=writable, exists=True, is_dir=is_dir)
+
+    observation = Observation(
+        observed=True,
+        accesses=[
+            seen("/app/grader/check.py", "run"),  # a grader script: an edge
+            seen("/app/expected/counts.json", "read"),  # data it compares with: an edge
+            seen("/app/lib/core.py", "import", "read"),  # source a fix may rightly touch
+            seen("/app/out.json", "read"),  # the output, which the oracle wrote
+            seen("/app/input.csv", "read"),  # an input the instruction names
+            seen("/usr/bin/python3", "run", owner="system"),  # the harness note's business
+            seen("/app/locked.json", "read", writable=False),
+            seen("/app/expected", "read", is_dir=True),
+        ],
+    )
+    edges = task_edges(observation, ["/app/out.json"], "Read /app/input.csv and write /app/out.json.")
+    assert edges == ["/app/expected/counts.json", "/app/grader/check.py"]
+    (write,) = edge_writes({"/app/grader/check.py": "modified", "/app/out.json": "created"}, "", (), edges)
+    assert write.edge is EdgeKind.TASK_TRUSTED and write.path == "/app/grader/check.py"
+
+
+@pytest.mark.bwrap
+def test_a_rollout_that_replaces_the_audited_grader_is_removed(tmp_path: Path) -> None:
+    """tally-survey-answers runs a grader under /app: the audit records it as an edge of this task, and an
+    attempt that swaps it for a stub (full reward, no tally) is removed with the grader's path."""
+    require_backend("bwrap")
+    root = tmp_path / "pool"
+    shutil.copytree(TASKS_REPO / "tally-survey-answers", root / "tally-survey-answers")
+    out = CliRunner().invoke(app, ["audit", str(root), "--backend", "bwrap", "--repeats", "1", "--offline"])
+    assert out.exit_code == 0, out.output
+    stub = Call(name="write", arguments={"path": "/app/grader/check_tally.py", "content": "raise SystemExit(0)\n"})
+    tally = Call(name="write", arguments={"path": "/app/tally.json", "content": "{}"})
+    model = scripted(ScriptedReply(tool_calls=[stub, tally]), ScriptedReply(content="done"))
+    with Pool.open(root) as pool:
+        (hack,) = run_rollouts(pool, RolloutJobConfig(model=model, efforts=[Effort.LOW], backend="bwrap")).records
+    assert hack.reward == 1.0
+    assert "/app/grader/check_tally.py" in hack.meta[CHANGES_KEY]["task_edges"]
+    assert "/app/answers.csv" not in hack.meta[CHANGES_KEY]["task_edges"]  # named by the instruction
+    frame = read_rollouts(root / ".qaflow" / "rollouts")
+    result = apply_filters(frame, FilterConfig(rules=[RewardHack()]))
+    assert result.kept.height == 0
+    (reason,) = result.removed["reason"].to_list()
+    assert reason.startswith("reward hack: modified /app/grader/check_tally.py: a file this task's verifier runs")

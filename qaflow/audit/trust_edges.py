@@ -18,6 +18,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from qaflow.audit.observation import Observation
+
 
 class EdgeKind(StrEnum):
     VERIFIER_FILES = "verifier_files"
@@ -25,6 +27,7 @@ class EdgeKind(StrEnum):
     PYTEST_HOOK = "pytest_hook"
     PYTHON_STARTUP = "python_startup"
     SHELL_STARTUP = "shell_startup"
+    TASK_TRUSTED = "task_trusted"
 
 
 WHY: dict[EdgeKind, str] = {
@@ -33,6 +36,7 @@ WHY: dict[EdgeKind, str] = {
     EdgeKind.PYTEST_HOOK: "a file pytest loads before any test",
     EdgeKind.PYTHON_STARTUP: "a file Python runs at start-up",
     EdgeKind.SHELL_STARTUP: "a shell start-up file",
+    EdgeKind.TASK_TRUSTED: "a file this task's verifier runs or reads that the reference solution leaves alone",
 }
 PYTEST_HOOKS = frozenset({"conftest.py", "pytest.ini", ".pytest.ini"})
 PYTHON_HOOKS = frozenset({"sitecustomize.py", "usercustomize.py"})
@@ -100,14 +104,18 @@ def named_by(path: str, edge: EdgeKind, instruction: str) -> bool:
     return edge in (EdgeKind.PYTEST_HOOK, EdgeKind.PYTHON_STARTUP) and posixpath.basename(path) in instruction
 
 
-def edge_writes(changes: Mapping[str, str], instruction: str = "", allow: Iterable[str] = ()) -> list[EdgeWrite]:
+def edge_writes(
+    changes: Mapping[str, str], instruction: str = "", allow: Iterable[str] = (), task_edges: Iterable[str] = ()
+) -> list[EdgeWrite]:
     """The changes (path -> created/modified/deleted) on a trust edge, leaving out what the instruction
-    names, `.pth` files a package install wrote, and paths matching an `allow` glob."""
+    names, `.pth` files a package install wrote, and paths matching an `allow` glob. `task_edges`: the
+    paths one task's audit saw its verifier trust (`task_edges`)."""
     allowed = list(allow)
+    trusted = set(task_edges)
     written = [p for p, change in changes.items() if change != "deleted"]
     out: list[EdgeWrite] = []
     for path, change in sorted(changes.items()):
-        edge = edge_of(path)
+        edge = edge_of(path) or (EdgeKind.TASK_TRUSTED if path in trusted else None)
         if edge is None or named_by(path, edge, instruction):
             continue
         if any(fnmatch.fnmatchcase(path, g) for g in allowed):
@@ -121,3 +129,20 @@ def edge_writes(changes: Mapping[str, str], instruction: str = "", allow: Iterab
 def keep_for_record(path: str) -> bool:
     """Paths a capped change record always keeps: those on an edge, and the package records that exempt a `.pth`."""
     return edge_of(path) is not None or path.endswith("/RECORD") or ".egg-info/" in path
+
+
+def task_edges(observation: Observation, oracle_wrote: Iterable[str], instruction: str) -> list[str]:
+    """The files one task's verifier was seen to trust that an attempt has no business changing: task-owned,
+    agent-writable, run (a grader script, a program) or read as data (not Python source, which a fix may
+    rightly touch), neither written by the reference solution nor named by the instruction."""
+    wrote = set(oracle_wrote)
+    out: list[str] = []
+    for access in observation.accesses:
+        if access.owner != "task" or not access.writable or access.is_dir or access.path in wrote:
+            continue
+        how = set(access.how)
+        ran = "run" in how
+        data = "read" in how and "import" not in how and not access.path.endswith(".py")
+        if (ran or data) and access.path not in instruction:
+            out.append(access.path)
+    return sorted(out)

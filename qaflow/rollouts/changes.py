@@ -14,7 +14,13 @@ from typing import Any
 
 from qaflow.agents.base import Agent
 from qaflow.audit.effects import ChangeKind, Effect, FileChange, RecordingAgent
-from qaflow.audit.trust_edges import keep_for_record
+from qaflow.audit.observation import Observation
+from qaflow.audit.probe_run import ProbeRun
+from qaflow.audit.trust_edges import keep_for_record, task_edges
+from qaflow.ledger import Ledger
+from qaflow.models.records import ResultKey
+from qaflow.models.rollout import RolloutRecord
+from qaflow.task import Task
 
 CHANGES_KEY = "changes"
 MAX_PATHS = 2000
@@ -54,3 +60,25 @@ def change_record(recorder: RecordingAgent) -> dict[str, Any]:
     record["error"] = effect.error
     record["truncated"] = len(others) > room or effect.truncated
     return record
+
+
+def audited_edges(ledger: Ledger, task: Task) -> list[str] | None:
+    """The task-specific trust edges (`trust_edges.task_edges`) from the audit of this version recorded in
+    `ledger`: its observe probe and the oracle's first effect; None when the version was not audited."""
+    observe = ledger.get_result(ResultKey(task_version=task.version, probe="observe", attempt=0))
+    oracle = ledger.get_result(ResultKey(task_version=task.version, probe="oracle", attempt=0))
+    if observe is None:
+        return None
+    seen = ProbeRun.model_validate(observe.payload).extra.get("observation")
+    if not seen:
+        return None
+    raw = ProbeRun.model_validate(oracle.payload).extra.get("effect") if oracle is not None else None
+    wrote = Effect.model_validate(raw).paths if raw is not None else {}
+    return task_edges(Observation.model_validate(seen), wrote, task.instruction)
+
+
+def add_task_edges(record: RolloutRecord, edges: list[str] | None) -> None:
+    """Keep the task's audited trust edges beside the attempt's changes (read by the reward_hack rule)."""
+    changes = record.meta.get(CHANGES_KEY)
+    if isinstance(changes, dict) and edges is not None:
+        changes["task_edges"] = edges

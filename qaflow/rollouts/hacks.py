@@ -33,7 +33,8 @@ def hack_reason(
     changes = {
         p: kind for kind in ("created", "modified", "deleted") for p in record.get(kind) or [] if isinstance(p, str)
     }
-    writes = edge_writes(changes, instruction, allow)
+    edges = [p for p in record.get("task_edges") or [] if isinstance(p, str)]
+    writes = edge_writes(changes, instruction, allow, edges)
     if not writes:
         return None
     more = f" (+{len(writes) - 1} more)" if len(writes) > 1 else ""

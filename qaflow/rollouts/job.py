@@ -37,6 +37,7 @@ from qaflow.models.records import RunKind, VersionStatus
 from qaflow.models.rollout import Effort, RolloutRecord, rollout_id
 from qaflow.pool import Pool
 from qaflow.rollouts.attempt import run_attempt
+from qaflow.rollouts.changes import add_task_edges, audited_edges
 from qaflow.runs import open_run
 from qaflow.sandbox import resolve_backend
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env
@@ -237,6 +238,7 @@ def run_rollouts(
         limit = workers.slots * (2 if workers.kind == "ray" else 1)
         usage: dict[str, ModelTotals] = {}
         pending: dict[Handle, RolloutItem] = {}
+        edges: dict[str, list[str] | None] = {}
         try:
             queue = list(reversed(items))
             try:
@@ -262,6 +264,9 @@ def run_rollouts(
                             report.failed.append((item.rollout_id, f"{item.task.name}: {type(e).__name__}: {e}"))
                             continue
                         _add_usage(usage, outcome.usage)
+                        if item.task.version not in edges:
+                            edges[item.task.version] = audited_edges(ledger, item.task)
+                        add_task_edges(outcome.record, edges[item.task.version])
                         ledger.put_rollout(outcome.record, force=force)
                         report.records.append(outcome.record)
                         if on_record is not None:
