@@ -78,7 +78,8 @@ def test_the_agent_sends_a_seed_per_attempt_and_reports_its_sampling_settings() 
     assert with_local_efforts(own) is own
 
 
-def test_settings_a_provider_cannot_honour_fail_up_front_with_one_error() -> None:
+def test_settings_a_provider_cannot_honour_fail_up_front_with_one_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # the key is checked first (tests/test_model_preflight.py)
     register_local_provider()
     local = LLMConfig(model=f"{PROVIDER}/m")
     with pytest.raises(LLMError) as failed:

@@ -149,7 +149,10 @@ NO_REASONING = "anthropic/claude-3-haiku-20240307"
 """A model litellm knows takes no `reasoning_effort` (nor `seed`)."""
 
 
-def test_a_provider_that_cannot_honour_an_effort_fails_the_job_once_before_any_attempt(tmp_path: Path) -> None:
+def test_a_provider_that_cannot_honour_an_effort_fails_the_job_once_before_any_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # a missing key is refused first (test_model_preflight)
     root = _pool(tmp_path)
     config = RolloutJobConfig(
         model=LLMConfig(model=NO_REASONING), efforts=[Effort.OFF, Effort.LOW, Effort.XHIGH], attempts=3

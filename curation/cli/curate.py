@@ -301,7 +301,9 @@ def augment_command(
     from curation.augment import AugmentConfig, Style, augment_tasks
     from qaflow.audit.runner import AuditConfig
     from qaflow.cli.llm_options import MODEL_ENV, load_script
+    from qaflow.errors import LLMError
     from qaflow.llm import LLMConfig
+    from qaflow.llm.client import check_model
 
     model = model or os.environ.get(MODEL_ENV)
     if not model:
@@ -316,6 +318,10 @@ def augment_command(
             audit=AuditConfig(backend=backend, repeats=repeats, jobs=jobs),
         )
     except ValueError as e:
+        usage_error(str(e))
+    try:
+        check_model(config.llm)  # before any rewrite is asked for or audited
+    except LLMError as e:
         usage_error(str(e))
     status = console(stderr=True)
     result = augment_tasks(loaded.kept, config, progress=lambda m: status.print(m) if not as_json else None)

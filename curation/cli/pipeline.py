@@ -39,6 +39,15 @@ def run_cmd(
         config = PipelineConfig.load(config_file)
     except ConfigError as e:
         usage_error(str(e))
+    if config.model:
+        from qaflow.errors import LLMError
+        from qaflow.llm import LLMConfig
+        from qaflow.llm.client import check_model
+
+        try:
+            check_model(LLMConfig(model=config.model))  # before any stage spends anything
+        except LLMError as e:
+            usage_error(f"{config_file}: model: {e}")
     workers = None
     if executor != "local" or address:
         from qaflow.executors import ExecutorError, executor_from_options

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.errors import LLMError
+from qaflow.llm.client import check_model
 from qaflow.llm.config import LLMConfig
 from qaflow.models.rollout import Effort
 
@@ -94,6 +95,7 @@ def check_efforts(config: LLMConfig, efforts: Iterable[Effort], efforts_map: Eff
     """
     if config.script is not None:
         return
+    check_model(config)
     supported = supported_params(config.model)
     if supported is None:
         return

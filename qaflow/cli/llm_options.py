@@ -9,7 +9,10 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
+from qaflow.cli.output import usage_error
+from qaflow.errors import LLMError
 from qaflow.llm import LLM, LLMConfig, ScriptedReply
+from qaflow.llm.client import check_model
 
 MODEL_ENV = "QAFLOW_MODEL"
 
@@ -25,7 +28,8 @@ def load_script(path: Path) -> list[ScriptedReply]:
 
 
 def llm_from_cli(model: str | None, *, cache_dir: Path | None, script: Path | None = None) -> LLM | None:
-    """The LLM for `--model` (or env QAFLOW_MODEL), None when neither names one.
+    """The LLM for `--model` (or env QAFLOW_MODEL), None when neither names one; a model no call could
+    reach (`check_model`) exits 2 with the reason.
 
     `script` (a JSON file of scripted replies) replaces the provider by litellm's mock path.
     """
@@ -33,4 +37,9 @@ def llm_from_cli(model: str | None, *, cache_dir: Path | None, script: Path | No
     if model is None:
         return None
     replies = load_script(script) if script is not None else None
-    return LLM(LLMConfig(model=model, cache_dir=cache_dir, script=replies))
+    config = LLMConfig(model=model, cache_dir=cache_dir, script=replies)
+    try:
+        check_model(config)  # before anything is spent or recorded
+    except LLMError as e:
+        usage_error(str(e))
+    return LLM(config)

@@ -74,6 +74,39 @@ def _require_keys(model: str) -> None:
     _KEYS_FOUND.add(model)
 
 
+def check_model(config: LLMConfig) -> None:
+    """Fail before anything is spent or recorded when no call of `config` could succeed: litellm knows no
+    provider for the model string, `api_key_env` names an unset variable, or the provider's API key is
+    missing. Scripted configs and litellm's `mock_response` are not checked.
+
+    Raises:
+        LLMError: one line naming the model and what to set or fix.
+    """
+    if config.script is not None or "mock_response" in config.extra:
+        return
+    if config.api_key_env and not os.environ.get(config.api_key_env):
+        raise LLMError(config.model, f"environment variable {config.api_key_env} (api_key_env) is not set")
+    litellm = import_litellm()
+    try:
+        litellm.get_llm_provider(model=config.model, api_base=config.api_base)
+    except Exception as e:  # litellm raises its BadRequestError (and others) for an unknown provider
+        if not _custom_provider(litellm, config.model):
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise LLMError(
+                config.model,
+                "no provider serves this model string: write it as provider/model (openai/..., anthropic/..., "
+                f"or openai/<name> with api_base for an OpenAI-compatible server) ({first[:160]})",
+            ) from e
+    if config.api_key_env or config.api_base or "api_key" in config.extra:
+        return
+    _require_keys(config.model)
+
+
+def _custom_provider(litellm: ModuleType, model: str) -> bool:
+    prefix = model.split("/", 1)[0]
+    return any(p.get("provider") == prefix for p in getattr(litellm, "custom_provider_map", None) or [])
+
+
 _KEYS_FOUND: set[str] = set()
 """Models whose keys were found once: not checked again in this process."""
 
