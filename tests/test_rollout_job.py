@@ -200,3 +200,25 @@ def test_efforts_the_provider_honours_run_through_litellm(tmp_path: Path) -> Non
     assert report.ran == 4 and report.failed == []
     assert {r.stop_reason for r in report.records} == {"done"}, [(r.stop_reason, r.error) for r in report.records]
     assert all(r.turns >= 1 for r in report.records)
+
+
+@pytest.mark.bwrap
+def test_an_attempt_that_ended_in_a_model_error_is_retried_by_a_rerun_not_counted(tmp_path: Path) -> None:
+    require_backend("bwrap")
+    root = tmp_path / "pool"
+    write_task(root, "a")
+    refused = [ScriptedReply(error="bad_request")]
+    config = RolloutJobConfig(model=LLMConfig(model="openai/scripted", script=refused), efforts=[Effort.LOW])
+    with Pool.open(root) as pool:
+        (failed,) = run_rollouts(pool, config.model_copy(update={"jobs": 1})).records
+        assert failed.stop_reason == "llm_error" and failed.reward == 0.0
+        again = run_rollouts(
+            pool, config.model_copy(update={"model": LLMConfig(model="openai/scripted", script=SOLVE)})
+        )
+        assert (again.planned, again.ran, again.retried, again.skipped) == (1, 1, 1, 0)
+        (record,) = pool.ledger.rollouts()
+        assert record.rollout_id == failed.rollout_id and record.full_reward and record.stop_reason == "done"
+        settled = run_rollouts(pool, config)
+        assert (settled.ran, settled.retried, settled.skipped) == (0, 0, 1)
+    shards = read_rollouts(root / ".qaflow" / "rollouts")
+    assert shards.height == 1 and shards["full_reward"].to_list() == [True]

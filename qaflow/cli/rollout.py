@@ -185,7 +185,8 @@ def rollout(
         _print_pass_table(table)
     total = report.usage.get("total", {})
     err.print(
-        f"[bold]{report.ran} attempts run, {report.skipped} already recorded[/bold]; "
+        f"[bold]{report.ran} attempts run ({report.retried} retried after an infrastructure or model error), "
+        f"{report.skipped} already recorded[/bold]; "
         f"{total.get('completion_tokens', 0)} completion tokens, ${total.get('cost_usd', 0.0):.4f}; "
         f"{len(report.shards)} new shard(s) in {config.out_dir or pool_dir / '.qaflow' / 'rollouts'}"
     )

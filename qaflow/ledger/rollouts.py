@@ -13,6 +13,7 @@ from qaflow.ledger.db import LedgerDB, ts, where
 from qaflow.models.rollout import RolloutRecord
 
 _CHUNK = 500
+SETTLED = " AND exit_status != 'error' AND COALESCE(stop_reason, '') != 'llm_error'"
 
 
 class RolloutLedger(LedgerDB):
@@ -50,20 +51,26 @@ class RolloutLedger(LedgerDB):
             )
             return cursor.rowcount > 0
 
-    def rollout_ids(self, ids: Iterable[str] | None = None) -> set[str]:
-        """The recorded rollout ids (all, or those among `ids`)."""
+    def rollout_ids(self, ids: Iterable[str] | None = None, *, settled: bool = False) -> set[str]:
+        """The recorded rollout ids (all, or those among `ids`). `settled`: only attempts that are results,
+        not those that ended in an infrastructure error (exit status `error`) or a failed model call
+        (stop reason `llm_error`), which a rerun tries again."""
         conn = self._reader()
+        only = SETTLED if settled else ""
         if ids is None:
-            return {r[0] for r in conn.execute("SELECT rollout_id FROM rollouts")}
+            return {r[0] for r in conn.execute("SELECT rollout_id FROM rollouts WHERE 1" + only)}
         wanted = list(dict.fromkeys(ids))
         found: set[str] = set()
         for i in range(0, len(wanted), _CHUNK):
             chunk = wanted[i : i + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            found.update(
-                r[0] for r in conn.execute(f"SELECT rollout_id FROM rollouts WHERE rollout_id IN ({marks})", chunk)
-            )
+            sql = f"SELECT rollout_id FROM rollouts WHERE rollout_id IN ({marks})" + only
+            found.update(r[0] for r in conn.execute(sql, chunk))
         return found
+
+    def rollout_stamps(self) -> dict[str, str]:
+        """rollout_id -> when the recorded attempt was made (a retried attempt replaces the record and its stamp)."""
+        return {r[0]: r[1] for r in self._reader().execute("SELECT rollout_id, created_at FROM rollouts")}
 
     def rollouts(
         self, *, ids: Iterable[str] | None = None, run_id: str | None = None, task_version: str | None = None

@@ -30,6 +30,7 @@ from qaflow.agents.effort import check_efforts
 from qaflow.agents.harness import HarnessConfig
 from qaflow.errors import QaflowError, TaskError
 from qaflow.executors import POLL_S, Executor, Handle, LocalExecutor, Resources, TaskRef, resolve_task
+from qaflow.ledger.db import ts
 from qaflow.llm import LLMConfig
 from qaflow.llm.account import ModelTotals, UsageAccount
 from qaflow.models.frame import write_shard
@@ -80,6 +81,8 @@ class RolloutReport:
     run_id: str
     planned: int = 0
     skipped: int = 0
+    retried: int = 0
+    """Items recorded before as an infrastructure or model error, run again (their records replaced)."""
     records: list[RolloutRecord] = field(default_factory=list)
     invalid_tasks: list[tuple[str, str]] = field(default_factory=list)
     shards: list[Path] = field(default_factory=list)
@@ -124,13 +127,16 @@ def shard_dir(pool: Pool, config: RolloutJobConfig) -> Path:
 
 
 def sync_shards(pool: Pool, folder: Path) -> list[Path]:
-    """Write every rollout recorded in the ledger but absent from the shards in `folder` to new shards."""
-    present: set[str] = set()
+    """Write every rollout recorded in the ledger but absent from the shards in `folder` (or there only as
+    an earlier try of a retried attempt) to new shards; readers keep the newest row of an id."""
+    present: dict[str, set[str]] = {}
     if folder.is_dir():
         for path in folder.rglob("*.parquet"):
             if not path.name.startswith("."):
-                present.update(pl.read_parquet(path, columns=["rollout_id"])["rollout_id"].to_list())
-    missing = pool.ledger.rollout_ids() - present
+                rows = pl.read_parquet(path, columns=["rollout_id", "created_at"]).iter_rows()
+                for rid, created in rows:
+                    present.setdefault(rid, set()).add(ts(created) if created is not None else "")
+    missing = {rid for rid, stamp in pool.ledger.rollout_stamps().items() if stamp not in present.get(rid, ())}
     if not missing:
         return []
     records = pool.ledger.rollouts(ids=missing)
@@ -226,9 +232,13 @@ def run_rollouts(
         report = RolloutReport(run_id=run.run_id)
         items, report.invalid_tasks = plan_items(pool, config)
         report.planned = len(items)
+        retried: set[str] = set()
         if not force:
-            done = ledger.rollout_ids(i.rollout_id for i in items)
+            # an attempt that ended in an infrastructure or model error is no result: it runs again
+            done = ledger.rollout_ids((i.rollout_id for i in items), settled=True)
+            retried = ledger.rollout_ids(i.rollout_id for i in items) - done
             report.skipped = sum(1 for i in items if i.rollout_id in done)
+            report.retried = len(retried)
             items = [i for i in items if i.rollout_id not in done]
         if on_plan is not None:
             on_plan(len(items))
@@ -267,7 +277,7 @@ def run_rollouts(
                         if item.task.version not in edges:
                             edges[item.task.version] = audited_edges(ledger, item.task)
                         add_task_edges(outcome.record, edges[item.task.version])
-                        ledger.put_rollout(outcome.record, force=force)
+                        ledger.put_rollout(outcome.record, force=force or item.rollout_id in retried)
                         report.records.append(outcome.record)
                         if on_record is not None:
                             on_record(outcome.record)
