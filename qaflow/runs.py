@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from qaflow.ledger import Ledger
+from qaflow.ledger.lock import run_lock
 from qaflow.models.records import Run, RunKind
 from qaflow.sandbox import reap_run
 
@@ -24,7 +25,8 @@ Reaped = Callable[[str, int], None]
 def close_crashed_runs(ledger: Ledger, kind: RunKind) -> dict[str, int]:
     """Reap the sandboxes of every unfinished run of `kind` and close it; returns removals per run id.
 
-    One run of a kind per pool at a time is assumed: an unfinished run is a crashed one.
+    Called with the pool's run lock held (`open_run`): no other process has a run open, so an unfinished
+    run is a crashed one.
     """
     closed: dict[str, int] = {}
     for run in ledger.runs(kind):
@@ -38,9 +40,15 @@ def close_crashed_runs(ledger: Ledger, kind: RunKind) -> dict[str, int]:
 def open_run(
     ledger: Ledger, kind: RunKind, config: BaseModel | dict[str, Any] | None = None, *, on_reaped: Reaped | None = None
 ) -> Iterator[Run]:
-    """Reap crashed runs of `kind`, then record a run of `kind` that ends when the block does."""
-    for run_id, removed in close_crashed_runs(ledger, kind).items():
-        if on_reaped is not None:
-            on_reaped(run_id, removed)
-    with ledger.run(kind, config) as run:
-        yield run
+    """Take the pool's run lock, reap crashed runs of `kind` (with the lock held, an open run is a crashed
+    one), then record a run of `kind` that ends when the block does.
+
+    Raises:
+        PoolBusyError: another process has a run open on this pool; nothing is reaped or recorded.
+    """
+    with run_lock(ledger.path, kind.value):
+        for run_id, removed in close_crashed_runs(ledger, kind).items():
+            if on_reaped is not None:
+                on_reaped(run_id, removed)
+        with ledger.run(kind, config) as run:
+            yield run

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import IO, Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from qaflow.audit.report import print_summary, to_json, write_html
@@ -27,6 +28,7 @@ from qaflow.cli.output import usage_error
 from qaflow.cli.runs import reaped_notice
 from qaflow.errors import SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
+from qaflow.ledger.lock import PoolBusyError
 from qaflow.models.audit import TaskAudit
 from qaflow.models.records import VersionStatus
 from qaflow.pool import Pool, ScanOutcome
@@ -159,8 +161,8 @@ def audit(
                 try:
                     batch = audit_folders(pool, folders, config, executor=workers, progress=advance,
                                           on_reaped=reaped_notice(console), scan=False)  # fmt: skip
-                except SandboxUnavailableError as e:
-                    console.print(f"[red]error:[/red] {e}")
+                except (SandboxUnavailableError, PoolBusyError) as e:
+                    console.print(f"[red]error:[/red] {escape(str(e))}")
                     raise typer.Exit(2) from e
             chosen = batch.backend
             audits += batch.audits

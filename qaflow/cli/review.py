@@ -14,6 +14,7 @@ from rich.table import Table
 from qaflow.cli.llm_options import MODEL_ENV, llm_from_cli
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import LLMError, TaskError
+from qaflow.ledger.db import LedgerError
 from qaflow.repair.review import TaskReview, review_task, store_review
 from qaflow.task import Task, find_task_dirs
 
@@ -66,7 +67,12 @@ def review(
             err.print(f"[red]error:[/red] {escape(str(e))}")
             failed = True
             continue
-        stored = store_review(result)
+        try:
+            stored = store_review(result)
+        except LedgerError as e:  # another run holds the pool, or its ledger cannot be written
+            err.print(f"[red]error:[/red] {escape(str(e))}")
+            failed = True
+            continue
         result.stored_in = str(stored) if stored else None
         reviews.append(result)
         if not as_json:

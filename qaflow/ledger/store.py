@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from qaflow.ledger.db import LedgerDB, LedgerError, to_json, ts, where
+from qaflow.ledger.lock import run_lock
 from qaflow.ledger.rollouts import RolloutLedger
 from qaflow.ledger.status import StatusWriter, allowed, status_after_audit
 from qaflow.models.records import (
@@ -235,12 +236,18 @@ class Ledger(RolloutLedger, LedgerDB):
     @contextmanager
     def run(self, kind: RunKind, config: BaseModel | dict[str, Any] | None = None) -> Iterator[Run]:
         """`with ledger.run(kind, config) as run:` a run recorded as started, and as ended when the block
-        ends, however it ends. (A process killed inside it leaves the run open: `qaflow.runs` reaps it.)"""
-        run = self.start_run(kind, config)
-        try:
-            yield run
-        finally:
-            self.end_run(run.run_id)
+        ends, however it ends. (A process killed inside it leaves the run open: `qaflow.runs` reaps it.)
+        The pool's run lock (`qaflow.ledger.lock`) is held meanwhile.
+
+        Raises:
+            PoolBusyError: another process has a run open on this pool; nothing is recorded.
+        """
+        with run_lock(self.path, kind.value):
+            run = self.start_run(kind, config)
+            try:
+                yield run
+            finally:
+                self.end_run(run.run_id)
 
     def end_run(self, run_id: str) -> Run:
         with self.transaction() as conn:

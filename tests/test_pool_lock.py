@@ -1,0 +1,115 @@
+"""One run per pool at a time: a second process is refused at once, naming the holder; nothing of the live
+run is reaped; read-only commands still work; a killed holder leaves no stale lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from qaflow.cli import app
+from qaflow.ledger.lock import PoolBusyError, lock_path, run_lock
+from qaflow.models.records import RunKind
+from qaflow.pool import Pool
+from tests.conftest import REPO, require_backend
+from tests.taskfactory import write_task
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from qaflow.pool import Pool
+from qaflow.models.records import RunKind
+with Pool.open(sys.argv[1]) as pool, pool.ledger.run(RunKind.AUDIT, {"holder": True}) as run:
+    Path(sys.argv[2]).write_text(run.run_id)
+    while not Path(sys.argv[3]).exists():
+        time.sleep(0.05)
+"""
+
+
+def hold(root: Path, tmp_path: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
+    """A process with an audit run open on the pool until `release` exists; returns it, its run id, `release`."""
+    ready, release = tmp_path / "ready", tmp_path / "release"
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(root), str(ready), str(release)], cwd=REPO)
+    deadline = time.monotonic() + 60
+    while not ready.exists() or not ready.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, "the holder did not start"
+        time.sleep(0.05)
+    return proc, ready.read_text(), release
+
+
+def test_the_lock_is_reentrant_within_a_process_and_released_after(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.sqlite"
+    seen: list[bool] = []
+
+    def nested() -> None:
+        with run_lock(ledger, "audit"):
+            seen.append(True)
+
+    with run_lock(ledger, "repair"):
+        info = json.loads(lock_path(ledger).read_text())
+        assert info["pid"] == os.getpid() and info["what"] == "repair"
+        threads = [threading.Thread(target=nested) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert seen == [True] * 4
+    assert lock_path(ledger).read_text() == ""  # released: nobody named
+
+
+def test_a_second_process_is_refused_and_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
+    root = tmp_path / "pool"
+    write_task(root, "a")
+    with Pool.open(root):
+        pass
+    proc, run_id, release = hold(root, tmp_path)
+    try:
+        with Pool.open(root) as pool:
+            with pytest.raises(PoolBusyError) as busy, pool.ledger.run(RunKind.ROLLOUT):
+                pass
+            assert f"pid {proc.pid}" in str(busy.value) and "audit" in str(busy.value)
+            assert str(root) in str(busy.value)
+            (live,) = pool.ledger.runs()
+            assert live.run_id == run_id and live.ended_at is None  # nothing recorded, the live run untouched
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with Pool.open(root) as pool, pool.ledger.run(RunKind.ROLLOUT) as run:
+        assert run.run_id != run_id
+    release.touch()
+
+
+@pytest.mark.bwrap
+def test_a_second_audit_is_refused_without_reaping_the_live_one_then_runs_after(tmp_path: Path) -> None:
+    require_backend("bwrap")
+    root = tmp_path / "pool"
+    write_task(root, "a")
+    with Pool.open(root):
+        pass
+    proc, run_id, release = hold(root, tmp_path)
+    audit = ["audit", str(root), "--backend", "bwrap", "--repeats", "1"]
+    try:
+        out = CliRunner().invoke(app, audit)
+        assert out.exit_code == 2, out.output
+        assert "another qaflow run holds this pool: audit (pid" in out.output and "Traceback" not in out.output
+        listed = CliRunner().invoke(app, ["pool", "list", "--pool", str(root), "--json"])  # read-only: works meanwhile
+        assert listed.exit_code == 0, listed.output
+        with Pool.open(root) as pool:
+            (live,) = pool.ledger.runs()
+            assert live.run_id == run_id and live.ended_at is None
+    finally:
+        release.touch()
+        proc.wait(timeout=60)
+    out = CliRunner().invoke(app, audit)
+    assert out.exit_code == 0, out.output
+    with Pool.open(root) as pool:
+        runs = pool.ledger.runs()
+        assert len(runs) == 2 and all(r.ended_at is not None for r in runs)
