@@ -86,7 +86,8 @@ def test_the_matrix_gets_exactly_the_expected_findings(backend_name: str, tmp_pa
     with Pool.open(tmp_path) as pool:
         pool.scan()
         run = pool.ledger.start_run(RunKind.AUDIT)
-        auditor = Auditor(pool.ledger, run.run_id, AuditConfig(backend=backend_name, jobs=2, repeats=2))
+        config = AuditConfig(backend=backend_name, jobs=2, repeats=2, verifier_reruns=3)
+        auditor = Auditor(pool.ledger, run.run_id, config)
         try:
             audits = {a.task.removeprefix("test/"): a for a in auditor.audit(sorted(tmp_path.glob("*-*")))}
         finally:
