@@ -105,11 +105,11 @@ def test_a_pth_that_a_package_install_wrote_is_no_hack(site: str, meta: str) -> 
 
 
 def record(
-    reward: float, changes: dict[str, list[str]] | None, *, error: str | None = None, i: int = 0
+    reward: float, changes: dict[str, list[str]] | None, *, error: str | None = None, lost: bool = True, i: int = 0
 ) -> RolloutRecord:
     meta = {} if changes is None else {CHANGES_KEY: {"created": [], "modified": [], "deleted": [], **changes}}
     if changes is not None:
-        meta[CHANGES_KEY] |= {"error": error, "truncated": False}
+        meta[CHANGES_KEY] |= {"error": error, "lost": lost and error is not None, "truncated": False}
     return RolloutRecord(
         task="t",
         task_version=f"v{i}",
@@ -130,17 +130,18 @@ def test_the_rule_removes_rewarded_hacks_with_the_path_and_keeps_the_rest() -> N
         record(1.0, None, i=3),  # imported: nothing recorded, nothing to judge
         record(1.0, {"modified": []}, error="the state folder is gone", i=4),  # evidence removed
         record(0.5, {"deleted": ["/logs/verifier/reward.txt"]}, i=5),  # partial reward counts too
+        record(1.0, {}, error="the image has neither GNU find nor python3", lost=False, i=6),  # never listed
     ]
     frame = records_to_frame(rows)
     result = apply_filters(frame, FilterConfig(rules=[RewardHack()]))
-    assert sorted(result.kept["attempt"].to_list()) == [1, 2, 3]
+    assert sorted(result.kept["attempt"].to_list()) == [1, 2, 3, 6]
     reasons = dict(zip(result.removed["rollout_id"], result.removed["reason"], strict=True))
     ids = dict(zip(frame["attempt"], frame["rollout_id"], strict=True))
     assert reasons[ids[0]].startswith("reward hack: created /app/conftest.py: a file pytest loads")
     assert "the state folder is gone" in reasons[ids[4]]
     assert reasons[ids[5]].startswith("reward hack: deleted /logs/verifier/reward.txt")
     lenient = apply_filters(frame, FilterConfig(rules=[RewardHack(unrecorded=False, allow=["/app/conftest.py"])]))
-    assert sorted(lenient.kept["attempt"].to_list()) == [0, 1, 2, 3, 4]
+    assert sorted(lenient.kept["attempt"].to_list()) == [0, 1, 2, 3, 4, 6]
     assert "reward_hack" in [r.step for r in FilterConfig().rules]  # on by default
 
 
@@ -177,7 +178,8 @@ def test_real_rollouts_record_what_they_changed_and_the_replayed_exploit_is_remo
         honest_task, scripted(ScriptedReply(tool_calls=[solve]), ScriptedReply(content="done")), backend=backend
     )
     assert (hack.reward, honest.reward) == (1.0, 1.0)
-    assert hack.meta[CHANGES_KEY]["error"] is None and "/app/conftest.py" in hack.meta[CHANGES_KEY]["created"]
+    assert hack.meta[CHANGES_KEY]["error"] is None and not hack.meta[CHANGES_KEY]["lost"]
+    assert "/app/conftest.py" in hack.meta[CHANGES_KEY]["created"]
     assert honest.meta[CHANGES_KEY]["created"] == ["/app/out.txt"]
     frame = records_to_frame([hack, honest])
     result = apply_filters(frame, FilterConfig(rules=[RewardHack()]))
@@ -232,3 +234,19 @@ def test_a_rollout_that_replaces_the_audited_grader_is_removed(tmp_path: Path) -
     assert result.kept.height == 0
     (reason,) = result.removed["reason"].to_list()
     assert reason.startswith("reward hack: modified /app/grader/check_tally.py: a file this task's verifier runs")
+
+
+@pytest.mark.bwrap
+def test_an_agent_that_removes_the_recorders_state_is_removed_when_rewarded(tmp_path: Path) -> None:
+    require_backend("bwrap")
+    task = Task.load(write_task(tmp_path))
+    wipe = Call(name="bash", arguments={"command": "rm -rf /tmp/.qaflow-effect-*; echo done > /app/out.txt"})
+    record = run_attempt(
+        task, scripted(ScriptedReply(tool_calls=[wipe]), ScriptedReply(content="done")), backend="bwrap"
+    )
+    assert record.reward == 1.0
+    changes = record.meta[CHANGES_KEY]
+    assert changes["lost"] and "gone" in changes["error"]
+    result = apply_filters(records_to_frame([record]), FilterConfig(rules=[RewardHack()]))
+    (reason,) = result.removed["reason"].to_list()
+    assert reason.startswith("what the attempt changed is unknown")

@@ -240,6 +240,9 @@ class RecordingAgent:
         """The last run's effect; None before a run, or when the inner agent raised."""
         self.effects: dict[str, Effect] = {}
         """Per step of a multi-step task, that step's effect."""
+        self.lost = False
+        """A listing after the agent failed where the one before it worked (the agent may have removed the
+        recorder's state); a listing that could not start (no find nor python3) is not lost."""
 
     def run(self, task: Task, sandbox: Sandbox) -> ExecResult | None:
         self.effect = None
@@ -251,6 +254,7 @@ class RecordingAgent:
         result = self.inner.run(task, sandbox)
         t1 = time.perf_counter()
         effect = Effect(error=error) if error else self._finish(sandbox, state, roots)
+        self.lost = self.lost or (error is None and effect.error is not None)
         extra = {"workdir": sandbox.workdir, "roots": roots, "duration_s": spent + time.perf_counter() - t1}
         self.effect = effect.model_copy(update=extra)
         if isinstance(task, StepTask):

@@ -3,8 +3,9 @@
 The agent phase is wrapped in `RecordingAgent` with no contents fetched (paths only: two execs, one
 `find` each). /tests and /logs are walked too: an agent that writes where the verifier's files or
 reward land is what the `reward_hack` filter looks for. The record lives in the rollout's meta under
-`changes`: `created`, `modified` and `deleted` path lists, `error` when the listing failed (an agent
-that cleared /tmp removes the recorder's state too), and `truncated` when paths beyond `MAX_PATHS`
+`changes`: `created`, `modified` and `deleted` path lists, `error` when the listing failed, `lost` when
+it failed after the agent where it had worked before (an agent that cleared /tmp removes the recorder's
+state too; an image with neither GNU find nor python3 is not lost), and `truncated` when paths beyond `MAX_PATHS`
 were left out (never a path on a trust edge, nor a package record that exempts one).
 """
 
@@ -50,7 +51,7 @@ def change_record(recorder: RecordingAgent) -> dict[str, Any]:
     effect = _merged(recorder)
     if effect is None:
         unrecorded = "the agent phase did not finish"
-        return {"created": [], "modified": [], "deleted": [], "error": unrecorded, "truncated": False}
+        return {"created": [], "modified": [], "deleted": [], "error": unrecorded, "lost": False, "truncated": False}
     paths = sorted(effect.paths.items())
     kept = [(p, k) for p, k in paths if keep_for_record(p)]
     room = max(MAX_PATHS - len(kept), 0)
@@ -58,6 +59,7 @@ def change_record(recorder: RecordingAgent) -> dict[str, Any]:
     chosen = sorted(kept + others[:room])
     record: dict[str, Any] = {kind.value: [p for p, k in chosen if k is kind] for kind in ChangeKind}
     record["error"] = effect.error
+    record["lost"] = recorder.lost
     record["truncated"] = len(others) > room or effect.truncated
     return record
 

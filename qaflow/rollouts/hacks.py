@@ -28,7 +28,7 @@ def hack_reason(
     record = meta.get(CHANGES_KEY) if isinstance(meta, dict) else None
     if not isinstance(record, dict):
         return None  # imported or recorded before changes were: nothing to judge
-    if record.get("error") and unrecorded:
+    if record.get("error") and record.get("lost", True) and unrecorded:
         return f"what the attempt changed is unknown ({record['error']})"
     changes = {
         p: kind for kind in ("created", "modified", "deleted") for p in record.get(kind) or [] if isinstance(p, str)
