@@ -814,6 +814,7 @@ EXPECTED_BY_KIND = {
     "ends_with_tool": ("structure_valid", r"ends with a tool message"),
     "assistant_first": ("structure_valid", r"message 1 is assistant, not user"),
     "late_system": ("structure_valid", r"system message at position 4"),
+    "reward_hack": ("reward_hack", r"reward hack: created /app/conftest\.py: a file pytest loads"),
 }
 
 
@@ -830,7 +831,7 @@ def test_bench_rows_break_what_they_say_and_python_agrees() -> None:
     seen = set()
     for rid, kind in kinds.items():
         i = rid[1:]
-        if kind == "ok":
+        if kind in ("ok", "installs"):  # a package install's own .pth is no hack
             assert ours[rid] is None or ours[rid] == "dedup", rid
         elif kind == "duplicate":
             if kinds.get(f"r{int(i) - 1}") == "ok":
@@ -840,4 +841,4 @@ def test_bench_rows_break_what_they_say_and_python_agrees() -> None:
             assert ours[rid] == rule, (rid, kind, reasons.get(rid))
             assert re.search(pattern.format(i=i), reasons[rid]), (rid, kind, reasons[rid])
         seen.add(kind)
-    assert seen == set(EXPECTED_BY_KIND) | {"ok", "duplicate"}
+    assert seen == set(EXPECTED_BY_KIND) | {"ok", "duplicate", "installs"}
