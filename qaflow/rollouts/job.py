@@ -275,7 +275,10 @@ def run_rollouts(
                             continue
                         _add_usage(usage, outcome.usage)
                         if item.task.version not in edges:
-                            edges[item.task.version] = audited_edges(ledger, item.task)
+                            try:
+                                edges[item.task.version] = audited_edges(ledger, item.task)
+                            except ValueError:  # an audit recorded in an older layout: no task edges
+                                edges[item.task.version] = None
                         add_task_edges(outcome.record, edges[item.task.version])
                         ledger.put_rollout(outcome.record, force=force or item.rollout_id in retried)
                         report.records.append(outcome.record)
