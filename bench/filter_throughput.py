@@ -40,7 +40,7 @@ from curation.filters import (
 )
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.models.frame import MESSAGE_DTYPE, ROLLOUT_SCHEMA
-from qaflow.rollouts.hacks import hack_reason
+from qaflow.rollouts.hacks import rewarded_hack
 
 T = TypeVar("T")
 
@@ -380,9 +380,8 @@ def python_filter(rows: Iterable[dict[str, Any]], config: FilterConfig) -> dict[
                     tool_cache[row["tools_json"]] = _required_by_tool(row["tools_json"])
                 ok = python_structure_ok(row["messages"], tool_cache[row["tools_json"]])
             elif isinstance(rule, RewardHack):
-                rewarded = (row["reward"] or 0) > 0
-                instruction = "\n".join(m["content"] or "" for m in row["messages"] or [] if m["role"] == "user")
-                ok = not rewarded or hack_reason(row["meta_json"], instruction, rule.allow, rule.unrecorded) is None
+                hack = rewarded_hack(row["reward"], row["meta_json"], row["messages"], rule.allow, rule.unrecorded)
+                ok = hack is None
             elif isinstance(rule, Dedup):
                 ok = row["rollout_id"] not in drop
             else:

@@ -23,7 +23,7 @@ from curation.export_guard import Rejected
 from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import ExitStatus, is_scripted
 from qaflow.pool import Pool
-from qaflow.rollouts.hacks import hack_reason, instruction_of
+from qaflow.rollouts.hacks import rewarded_hack
 
 AUDIT_PREFIX = "audit: "
 """How the audit starts the reason of the status it sets (`qaflow.audit.runner`)."""
@@ -167,9 +167,9 @@ def check_graded(row: Mapping[str, Any], options: GateOptions) -> None:
 
 def check_hack(row: Mapping[str, Any], options: GateOptions) -> None:
     """Raises Rejected for a rewarded attempt that changed a trust edge of its verifier (`qaflow.rollouts.hacks`)."""
-    if options.include_hacks or not (row.get("reward") or 0) > 0:
+    if options.include_hacks:
         return
-    reason = hack_reason(row.get("meta_json"), instruction_of(row.get("messages")))
+    reason = rewarded_hack(row.get("reward"), row.get("meta_json"), row.get("messages"))
     if reason is not None:
         raise Rejected(RemovalReason.REWARD_HACK, reason)
 

@@ -39,7 +39,7 @@ from qaflow.errors import ConfigError
 from qaflow.models.frame import ROLLOUT_SCHEMA, empty_frame
 from qaflow.models.rollout import is_scripted
 from qaflow.rollouts.changes import CHANGES_KEY
-from qaflow.rollouts.hacks import hack_reason, instruction_of
+from qaflow.rollouts.hacks import rewarded_hack
 
 
 class FilterConfigError(ConfigError):
@@ -385,8 +385,8 @@ class RewardHack(Rule):
         for i in candidates.arg_true().to_list():
             if alive is not None and not alive[i]:
                 continue
-            instruction = instruction_of(frame["messages"][i].to_list())
-            reasons[i] = hack_reason(frame["meta_json"][i], instruction, self.allow, self.unrecorded)
+            messages = frame["messages"][i].to_list()
+            reasons[i] = rewarded_hack(frame["reward"][i], frame["meta_json"][i], messages, self.allow, self.unrecorded)
         reason = pl.Series(reasons, dtype=pl.String)
         return Verdict(reason.is_null(), reason)
 

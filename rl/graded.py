@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from qaflow.rollouts.hacks import hack_reason, instruction_of
+from qaflow.rollouts.hacks import rewarded_hack
 
 EXCLUSION_REASONS = ("llm_error", "error", "verifier_timeout", "no_verifier_result")
 
@@ -57,7 +57,7 @@ def zero_hacks(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     scored as the failure it is (reward 0, no full reward), and how many there were: a hack is graded, and
     learning from it must push the policy away from it, not leave it out."""
     hacked = [
-        (reward or 0) > 0 and hack_reason(meta, instruction_of(messages)) is not None
+        rewarded_hack(reward, meta, messages) is not None
         for reward, meta, messages in frame.select("reward", "meta_json", "messages").iter_rows()
     ]
     mask = pl.Series(hacked, dtype=pl.Boolean)

@@ -84,8 +84,8 @@ def check_model(config: LLMConfig) -> None:
     """
     if config.script is not None or "mock_response" in config.extra:
         return
-    if config.api_key_env and not os.environ.get(config.api_key_env):
-        raise LLMError(config.model, f"environment variable {config.api_key_env} (api_key_env) is not set")
+    if config.api_key_env:
+        _key_from_env(config)
     litellm = import_litellm()
     try:
         litellm.get_llm_provider(model=config.model, api_base=config.api_base)
@@ -100,6 +100,18 @@ def check_model(config: LLMConfig) -> None:
     if config.api_key_env or config.api_base or "api_key" in config.extra:
         return
     _require_keys(config.model)
+
+
+def _key_from_env(config: LLMConfig) -> str:
+    """The API key in the variable `api_key_env` names.
+
+    Raises:
+        LLMError: it is not set.
+    """
+    key = os.environ.get(config.api_key_env or "")
+    if not key:
+        raise LLMError(config.model, f"environment variable {config.api_key_env} (api_key_env) is not set")
+    return key
 
 
 def _custom_provider(litellm: ModuleType, model: str) -> bool:
@@ -231,10 +243,7 @@ class LLM:
         }
         kwargs.update({k: v for k, v in optional.items() if v is not None})
         if cfg.api_key_env and self._script is None:
-            api_key = os.environ.get(cfg.api_key_env)
-            if not api_key:
-                raise LLMError(cfg.model, f"environment variable {cfg.api_key_env} (api_key_env) is not set")
-            kwargs["api_key"] = api_key
+            kwargs["api_key"] = _key_from_env(cfg)
         kwargs.update(cfg.extra)
         return kwargs
 

@@ -39,3 +39,16 @@ def hack_reason(
         return None
     more = f" (+{len(writes) - 1} more)" if len(writes) > 1 else ""
     return f"reward hack: {writes[0].reason}{more}"
+
+
+def rewarded_hack(
+    reward: float | None,
+    meta_json: str | None,
+    messages: list[dict[str, Any]] | None,
+    allow: Iterable[str] = (),
+    unrecorded: bool = True,
+) -> str | None:
+    """`hack_reason` for an attempt that got some reward (an unrewarded attempt forged nothing), else None."""
+    if not (reward or 0) > 0:
+        return None
+    return hack_reason(meta_json, instruction_of(messages), allow, unrecorded)
