@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qaflow import interrupts
 from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
 from qaflow.audit.differential import DIFF_SCRIPT, diff_config, judge_code_mutants, plan_code_mutants
 from qaflow.audit.effects import Effect
@@ -345,8 +346,9 @@ class Auditor:
     def _drive(self, steps: Iterable[Steps]) -> list[TaskAudit]:
         """Step the tasks (`TASKS_PER_SLOT` per executor slot in flight, so that while one waits on a phase
         of a single trial the slots stay busy with others' work), submitting the work items they ask for
-        and recording each result in the ledger as it comes back. Ctrl-C (or any error of the driver)
-        cancels the items in flight and reaps the run's sandboxes."""
+        and recording each result in the ledger as it comes back. A stop request (`qaflow.interrupts`) or
+        any error of the driver cancels the items in flight and reaps the run's sandboxes; `Interrupted`
+        leaves with the audits of the tasks that finished."""
         todo = deque(enumerate(steps))
         results: dict[int, TaskAudit] = {}
         active: dict[int, _InFlight] = {}
@@ -371,6 +373,7 @@ class Auditor:
 
         try:
             while todo or active:
+                interrupts.check()
                 while todo and len(active) < limit:
                     i, task_steps = todo.popleft()
                     active[i] = _InFlight(task_steps)
@@ -378,6 +381,7 @@ class Auditor:
                 if not waiting:
                     continue
                 for handle in self.executor.wait(list(waiting), timeout=POLL_S):
+                    interrupts.check()  # a trial cut short by the stop is no result
                     i, pos, work = waiting.pop(handle)
                     try:
                         outcome = handle.result()
@@ -390,12 +394,14 @@ class Auditor:
                     flight.left -= 1
                     if flight.left == 0:
                         advance(i, flight, flight.outcomes)
-        except BaseException:
+        except BaseException as e:
             self.executor.cancel(list(waiting))
             with contextlib.suppress(Exception):
                 self.executor.reap([self.run_id])
             for flight in active.values():
                 flight.steps.close()
+            if isinstance(e, interrupts.Interrupted):
+                e.done = [results[i] for i in sorted(results)]
             raise
         return [results[i] for i in range(len(results))]
 

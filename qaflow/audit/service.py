@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from qaflow import interrupts
 from qaflow.audit.runner import AuditConfig, Auditor, ProgressFn
 from qaflow.executors import Executor
 from qaflow.models.audit import TaskAudit
@@ -42,6 +43,8 @@ def audit_folders(
     runs reaped first. With no folders nothing is recorded.
 
     Raises:
+        Interrupted: a stop was requested (`qaflow.interrupts`); it carries the finished audits, the run id
+            and how many results the run recorded.
         SandboxUnavailableError: no backend can run the audit (nothing is audited; the run is closed).
     """
     if not folders:
@@ -52,6 +55,9 @@ def audit_folders(
         auditor = Auditor(pool.ledger, run.run_id, config, progress=progress, executor=executor)
         try:
             audits = auditor.audit(folders)
+        except interrupts.Interrupted as e:
+            e.run_id, e.recorded = run.run_id, len(pool.ledger.results(run_id=run.run_id))
+            raise
         finally:
             auditor.close()
         return AuditBatch(audits=audits, run_id=run.run_id, backend=auditor.backend)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
-from typing import IO, Annotated
+from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from qaflow.audit.report import print_summary, to_json, write_html
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig
@@ -25,26 +23,17 @@ from qaflow.cli.options import (
 )
 from qaflow.cli.output import console as cli_console
 from qaflow.cli.output import usage_error
+from qaflow.cli.progress import RunProgress
 from qaflow.cli.runs import reaped_notice
 from qaflow.errors import SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
+from qaflow.interrupts import Interrupted, stop_on_signals
 from qaflow.ledger.lock import PoolBusyError
 from qaflow.models.audit import TaskAudit
 from qaflow.models.records import VersionStatus
 from qaflow.pool import Pool, ScanOutcome
 from qaflow.sandbox.spec import RuntimeNetwork
 from qaflow.task import find_task_dirs
-
-
-class LineProgress:
-    """Progress a log can read (stdout piped to a file or CI): one line per finished task, flushed at once."""
-
-    def __init__(self, total: int, file: IO[str] | None = None):
-        self.total, self.count, self.file = total, 0, file
-
-    def done(self, message: str) -> None:
-        self.count += 1
-        print(f"audit {self.count}/{self.total} {message}", file=self.file or sys.stdout, flush=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -132,38 +121,30 @@ def audit(
     started = time.perf_counter()
     run_ids: list[str] = []
     chosen = backend
-    for root, folders in groups.items():
-        with Pool.open(root) as pool:
-            scan = pool.scan()
-            if only_new:
-                fresh = {
-                    e.path
-                    for e in scan.entries
-                    if e.status is VersionStatus.NEW or e.outcome in (ScanOutcome.ADDED, ScanOutcome.CHANGED)
-                }
-                folders = [f for f in folders if pool.rel(f) in fresh]
-            auditor_progress = Progress(
-                TextColumn("[bold]audit[/bold]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TextColumn("{task.description}"), console=console, transient=True,
-            )  # fmt: skip
-            with auditor_progress as progress:
-                bar = progress.add_task("", total=len(folders))
-
-                lines = LineProgress(len(folders), console.file) if not console.is_terminal else None
-
-                def advance(
-                    message: str, bar: TaskID = bar, progress: Progress = progress, lines: LineProgress | None = lines
-                ) -> None:
-                    progress.update(bar, advance=1, description=message)
-                    if lines is not None:
-                        lines.done(message)
-
+    stopped: Interrupted | None = None
+    with stop_on_signals():
+        for root, folders in groups.items():
+            with Pool.open(root) as pool:
+                scan = pool.scan()
+                if only_new:
+                    fresh = {
+                        e.path
+                        for e in scan.entries
+                        if e.status is VersionStatus.NEW or e.outcome in (ScanOutcome.ADDED, ScanOutcome.CHANGED)
+                    }
+                    folders = [f for f in folders if pool.rel(f) in fresh]
                 try:
-                    batch = audit_folders(pool, folders, config, executor=workers, progress=advance,
-                                          on_reaped=reaped_notice(console), scan=False)  # fmt: skip
+                    with RunProgress(console, "audit", len(folders)) as progress:
+                        batch = audit_folders(pool, folders, config, executor=workers, progress=progress.done,
+                                              on_reaped=reaped_notice(console), scan=False)  # fmt: skip
                 except (SandboxUnavailableError, PoolBusyError) as e:
                     console.print(f"[red]error:[/red] {escape(str(e))}")
                     raise typer.Exit(2) from e
+                except Interrupted as e:
+                    stopped = e
+                    audits += e.done
+                    run_ids += [e.run_id] if e.run_id else []
+                    break
             chosen = batch.backend
             audits += batch.audits
             if batch.run_id is not None:
@@ -174,5 +155,11 @@ def audit(
         json_file.write_text(to_json(audits), encoding="utf-8")
     if html_file:
         write_html(html_file, audits, backend=chosen, run_id=",".join(run_ids))
+    if stopped is not None:
+        console.print(
+            f"[yellow]interrupted:[/yellow] {len(stopped.done)} task(s) audited, {stopped.recorded} results "
+            "recorded; rerun to resume"
+        )
+        raise typer.Exit(stopped.exit_status)
     if not audits:
         console.print("no task folders found")

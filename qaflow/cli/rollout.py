@@ -10,7 +10,6 @@ import polars as pl
 import typer
 from pydantic import ValidationError
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from qaflow.cli.llm_options import MODEL_ENV, load_script
@@ -25,9 +24,11 @@ from qaflow.cli.options import (
     backend_with_runtime,
 )
 from qaflow.cli.output import console, emit_json, usage_error
+from qaflow.cli.progress import RunProgress
 from qaflow.config_file import read_config_data
 from qaflow.errors import ConfigError, LLMError, SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
+from qaflow.interrupts import Interrupted, stop_on_signals
 from qaflow.ledger import LedgerError
 from qaflow.models.frame import RolloutsError, read_rollouts, records_to_frame
 from qaflow.models.records import VersionStatus
@@ -154,22 +155,21 @@ def rollout(
         workers = executor_from_options(executor, address, jobs)
     except ExecutorError as e:
         usage_error(str(e))
+    stopped: Interrupted | None = None
     try:
-        with workers, Pool.open(pool_dir) as pool, _progress(err) as progress:
-            bar = progress.add_task("rollout", total=None)
+        with stop_on_signals(), workers, Pool.open(pool_dir) as pool, RunProgress(err, "rollout") as progress:
 
             def on_record(record: RolloutRecord) -> None:
                 mark = "pass" if record.passed else record.exit_status.value
-                progress.update(bar, advance=1, description=escape(f"{record.task} {record.effort.value} {mark}"))
+                seconds = record.timings.get("total", 0.0)
+                progress.done(f"{record.task} {record.effort.value} #{record.attempt} {mark}, {seconds:.1f} s")
 
-            report = run_rollouts(
-                pool,
-                config,
-                force=force,
-                on_record=on_record,
-                on_plan=lambda n: progress.update(bar, total=n),
-                executor=workers,
-            )
+            try:
+                report = run_rollouts(
+                    pool, config, force=force, on_record=on_record, on_plan=progress.set_total, executor=workers
+                )
+            except Interrupted as e:
+                stopped, report = e, e.done[0]
             frame = records_to_frame(pool.ledger.rollouts())
     except (PoolError, LedgerError, SandboxUnavailableError, LLMError) as e:
         usage_error(str(e))
@@ -190,13 +190,9 @@ def rollout(
         f"{total.get('completion_tokens', 0)} completion tokens, ${total.get('cost_usd', 0.0):.4f}; "
         f"{len(report.shards)} new shard(s) in {config.out_dir or pool_dir / '.qaflow' / 'rollouts'}"
     )
-
-
-def _progress(err: Any) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err, transient=True,
-    )  # fmt: skip
+    if stopped is not None:
+        err.print(f"[yellow]interrupted:[/yellow] {report.ran} results recorded; rerun to resume")
+        raise typer.Exit(stopped.exit_status)
 
 
 def _print_pass_table(table: pl.DataFrame) -> None:

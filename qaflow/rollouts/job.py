@@ -26,6 +26,7 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
+from qaflow import interrupts
 from qaflow.agents.effort import check_efforts
 from qaflow.agents.harness import HarnessConfig
 from qaflow.errors import QaflowError, TaskError
@@ -217,8 +218,9 @@ def run_rollouts(
 
     Items run on `executor` (default: a local pool of `config.jobs` threads). An item whose worker
     was lost on every try, or whose task cannot be loaded where it ran, is listed in `report.failed`
-    and the job goes on. Ctrl-C cancels the items in flight, reaps their sandboxes, and still syncs
-    the shards; the next run resumes.
+    and the job goes on. A stop request (`qaflow.interrupts`: SIGINT, SIGTERM) or Ctrl-C cancels the items
+    in flight, reaps their sandboxes, still syncs the shards, and raises (`Interrupted` carries this
+    report, `interrupted` set); the next run resumes.
 
     Raises:
         LLMError: the provider refuses an effort's settings or the sampling seed (before any attempt,
@@ -253,6 +255,7 @@ def run_rollouts(
             queue = list(reversed(items))
             try:
                 while queue or pending:
+                    interrupts.check()
                     while queue and len(pending) < limit:
                         item = queue.pop()
                         env = item.task.config.environment
@@ -267,6 +270,7 @@ def run_rollouts(
                         )
                         pending[handle] = item
                     for handle in workers.wait(list(pending), timeout=POLL_S):
+                        interrupts.check()  # an attempt cut short by the stop is no result
                         item = pending.pop(handle)
                         try:
                             outcome: AttemptOutcome = handle.result()
@@ -284,11 +288,13 @@ def run_rollouts(
                         report.records.append(outcome.record)
                         if on_record is not None:
                             on_record(outcome.record)
-            except BaseException:
+            except BaseException as e:
                 report.interrupted = True
                 workers.cancel(list(pending))
                 with contextlib.suppress(Exception):
                     workers.reap([run.run_id])
+                if isinstance(e, interrupts.Interrupted):
+                    e.done = [report]
                 raise
         finally:
             if owned:

@@ -40,7 +40,15 @@ from qaflow.sandbox.base import SandboxSpec
 from qaflow.sandbox.bwrap import cgroups
 from qaflow.sandbox.bwrap.base_image import mismatch
 from qaflow.sandbox.bwrap.rootfs import host_root, under
-from qaflow.sandbox.bwrap.sandbox import HOST_ENV, TEMP_PREFIX, BwrapSandbox, base_env, bwrap_flags, tail_args
+from qaflow.sandbox.bwrap.sandbox import (
+    HOST_ENV,
+    TEMP_PREFIX,
+    BwrapSandbox,
+    base_env,
+    bwrap_flags,
+    close_open,
+    tail_args,
+)
 from qaflow.sandbox.dockerfile import BuildPlan, Copy, MakeDir, Run, plan_build
 
 IMAGE_FORMAT = 1
@@ -96,11 +104,12 @@ class BwrapBackend:
 
     @classmethod
     def reap(cls, run_id: str | None = None) -> int:
-        """Remove cgroups and temp folders left by dead processes; returns how many went.
-
-        `run_id` is accepted for symmetry with the docker backend; bwrap leftovers carry the pid.
+        """Close this process's open sandboxes of `run_id` (all when None; an interrupted run's trials end
+        at once), then remove cgroups and temp folders left by dead processes; returns how many went.
+        Leftovers carry the pid of the process that made them, not the run.
         """
-        removed = cgroups.reap_stale()
+        removed = close_open(run_id)
+        removed += cgroups.reap_stale()
         leftovers = [(f, TEMP_PREFIX) for f in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*")]
         leftovers += [(f, ".build-") for f in default_cache_dir().glob(".build-*")]
         for folder, prefix in leftovers:

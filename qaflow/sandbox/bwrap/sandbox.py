@@ -174,6 +174,8 @@ class BwrapSandbox:
             log.debug("bwrap sandbox %s: no %s cgroup (%s); using rlimits", spec.name, controller, why)
         self._finalizer = weakref.finalize(self, _cleanup, owned, self._cg, spec.name)
         self._configure()
+        with _OPEN_LOCK:
+            _OPEN.add(self)
 
     @classmethod
     def from_image(cls, spec: SandboxSpec, meta: dict[str, Any], image_fs: Path) -> BwrapSandbox:
@@ -325,6 +327,9 @@ class BwrapSandbox:
                 os.close(fd)
         with self._lock:
             self._running.add(proc)
+            closed = self._closed
+        if closed:  # closed (reaped) from another thread while this exec started
+            kill(proc)
         report: Report | None = None
         try:
             try:
@@ -646,6 +651,21 @@ class BwrapSandbox:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"BwrapSandbox({self.spec.name!r}, workdir={self.workdir!r}, {state})"
+
+
+_OPEN: weakref.WeakSet[BwrapSandbox] = weakref.WeakSet()
+"""The sandboxes of this process not yet garbage: what `close_open` can reach."""
+_OPEN_LOCK = threading.Lock()
+
+
+def close_open(run_id: str | None = None) -> int:
+    """Close this process's open sandboxes of `run_id` (all when None), from any thread: their running
+    commands are killed, so a trial using one ends at its next step; returns how many were closed."""
+    with _OPEN_LOCK:
+        boxes = [b for b in _OPEN if not b._closed and (run_id is None or b.spec.run_id == run_id)]
+    for box in boxes:
+        box.close()
+    return len(boxes)
 
 
 def copy_image(src: Path, dest: Path) -> None:
