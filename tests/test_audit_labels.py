@@ -5,6 +5,7 @@ tasks both run alike, task folders untouched; and the apt-get control accepted w
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import urllib.request
 from pathlib import Path
@@ -178,3 +179,49 @@ def test_apt_get_control_is_accepted_with_build_network(tmp_path: Path):
     assert out.exit_code == 0, out.output
     (audit,) = json.loads(report.read_text())
     assert (audit["verdict"], audit["findings"]) == ("accepted", []), audit["findings"]
+
+
+STATIC_CODES = {"lint", "invalid_task", "unverified_requirement", "leak", "infra_error"}
+"""Findings of the files alone (and a build the backend cannot do) may have no trial to replay."""
+
+
+def _replay(command: str) -> dict:
+    args = shlex.split(command)
+    assert args[:2] == ["qaflow", "run"], command
+    out = CliRunner().invoke(app, [*args[1:], "--json"])
+    assert out.exit_code in (0, 1), out.output
+    return json.loads(out.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+@pytest.mark.timeout(AUDIT_TIMEOUT_S)
+def test_every_trial_finding_names_a_command_that_replays_it(tmp_path_factory: pytest.TempPathFactory):
+    """One finding per kind of replay (exploit, mutant, tamper, nop, oracle, rerun) is replayed and gives the
+    outcome the finding reports; every finding a trial made names its command."""
+    require_backend("bwrap")
+    audits = audit_pool("bwrap", tmp_path_factory.mktemp("audit"))
+    by_kind: dict[str, tuple[str, dict]] = {}
+    for name, audit in sorted(audits.items()):
+        for finding in audit["findings"]:
+            command = finding["replay"]
+            if command is None:
+                assert finding["code"] in STATIC_CODES or "step" in finding["evidence"], (name, finding)
+                continue
+            assert f" {audit['path']} " in f" {command} " and "--backend bwrap --offline --network none" in command
+            kind = command.split("--agent ")[1].split()[0].split(":")[0]
+            if finding["code"] in ("build_failed", "infra_error"):
+                kind = "build"
+            by_kind.setdefault(kind, (name, finding))
+    assert set(by_kind) >= {"exploit", "mutant", "tamper", "nop", "oracle", "rerun", "build"}, sorted(by_kind)
+    for kind, (name, finding) in sorted(by_kind.items()):
+        result = _replay(finding["replay"])
+        if kind == "rerun":
+            outcomes = [result["full_reward"], *result["reruns"]]
+            assert len(set(outcomes)) == 2, (name, outcomes)  # the flaky verifier disagrees with itself again
+        elif kind == "build":
+            assert result["error"] is not None, (name, finding["code"], result["reward"])
+        elif kind == "oracle":
+            assert not result["full_reward"], (name, finding["code"], result["reward"])
+        else:  # an exploit, a wrong answer, a planted reward or an untouched environment passes
+            assert result["full_reward"], (name, finding["code"], finding["replay"], result["reward"])

@@ -45,6 +45,7 @@ from qaflow.audit.mutants import Mutant, MutantAgent, MutantKind, deliverables, 
 from qaflow.audit.observation import Observation
 from qaflow.audit.observe import MAX_DIGESTS, observe_trial
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
+from qaflow.audit.replay import replay_command
 from qaflow.audit.steps import audit_task_steps
 from qaflow.audit.tamper import trusted_paths
 from qaflow.errors import BaseImageUnavailableError, BuildError, QaflowError, TaskError, UnsupportedError
@@ -446,6 +447,9 @@ class Auditor:
                 ],
             )
         audit.timings["total"] = time.perf_counter() - started
+        for finding in audit.findings:
+            finding.replay = replay_command(finding, str(folder), backend=self.backend, offline=self.config.offline,
+                                            network=self.config.network.value)  # fmt: skip
         self._record(task, audit)
         codes = sorted({f.code.value for f in audit.findings if f.severity is Severity.ERROR})
         shown = f" ({', '.join(codes)})" if codes else ""

@@ -1,4 +1,5 @@
-"""CLI: `qaflow run TASK --agent oracle|nop|exploit:NAME|mutant:NAME` runs one trial and prints its reward."""
+"""CLI: `qaflow run TASK --agent oracle|nop|exploit:NAME|mutant:NAME|tamper|rerun:N` runs one trial and prints
+its reward."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from qaflow.audit.exploit_lookup import ExploitLookupError, exploit_name, find_e
 from qaflow.audit.exploits import ExploitAgent
 from qaflow.audit.mutant_lookup import MutantLookupError, find_mutant, mutant_name
 from qaflow.audit.mutants import MutantAgent
+from qaflow.audit.replay import TAMPER, rerun_count, tamper_agent
 from qaflow.cli.options import BackendOpt, NetworkOpt, OfflineOpt, RuntimeOpt
 from qaflow.cli.output import console as cli_console
 from qaflow.cli.output import usage_error
@@ -32,8 +34,10 @@ AgentOpt = Annotated[
         "--agent",
         "-a",
         help="oracle (reference solution), nop (do nothing), exploit:NAME (replay an exploit the audit of this "
-        "version proved: its finding's plants, written as the agent user), or mutant:NAME (a wrong solution the "
-        "audit ran, rebuilt from the recorded oracle effect)",
+        "version proved: its finding's plants, written as the agent user), mutant:NAME (a wrong solution the "
+        "audit ran, rebuilt from the recorded oracle effect), tamper (a full reward planted where the verifier "
+        "writes or copies it, the verifier's logs left in place) or rerun:N (the oracle, then N more verifier "
+        "runs on its final state). Each finding of `qaflow audit --json` names its command",
     ),
 ]
 
@@ -49,6 +53,9 @@ def run(
     runtime: RuntimeOpt = None,
     offline: OfflineOpt = False,
     network: NetworkOpt = RuntimeNetwork.TASK,
+    reruns: Annotated[
+        int, typer.Option(min=0, help="Run the verifier this many more times on the final state and print each outcome")
+    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the trial result as JSON")] = False,
 ) -> None:
     """Run one trial of a task and print its reward and timings.
@@ -58,9 +65,16 @@ def run(
     Example: qaflow run tasks_repo/csv-sum --offline --network none
     Example: qaflow run pool/my-task --agent exploit:script-shim
     Example: qaflow run pool/my-task --agent mutant:empty-all
+    Example: qaflow run pool/my-task --agent tamper
+    Example: qaflow run pool/my-task --agent rerun:12
     """
     console = cli_console()
+    if (task_dir / "task.toml").is_file() is False and task_dir.is_dir():
+        usage_error(f"{task_dir}: not a task folder (no task.toml); `qaflow run` takes one task, `qaflow audit` a pool")
     try:
+        more = rerun_count(agent)
+        if more is not None:
+            agent, reruns = "oracle", max(reruns, more)
         task = Task.load(task_dir, require_solution=agent == "oracle")
         chosen = _agent(task, agent)
         backend = with_runtime(backend, runtime)
@@ -69,7 +83,14 @@ def run(
     except (TaskError, SandboxError, ValueError) as e:
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
-    result = run_trial(task, chosen, backend=backend, network=RunNetwork(offline=offline, network=network))
+    result = run_trial(
+        task,
+        chosen,
+        backend=backend,
+        network=RunNetwork(offline=offline, network=network),
+        clear_verifier_logs=agent != TAMPER,
+        verifier_reruns=reruns,
+    )
     if as_json:
         print(result.model_dump_json(indent=2))
     else:
@@ -83,6 +104,8 @@ def _agent(task: Task, agent: str) -> Agent:
     mutant `mutant:NAME` it ran."""
     if (mutant := mutant_name(agent)) is not None:
         return MutantAgent(find_mutant(task, mutant, pool_root_of(task.path)))
+    if agent == TAMPER:
+        return tamper_agent(task, pool_root_of(task.path))
     name = exploit_name(agent)
     if name is None:
         return agent_by_name(agent)
@@ -100,6 +123,12 @@ def _print(console: Console, result: TrialResult) -> None:
         shown = "—" if step.reward is None else f"{step.reward:g}" + (" (full)" if step.full_reward else "")
         stopped = f"; stopped here: {step.aborted}" if step.aborted else ""
         table.add_row(f"step {step.name}", f"{shown}, {step.exit_status.value}{stopped}")
+    if result.reruns:
+        table.add_row(
+            "verifier reruns",
+            f"{sum(result.reruns)}/{len(result.reruns)} full: "
+            + " ".join("1" if full else "0" for full in result.reruns),
+        )
     for phase, seconds in result.timings.items():
         table.add_row(f"{phase} time", f"{seconds:.3f} s")
     table.add_row("version", result.version[:12])

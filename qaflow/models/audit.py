@@ -23,6 +23,9 @@ class AuditFinding(BaseModel):
     severity: Severity = Severity.ERROR
     message: str
     evidence: dict[str, Any] = Field(default_factory=dict)
+    replay: str | None = None
+    """The `qaflow run` command that replays the trial behind the finding (`qaflow.audit.replay`); None for
+    findings of the files alone."""
 
 
 class TaskAudit(BaseModel):
