@@ -87,3 +87,25 @@ def test_help_examples_name_paths_that_exist_or_that_qaflow_writes() -> None:
     assert len(named) >= 15
     missing = [t for t in named if "/.qaflow/" not in t and not (REPO / t).exists()]
     assert missing == []
+
+
+def _commands(group: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found: list[tuple[str, ...]] = [prefix] if prefix else []
+    subs = getattr(group, "commands", None)
+    if isinstance(subs, dict):
+        for name, sub in subs.items():
+            found += _commands(sub, (*prefix, name))
+    return found
+
+
+def test_no_help_shows_a_type_on_a_flag_or_a_note_for_code_readers() -> None:
+    import typer.main
+
+    commands = _commands(typer.main.get_command(app))
+    assert len(commands) > 30
+    for command in commands:
+        out = CliRunner().invoke(app, [*command, "--help"], terminal_width=200, env={"COLUMNS": "200"})
+        assert out.exit_code == 0, (command, out.output)
+        assert "<bool>" not in out.output and "Long on purpose" not in out.output, (command, out.output)
+    forced = CliRunner().invoke(app, ["audit", "--help"], terminal_width=200, env={"COLUMNS": "200"}).output
+    assert re.search(r"--jobs\s+-j\s+<int range>", forced)  # a valued option keeps its type

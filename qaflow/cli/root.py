@@ -18,7 +18,7 @@ from qaflow.cli import review as review_cli
 from qaflow.cli import rollout as rollout_cli
 from qaflow.cli import run as run_cli
 from qaflow.cli import sandbox as sandbox_cli
-from qaflow.cli.help_text import reflow_app
+from qaflow.cli.help_text import hide_flag_types, reflow_app
 
 app = typer.Typer(
     name="qaflow",
@@ -69,6 +69,7 @@ STAGE_CLIS = ("curation.cli", "sft.cli", "rl.cli")
 for _module in STAGE_CLIS:
     importlib.import_module(_module).register(app)
 reflow_app(app)
+hide_flag_types()
 
 
 def main() -> None:
