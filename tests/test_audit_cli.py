@@ -46,8 +46,20 @@ def test_audit_cli_contract_html_and_only_new(backend: str, tmp_path: Path):
     assert len(lines) == 3 and [ln.split()[1] for ln in lines] == ["1/3", "2/3", "3/3"], output
     assert any("qaflow/clean-phone-numbers: needs_repair (" in ln and "false_pass" in ln for ln in lines), lines
     assert any(ln.endswith(" s") and "qaflow/csv-sum: accepted, " in ln for ln in lines), lines
+    assert "invalid menu-prices: instruction.md" in output  # why it is invalid, under the table
     page = html.read_text()
     assert page.startswith("<!doctype html>") and "qaflow/clean-phone-numbers" in page and "false_pass" in page
+    (false_pass,) = [f for f in phone["findings"] if f["code"] == "false_pass"]
+    assert false_pass["replay"] == f"qaflow run {pool / 'clean-phone-numbers'} --agent nop --backend {backend}"
+    assert f"replay: <code>{false_pass['replay']}</code>" in page
+
+    piped = CliRunner().invoke(app, ["audit", str(pool), "--backend", backend, "--repeats", "2", "--json", "-"])
+    assert piped.exit_code == 0, piped.output
+    def verdicts(report: list[dict]) -> set[tuple[str, str, str]]:
+        return {(a["task"], a["verdict"], ",".join(sorted(f["code"] for f in a["findings"]))) for a in report}
+
+    assert verdicts(json.loads(piped.stdout)) == verdicts(audits) and "1 accepted" in piped.stderr  # JSON alone
+    assert not (Path.cwd() / "-").exists()
 
     _, again = run_audit(pool, backend, "--only-new")
     assert again == []

@@ -10,10 +10,11 @@ from typing import Any
 
 import jinja2
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from qaflow.models.audit import TaskAudit, Verdict
-from qaflow.models.records import Severity
+from qaflow.models.records import FindingCode, Severity
 
 _VERDICT_STYLE = {Verdict.ACCEPTED: "green", Verdict.NEEDS_REPAIR: "red", Verdict.INVALID: "magenta"}
 
@@ -84,6 +85,11 @@ def print_summary(console: Console, audits: list[TaskAudit], *, backend: str, se
             a.task, f"[{style}]{a.verdict.value}[/{style}]", codes or "—", f"{a.timings.get('total', 0):.1f}s"
         )
     console.print(table)
+    for a in sorted(audits, key=lambda a: a.task):
+        if a.verdict is Verdict.INVALID:  # why, in one line each: the table has no room for it
+            for f in a.findings:
+                if f.code is FindingCode.INVALID_TASK:
+                    console.print(f"[magenta]invalid[/magenta] {escape(a.task)}: {escape(f.message)}", soft_wrap=True)
     verdicts = Counter(a.verdict.value for a in audits)
     line = ", ".join(f"{verdicts.get(v.value, 0)} {v.value}" for v in Verdict)
     console.print(f"[bold]{line}[/bold]")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -74,7 +75,10 @@ def audit(
     ] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials run concurrently")] = 2,
     max_mutants: Annotated[int, typer.Option(min=0, help="Wrong solutions derived from the oracle, per task")] = 12,
-    json_file: Annotated[Path | None, typer.Option("--json", help="Write the per-task JSON report here")] = None,
+    json_file: Annotated[
+        Path | None,
+        typer.Option("--json", help="Write the per-task JSON report here (`-`: stdout, the table on stderr)"),
+    ] = None,
     html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here")] = None,
     only_new: Annotated[bool, typer.Option("--only-new", help="Skip task versions audited before")] = False,
     force: Annotated[bool, typer.Option("--force", help="Redo probes already recorded in the ledger")] = False,
@@ -150,8 +154,12 @@ def audit(
             if batch.run_id is not None:
                 run_ids.append(batch.run_id)
     seconds = time.perf_counter() - started
-    print_summary(cli_console(), audits, backend=chosen, seconds=seconds)
-    if json_file:
+    to_stdout = json_file == Path("-")
+    print_summary(console if to_stdout else cli_console(), audits, backend=chosen, seconds=seconds)
+    if to_stdout:
+        sys.stdout.write(to_json(audits) + "\n")
+        sys.stdout.flush()
+    elif json_file:
         json_file.write_text(to_json(audits), encoding="utf-8")
     if html_file:
         write_html(html_file, audits, backend=chosen, run_id=",".join(run_ids))
