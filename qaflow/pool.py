@@ -92,6 +92,25 @@ class ScanReport(BaseModel):
 
     @computed_field
     @property
+    def duplicate_names(self) -> dict[str, list[str]]:
+        """Task names that more than one valid folder declares (`[task] name`), with their paths: reports,
+        rollouts and datasets name tasks by it, so two tasks would read as one."""
+        paths: dict[str, list[str]] = {}
+        for e in self.entries:
+            if e.status is not VersionStatus.INVALID:
+                paths.setdefault(e.name, []).append(e.path)
+        return {name: sorted(found) for name, found in sorted(paths.items()) if len(found) > 1}
+
+    def duplicate_warnings(self) -> list[str]:
+        """One line per name in `duplicate_names`."""
+        return [
+            f"{len(found)} task folders share the name {name!r} ({', '.join(found)}): reports, rollouts and "
+            "datasets name tasks by it; give each its own [task] name in task.toml"
+            for name, found in self.duplicate_names.items()
+        ]
+
+    @computed_field
+    @property
     def invalid(self) -> int:
         return sum(e.status == VersionStatus.INVALID for e in self.entries) + len(self.problems)
 

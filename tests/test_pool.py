@@ -241,3 +241,18 @@ def test_cli_help_has_an_example(command: str) -> None:
     out = runner.invoke(app, ["pool", command, "--help"])
     assert out.exit_code == 0
     assert "Example: qaflow pool " + command in out.output
+
+
+def test_two_folders_with_one_task_name_are_warned_about(pool_dir: Path) -> None:
+    assert scan(pool_dir).duplicate_names == {}
+    twin = write_task(pool_dir / "copies", "alpha")  # declares [task] name = "test/alpha" too
+    (twin / "instruction.md").write_text("Write `done` to /app/out.txt, and nothing else.\n")
+    report = scan(pool_dir)
+    assert report.duplicate_names == {"test/alpha": ["alpha", "copies/alpha"]}
+    (line,) = report.duplicate_warnings()
+    assert "'test/alpha' (alpha, copies/alpha)" in line and "[task] name" in line
+    out = runner.invoke(app, ["pool", "scan", str(pool_dir)])
+    assert out.exit_code == 0 and "warning: 2 task folders share the name 'test/alpha'" in out.output, out.output
+    assert json.loads(runner.invoke(app, ["pool", "scan", str(pool_dir), "--json"]).stdout)["duplicate_names"] == {
+        "test/alpha": ["alpha", "copies/alpha"]
+    }

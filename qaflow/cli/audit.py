@@ -130,6 +130,8 @@ def audit(
         for root, folders in groups.items():
             with Pool.open(root) as pool:
                 scan = pool.scan()
+                for line in scan.duplicate_warnings():
+                    console.print(f"[yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
                 if only_new:
                     fresh = {
                         e.path

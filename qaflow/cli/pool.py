@@ -89,6 +89,8 @@ def _print_scan(report: ScanReport) -> None:
             out.print(f"  {escape(path)}: {escape(error)}")
     for path in report.removed:
         out.print(f"removed: {escape(path)}")
+    for line in report.duplicate_warnings():
+        out.print(f"[yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
     out.print(report.summary())
 
 
