@@ -57,6 +57,7 @@ from curation.export_facts import (
     check_policy,
     check_task,
     export_facts,
+    with_default_licence,
 )
 from curation.export_guard import DEFAULT_MAX_MESSAGE_CHARS, Rejected, guard_rollout
 from curation.export_rl import export_rl
@@ -255,6 +256,7 @@ def export_sft(
     prepare_out_dir(out_dir, overwrite=overwrite)
     facts = export_facts(pool, gate, licences)
     rows, removed = sft_rows(frame, facts=facts, gate=gate, max_message_chars=max_message_chars)
+    with_default_licence(rows, license)
     if not rows:
         reasons = ", ".join(sorted({r.reason.value for r in removed})) or "the input is empty"
         raise NothingToExport(

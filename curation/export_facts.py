@@ -61,6 +61,14 @@ class TaskFacts(BaseModel):
         }
 
 
+def with_default_licence(rows: list[dict[str, Any]], licence: str | None) -> None:
+    """Give `licence` (the dataset's, `export --license`) to the rows that have none of their own."""
+    if licence:
+        for row in rows:
+            if row.get("licence") is None:
+                row["licence"] = licence
+
+
 UNKNOWN_FACTS = {"licence": None, "task_status": None, "audit_verdict": None, "audit_run": None}
 
 

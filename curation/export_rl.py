@@ -53,6 +53,7 @@ from curation.export_facts import (
     check_task,
     export_facts,
     pool_facts,
+    with_default_licence,
 )
 from curation.export_guard import Rejected, parse_tools
 from qaflow.agents.tool_specs import TOOLS
@@ -328,6 +329,7 @@ def export_rl(
                 opened.close()
     if left_out:
         notes.append(f"{left_out} attempts not correctly graded (or of a scripted policy) are left out of the stats")
+    with_default_licence(rows, license)
     if not rows:
         what = "no task matched" if not removed else f"all {len(removed)} task versions removed"
         raise NothingToExport(out_dir, f"nothing to export: {what}", removed)

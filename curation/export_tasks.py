@@ -36,7 +36,7 @@ from curation.export_common import (
     value_counts,
     write_export,
 )
-from curation.export_facts import FACT_COLUMNS, pool_facts
+from curation.export_facts import FACT_COLUMNS, pool_facts, with_default_licence
 from curation.export_limits import DEFAULT_MAX_TASK_FILE_BYTES
 from qaflow.errors import TaskError
 from qaflow.models.records import TaskRow
@@ -228,6 +228,7 @@ def export_tasks(
     finally:
         if opened is not pool:
             opened.close()
+    with_default_licence(rows, license)
     if not rows:
         wanted = "any status" if status is None else ", ".join(status)
         what = f"no task of {root} has status {wanted}" if not removed else f"all {len(removed)} tasks removed"

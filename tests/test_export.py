@@ -134,6 +134,7 @@ def test_sft_export_round_trips_through_load_from_disk_and_parquet(tmp_path: Pat
     card = (out / "README.md").read_text()
     meta = front_matter(card)
     assert meta["license"] == "apache-2.0"
+    assert set(ds["licence"]) == {"apache-2.0"}  # rows without a licence of their own take the dataset's
     assert {c["config_name"]: c["data_files"] for c in meta["configs"]} == {
         "default": [{"split": "train", "path": f"data/train-{digest}-*.parquet"}],
         "sharegpt": [{"split": "train", "path": f"sharegpt/train-{digest}-*.parquet"}],
