@@ -148,22 +148,34 @@ if pool is None or not pool.ledger.rollout_ids():  # replay in a scratch copy: t
     ran = replay_pool(pool, attempts=2, backend=BACKEND)
     print(f"replayed {ran} attempts")
 frame = records_to_frame(pool.ledger.rollouts())
-print(frame.height, "rollouts;", frame["model"].unique().to_list())"""
+print(frame.height, "rollouts;", frame["model"].unique().to_list())
+NOTHING = None
+if frame.height == 0:
+    accepted = sum(1 for row in pool.list() if row.status.value == "accepted")
+    NOTHING = (
+        f"nothing to plot: no rollouts, and the replay runs only accepted tasks ({accepted} here); "
+        "run `qaflow audit POOL` first, or roll out a model with `qaflow rollout run POOL --model M`"
+    )
+    print(NOTHING)"""
     ),
     new_markdown_cell("## Pass rate, pass@k and difficulty bands"),
     new_code_cell(
         """\
+from IPython.display import display
 from qaflow.rollouts.stats import pass_table, task_bands
 
-table = pass_table(frame, ks=(1, 2))
-bands = task_bands(frame)
-order = ["impossible", "very_hard", "hard", "medium", "easy", "trivial"]
-counts = {b: 0 for b in order} | dict(bands.group_by("band").len().iter_rows())
-fig, ax = plt.subplots(figsize=(6, 3))
-ax.bar(order, [counts[b] for b in order], color="tab:purple")
-ax.set_title("tasks by difficulty band")
-plt.show()
-table"""
+if NOTHING:
+    print(NOTHING)
+else:
+    table = pass_table(frame, ks=(1, 2))
+    bands = task_bands(frame)
+    order = ["impossible", "very_hard", "hard", "medium", "easy", "trivial"]
+    counts = {b: 0 for b in order} | dict(bands.group_by("band").len().iter_rows())
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.bar(order, [counts[b] for b in order], color="tab:purple")
+    ax.set_title("tasks by difficulty band")
+    plt.show()
+    display(table)"""
     ),
     new_markdown_cell("## Effort order\n\nHigher effort should think more and succeed more; inversions are flagged."),
     new_code_cell(
@@ -173,11 +185,14 @@ import tempfile
 from IPython.display import Image, display
 from rl.report import effort_report, plot_effort_report
 
-report = effort_report(frame)
-png = plot_effort_report(report, Path(tempfile.mkdtemp()) / "effort.png")
-display(Image(filename=str(png)))
-print("inversions:", len(report.inversions))
-report.table()"""
+if NOTHING:
+    print(NOTHING)
+else:
+    report = effort_report(frame)
+    png = plot_effort_report(report, Path(tempfile.mkdtemp()) / "effort.png")
+    display(Image(filename=str(png)))
+    print("inversions:", len(report.inversions))
+    display(report.table())"""
     ),
     new_markdown_cell("## Rollout filter funnel (default rules)"),
     new_code_cell(
@@ -185,10 +200,13 @@ report.table()"""
 from curation.filters import apply_filters
 from curation.funnel_plot import draw_funnel
 
-result = apply_filters(frame)
-funnel_png = draw_funnel(result.funnel, Path(tempfile.mkdtemp()) / "funnel.png")
-display(Image(filename=str(funnel_png)))
-result.funnel"""
+if NOTHING:
+    print(NOTHING)
+else:
+    result = apply_filters(frame)
+    funnel_png = draw_funnel(result.funnel, Path(tempfile.mkdtemp()) / "funnel.png")
+    display(Image(filename=str(funnel_png)))
+    display(result.funnel)"""
     ),
 ]
 

@@ -15,7 +15,7 @@ from nbclient import NotebookClient
 from typer.testing import CliRunner
 
 from qaflow.cli import app
-from tests.conftest import REPO, require_backend
+from tests.conftest import REPO, TASKS_REPO, require_backend
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.slow]
 
@@ -109,3 +109,22 @@ def _ledger_rows(pool: Path) -> dict[str, int]:
 
     with Pool.open(pool, create=False) as opened:
         return {table: opened.ledger.frame(table).height for table in TABLES}
+
+
+def test_the_rollouts_notebook_on_an_unaudited_pool_says_why_it_has_nothing_to_plot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = tmp_path / "pool"
+    shutil.copytree(TASKS_REPO / "csv-sum", pool / "csv-sum")
+    monkeypatch.setenv("QAFLOW_POOL", str(pool))
+    monkeypatch.setenv("QAFLOW_BACKEND", "bwrap")
+    nb = nbformat.read(REPO / "notebooks" / "rollouts.ipynb", as_version=4)
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(REPO / "notebooks")}}
+    ).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    assert not [o for o in outputs if "image/png" in o.get("data", {})]
+    text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    assert text.count("nothing to plot: no rollouts, and the replay runs only accepted tasks (0 here)") == 4, text
+    assert "qaflow audit POOL" in text and not (pool / ".qaflow").exists()  # the pool itself is never written
