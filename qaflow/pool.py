@@ -29,6 +29,7 @@ from qaflow.models.records import (
     VersionStatus,
     utcnow,
 )
+from qaflow.models.rollout import RolloutTally
 from qaflow.task import DEFAULT_MAX_FILE_BYTES, Task, TaskConfig, find_task_dirs, tree_hash
 
 DEFAULT_LEDGER = Path(".qaflow") / "ledger.sqlite"
@@ -146,6 +147,8 @@ class TaskHistory(BaseModel):
     results: list[Result]
     findings: list[Finding]
     status_log: list[StatusChange]
+    rollouts: list[RolloutTally] = Field(default_factory=list)
+    """Attempts per version, model, effort and round: graded, passed, and infrastructure or model errors apart."""
 
 
 class Pool:
@@ -309,6 +312,7 @@ class Pool:
             results=[r for v in ordered for r in self.ledger.results(task_version=v.version)],
             findings=[f for v in ordered for f in self.ledger.findings(task_version=v.version)],
             status_log=[c for v in ordered for c in self.ledger.status_log(v.version)],
+            rollouts=self.ledger.rollout_tallies(ids),
         )
 
     def frame(self, table: str = "tasks") -> pl.DataFrame:

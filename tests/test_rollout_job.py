@@ -212,6 +212,7 @@ def test_an_attempt_that_ended_in_a_model_error_is_retried_by_a_rerun_not_counte
     with Pool.open(root) as pool:
         (failed,) = run_rollouts(pool, config.model_copy(update={"jobs": 1})).records
         assert failed.stop_reason == "llm_error" and failed.reward == 0.0
+        assert _tallies(root) == [("low", 0, 0, 1)]  # pool show counts it apart, not as a failed attempt
         again = run_rollouts(
             pool, config.model_copy(update={"model": LLMConfig(model="openai/scripted", script=SOLVE)})
         )
@@ -220,5 +221,14 @@ def test_an_attempt_that_ended_in_a_model_error_is_retried_by_a_rerun_not_counte
         assert record.rollout_id == failed.rollout_id and record.full_reward and record.stop_reason == "done"
         settled = run_rollouts(pool, config)
         assert (settled.ran, settled.retried, settled.skipped) == (0, 0, 1)
+        assert _tallies(root) == [("low", 1, 1, 0)]
+        shown = CliRunner().invoke(app, ["pool", "show", "test/a", "--pool", str(root)], env={"COLUMNS": "200"})
+        assert shown.exit_code == 0 and "rollouts (errors: an infrastructure or model error" in shown.output
     shards = read_rollouts(root / ".qaflow" / "rollouts")
     assert shards.height == 1 and shards["full_reward"].to_list() == [True]
+
+
+def _tallies(root: Path) -> list[tuple[str, int, int, int]]:
+    out = CliRunner().invoke(app, ["pool", "show", "test/a", "--pool", str(root), "--json"])
+    assert out.exit_code == 0, out.output
+    return [(t["effort"], t["graded"], t["passed"], t["errors"]) for t in json.loads(out.stdout)["rollouts"]]

@@ -203,6 +203,13 @@ def _print_history(h: TaskHistory) -> None:
                 r.run_id,
             )
         out.print(results)
+    if h.rollouts:
+        title = "rollouts (errors: an infrastructure or model error, no result; a rerun tries them again)"
+        rollouts = Table("version", "model", "effort", "round", "graded", "passed", "errors", title=title)
+        for t in h.rollouts:
+            rollouts.add_row(short(t.task_version), escape(t.model), t.effort, str(t.round), str(t.graded),
+                             str(t.passed), str(t.errors))  # fmt: skip
+        out.print(rollouts)
     if h.findings:
         findings = Table("version", "code", "severity", "message", "run", title="findings")
         for f in h.findings:

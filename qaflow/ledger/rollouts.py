@@ -10,7 +10,7 @@ import zlib
 from collections.abc import Iterable
 
 from qaflow.ledger.db import LedgerDB, ts, where
-from qaflow.models.rollout import RolloutRecord
+from qaflow.models.rollout import RolloutRecord, RolloutTally
 
 _CHUNK = 500
 SETTLED = " AND exit_status != 'error' AND COALESCE(stop_reason, '') != 'llm_error'"
@@ -67,6 +67,36 @@ class RolloutLedger(LedgerDB):
             sql = f"SELECT rollout_id FROM rollouts WHERE rollout_id IN ({marks})" + only
             found.update(r[0] for r in conn.execute(sql, chunk))
         return found
+
+    def rollout_tallies(self, task_versions: Iterable[str]) -> list[RolloutTally]:
+        """Per (task version, model, effort, round): graded attempts, those that passed, and those that
+        ended in an infrastructure or model error (no result, counted apart)."""
+        wanted = list(dict.fromkeys(task_versions))
+        tallies: list[RolloutTally] = []
+        unsettled = f"NOT (1{SETTLED})"
+        for i in range(0, len(wanted), _CHUNK):
+            chunk = wanted[i : i + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = self._reader().execute(
+                f"SELECT task_version, model, effort, round, SUM(CASE WHEN {unsettled} THEN 0 ELSE 1 END),"
+                f" SUM(CASE WHEN {unsettled} THEN 0 ELSE full_reward END), SUM(CASE WHEN {unsettled} THEN 1 ELSE 0 END)"
+                f" FROM rollouts WHERE task_version IN ({marks}) GROUP BY task_version, model, effort, round"
+                " ORDER BY task_version, model, round, effort",
+                chunk,
+            )
+            for version, model, effort, round_, graded, passed, errors in rows:
+                tallies.append(
+                    RolloutTally(
+                        task_version=version,
+                        model=model,
+                        effort=effort,
+                        round=round_,
+                        graded=graded,
+                        passed=passed,
+                        errors=errors,
+                    )
+                )
+        return tallies
 
     def rollout_stamps(self) -> dict[str, str]:
         """rollout_id -> when the recorded attempt was made (a retried attempt replaces the record and its stamp)."""

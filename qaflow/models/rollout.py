@@ -236,3 +236,18 @@ def arguments_object(arguments: Any) -> Any:
         except (json.JSONDecodeError, RecursionError):
             return arguments
     return arguments
+
+
+class RolloutTally(BaseModel):
+    """Attempts of one task version by one model at one effort and round, as `qaflow pool show` counts them."""
+
+    task_version: str
+    model: str
+    effort: str
+    round: int
+    graded: int = Field(description="Attempts that are results (the verifier graded them).")
+    passed: int = Field(description="Graded attempts with full reward.")
+    errors: int = Field(
+        description="Attempts that ended in an infrastructure error or a failed model call: no result, "
+        "counted apart; a rerun tries them again."
+    )
