@@ -25,7 +25,7 @@ import polars as pl
 
 from curation.sources import StageResult, removed_frame
 from qaflow.ledger import Ledger
-from qaflow.rollouts.stats import band_expr, passed_expr
+from qaflow.rollouts.stats import band_expr, passed_expr, settled_expr
 
 BAND_NAMES = ("impossible", "very_hard", "hard", "medium", "easy", "trivial")
 
@@ -138,10 +138,12 @@ def language_filter(
 
 def attach_pass_rates(tasks: pl.DataFrame, rollouts: pl.DataFrame, *, key: str = "version") -> pl.DataFrame:
     """`attempts`, `passes` and `pass_rate` columns from a rollout frame (ROLLOUT_SCHEMA), matched on the task
-    version (`task_version`) or, with key="name", on the task name (`task`). Tasks without rollouts get nulls."""
+    version (`task_version`) or, with key="name", on the task name (`task`). Only graded attempts count
+    (`settled_expr`: not an infrastructure or model error); tasks without any get nulls."""
     by = "task_version" if key == "version" else "task"
     rates = (
-        rollouts.with_columns(passed_expr().alias("_passed"))
+        rollouts.filter(settled_expr(rollouts))
+        .with_columns(passed_expr().alias("_passed"))
         .group_by(by)
         .agg(pl.len().cast(pl.Int64).alias("attempts"), pl.col("_passed").sum().cast(pl.Int64).alias("passes"))
         .with_columns((pl.col("passes") / pl.col("attempts")).alias("pass_rate"))

@@ -55,6 +55,7 @@ def test_audit_cli_contract_html_and_only_new(backend: str, tmp_path: Path):
 
     piped = CliRunner().invoke(app, ["audit", str(pool), "--backend", backend, "--repeats", "2", "--json", "-"])
     assert piped.exit_code == 0, piped.output
+
     def verdicts(report: list[dict]) -> set[tuple[str, str, str]]:
         return {(a["task"], a["verdict"], ",".join(sorted(f["code"] for f in a["findings"]))) for a in report}
 

@@ -112,17 +112,25 @@ def test_pass_table_counts_per_task_and_effort() -> None:
         make_record(task="t1", effort="low", attempt=3, reward=1.0, exit_status="agent_timeout"),
         make_record(task="t1", effort="xhigh", attempt=0, reward=1.0, thinking_tokens=50),
         make_record(task="t2", effort="low", attempt=0, reward=0.0),
+        make_record(task="t1", effort="low", attempt=4, reward=0.0, stop_reason="llm_error"),
+        make_record(task="t1", effort="low", attempt=5, reward=None, exit_status="error"),
+        make_record(task="t3", effort="low", attempt=0, reward=0.0, stop_reason="llm_error"),
     ]
     table = pass_table(records_to_frame(records), ks=(1, 2))
     low = table.filter(pl.col("task") == "t1", pl.col("effort") == "low").row(0, named=True)
     assert (low["attempts"], low["passes"], low["pass_rate"], low["band"]) == (4, 2, 0.5, "hard")
+    assert low["errors"] == 2  # infrastructure and model errors apart, never failures
+    only_errors = table.filter(pl.col("task") == "t3").row(0, named=True)
+    assert (only_errors["attempts"], only_errors["errors"], only_errors["pass_rate"], only_errors["band"]) == (
+        0, 1, None, None
+    )  # fmt: skip
     assert low["pass@2"] == pytest.approx(1 - 1 / 6)
     assert low["median_thinking_passed"] == 20
     xhigh = table.filter(pl.col("task") == "t1", pl.col("effort") == "xhigh").row(0, named=True)
     assert xhigh["pass@2"] is None and xhigh["band"] == "trivial"
-    assert table["effort"].to_list() == ["low", "xhigh", "low"]
+    assert table["effort"].to_list() == ["low", "xhigh", "low", "low"]
     bands = dict(task_bands(records_to_frame(records)).select("task", "band").iter_rows())
-    assert bands == {"t1": "medium", "t2": "impossible"}
+    assert bands == {"t1": "medium", "t2": "impossible", "t3": None}
 
 
 @pytest.mark.bwrap

@@ -199,16 +199,20 @@ def _print_pass_table(table: pl.DataFrame) -> None:
     out = console()
     shown = Table(title="rollouts: pass rate by task and effort", title_justify="left")
     k_cols = [c for c in table.columns if c.startswith("pass@")]
-    for col in ("task", "effort", "attempts", "passes", "pass_rate", "band", *k_cols, "median_thinking_passed"):
+    columns = ("task", "effort", "attempts", "passes", "errors", "pass_rate", "band", *k_cols, "median_thinking_passed")
+    for col in columns:
         shown.add_column(col.replace("median_thinking_passed", "thinking (pass, median)"))
     for row in table.iter_rows(named=True):
         ks = ["—" if row[c] is None else f"{row[c]:.2f}" for c in k_cols]
         thinking = "—" if row["median_thinking_passed"] is None else f"{row['median_thinking_passed']:.0f}"
+        rate = "—" if row["pass_rate"] is None else f"{row['pass_rate']:.2f}"
         shown.add_row(
-            escape(row["task"]), row["effort"], str(row["attempts"]), str(row["passes"]),
-            f"{row['pass_rate']:.2f}", row["band"], *ks, thinking,
+            escape(row["task"]), row["effort"], str(row["attempts"]), str(row["passes"]), str(row["errors"]),
+            rate, row["band"] or "—", *ks, thinking,
         )  # fmt: skip
     out.print(shown)
+    if table["errors"].sum():
+        out.print("errors: attempts that ended in an infrastructure or model error, not counted; a rerun retries them")
 
 
 def rollout_stats(

@@ -66,20 +66,42 @@ def passed_expr() -> pl.Expr:
     return (pl.col("exit_status") == "ok") & pl.col("full_reward").cast(pl.Boolean).fill_null(False)
 
 
+def settled_expr(frame: pl.DataFrame) -> pl.Expr:
+    """An attempt that is a result: not ended by an infrastructure error (exit status `error`) nor by a failed
+    model call (stop reason `llm_error`). The others are no evidence about the task; a rerun retries them."""
+    settled = pl.col("exit_status") != "error"
+    if "stop_reason" in frame.columns:
+        settled = settled & (pl.col("stop_reason").fill_null("") != "llm_error")
+    return settled
+
+
+def _counted(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(settled_expr(frame).alias("_settled")).with_columns(
+        (passed_expr() & pl.col("_settled")).alias("_passed")
+    )
+
+
+def _rates(grouped: pl.DataFrame) -> pl.DataFrame:
+    rate = pl.when(pl.col("attempts") > 0).then(pl.col("passes") / pl.col("attempts"))
+    return grouped.with_columns(rate.alias("pass_rate")).with_columns(
+        pl.when(pl.col("attempts") > 0).then(band_expr(pl.col("pass_rate"))).alias("band")
+    )
+
+
 def pass_table(frame: pl.DataFrame, ks: tuple[int, ...] = (1,)) -> pl.DataFrame:
-    """One row per (task, model, effort): attempts, passes, pass_rate, band, pass@k columns (null when k > n),
-    mean turns and mean/median thinking tokens of passing attempts."""
-    grouped = (
-        frame.with_columns(passed_expr().alias("_passed"))
+    """One row per (task, model, effort): attempts (graded ones), passes, errors (attempts that ended in an
+    infrastructure or model error: counted apart, never as failures), pass_rate and band (null with no graded
+    attempt), pass@k columns (null when k > n), mean turns and median thinking tokens of passing attempts."""
+    grouped = _rates(
+        _counted(frame)
         .group_by("task", "model", "effort")
         .agg(
-            pl.len().alias("attempts"),
+            pl.col("_settled").sum().alias("attempts"),
             pl.col("_passed").sum().alias("passes"),
-            pl.col("turns").mean().alias("mean_turns"),
+            (~pl.col("_settled")).sum().alias("errors"),
+            pl.col("turns").filter(pl.col("_settled")).mean().alias("mean_turns"),
             pl.col("thinking_tokens").filter(pl.col("_passed")).median().alias("median_thinking_passed"),
         )
-        .with_columns((pl.col("passes") / pl.col("attempts")).alias("pass_rate"))
-        .with_columns(band_expr(pl.col("pass_rate")).alias("band"))
     )
     for k in ks:
 
@@ -93,12 +115,15 @@ def pass_table(frame: pl.DataFrame, ks: tuple[int, ...] = (1,)) -> pl.DataFrame:
 
 
 def task_bands(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per task over all its attempts (every model and effort): attempts, passes, pass_rate, band."""
-    return (
-        frame.with_columns(passed_expr().alias("_passed"))
+    """One row per task over all its attempts (every model and effort): attempts (graded), passes, errors
+    (apart, as in `pass_table`), pass_rate, band."""
+    counted = (
+        _counted(frame)
         .group_by("task")
-        .agg(pl.len().alias("attempts"), pl.col("_passed").sum().alias("passes"))
-        .with_columns((pl.col("passes") / pl.col("attempts")).alias("pass_rate"))
-        .with_columns(band_expr(pl.col("pass_rate")).alias("band"))
-        .sort("task")
+        .agg(
+            pl.col("_settled").sum().alias("attempts"),
+            pl.col("_passed").sum().alias("passes"),
+            (~pl.col("_settled")).sum().alias("errors"),
+        )
     )
+    return _rates(counted).sort("task")
