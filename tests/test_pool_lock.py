@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from qaflow.cli import app
 from qaflow.ledger.lock import PoolBusyError, lock_path, run_lock
 from qaflow.models.records import RunKind
 from qaflow.pool import Pool
+from qaflow.sandbox.bwrap.sandbox import TEMP_PREFIX
 from tests.conftest import REPO, require_backend
 from tests.taskfactory import write_task
 
@@ -26,6 +30,7 @@ HOLD = """
 import sys, time
 from pathlib import Path
 from qaflow.pool import Pool
+from qaflow.sandbox.bwrap.sandbox import TEMP_PREFIX
 from qaflow.models.records import RunKind
 with Pool.open(sys.argv[1]) as pool, pool.ledger.run(RunKind.AUDIT, {"holder": True}) as run:
     Path(sys.argv[2]).write_text(run.run_id)
@@ -43,6 +48,27 @@ def hold(root: Path, tmp_path: Path) -> tuple[subprocess.Popen[bytes], str, Path
         assert proc.poll() is None and time.monotonic() < deadline, "the holder did not start"
         time.sleep(0.05)
     return proc, ready.read_text(), release
+
+
+def live_sandbox(backend: str, run_id: str, pid: int) -> tuple[Callable[[], bool], Callable[[], None]]:
+    """What a live run's sandbox leaves on `backend` (a labelled container; a bwrap temp folder of its pid):
+    whether it is still there, and how to remove it."""
+    if backend == "docker":
+        import docker
+
+        from qaflow.sandbox.docker.backend import RUN_LABEL
+        from qaflow.sandbox.docker.images import BASE_IMAGE
+
+        box = docker.from_env().containers.run(BASE_IMAGE, ["sleep", "600"], detach=True, labels={RUN_LABEL: run_id})
+
+        def running() -> bool:
+            box.reload()
+            return bool(box.status == "running")
+
+        return running, lambda: box.remove(force=True)
+    folder = Path(tempfile.gettempdir()) / f"{TEMP_PREFIX}{pid}-live"
+    folder.mkdir()
+    return folder.is_dir, lambda: shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_the_lock_is_reentrant_within_a_process_and_released_after(tmp_path: Path) -> None:
@@ -87,25 +113,29 @@ def test_a_second_process_is_refused_and_a_killed_holder_leaves_no_stale_lock(tm
     release.touch()
 
 
-@pytest.mark.bwrap
-def test_a_second_audit_is_refused_without_reaping_the_live_one_then_runs_after(tmp_path: Path) -> None:
-    require_backend("bwrap")
+@pytest.mark.parametrize("backend", [pytest.param("bwrap", marks=pytest.mark.bwrap),
+                                     pytest.param("docker", marks=pytest.mark.docker)])  # fmt: skip
+def test_a_second_audit_is_refused_without_reaping_the_live_one_then_runs_after(backend: str, tmp_path: Path) -> None:
+    require_backend(backend)
     root = tmp_path / "pool"
     write_task(root, "a")
     with Pool.open(root):
         pass
     proc, run_id, release = hold(root, tmp_path)
-    audit = ["audit", str(root), "--backend", "bwrap", "--repeats", "1"]
+    audit = ["audit", str(root), "--backend", backend, "--repeats", "1"]
+    alive, remove = live_sandbox(backend, run_id, proc.pid)
     try:
         out = CliRunner().invoke(app, audit)
         assert out.exit_code == 2, out.output
         assert "another qaflow run holds this pool: audit (pid" in out.output and "Traceback" not in out.output
+        assert alive(), "the refused audit reaped a sandbox of the live run"
         listed = CliRunner().invoke(app, ["pool", "list", "--pool", str(root), "--json"])  # read-only: works meanwhile
         assert listed.exit_code == 0, listed.output
         with Pool.open(root) as pool:
             (live,) = pool.ledger.runs()
             assert live.run_id == run_id and live.ended_at is None
     finally:
+        remove()
         release.touch()
         proc.wait(timeout=60)
     out = CliRunner().invoke(app, audit)
