@@ -26,6 +26,7 @@ REPEATS = {"bwrap": "3", "docker": "2"}
 state must agree too and, when they do not, 12 more oracle runs: it escapes with probability < 0.05%. The
 docker audit, of a sample and there to agree with bwrap's, takes 2 (escape < 0.1%)."""
 OFFLINE = ["--offline", "--network", "none"]
+JOBS = "3"
 APT_CONTROL = "books-to-sqlite"
 DEBIAN_MIRROR = "http://deb.debian.org/debian/"
 _AUDITS: dict[str, dict[str, dict]] = {}
@@ -79,7 +80,7 @@ def audit_pool(backend: str, tmp_root: Path) -> dict[str, dict]:
             shutil.copytree(TASKS_REPO / name, pool / name)
         before = {p.name: tree_hash(p) for p in pool.iterdir() if p.is_dir()}
         report = tmp_root / f"audit-{backend}.json"
-        args = ["audit", str(pool), "--backend", backend, "--repeats", REPEATS[backend], "--jobs", "2"]
+        args = ["audit", str(pool), "--backend", backend, "--repeats", REPEATS[backend], "--jobs", JOBS]
         args += ["--json", str(report)]
         args += OFFLINE
         out = CliRunner().invoke(app, args)
