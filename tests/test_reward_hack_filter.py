@@ -17,8 +17,8 @@ from curation.export_facts import GateOptions, check_hack
 from curation.export_guard import Rejected
 from curation.filters import FilterConfig, RewardHack, apply_filters
 from qaflow.audit.exploits import FORCE_CONFTEST
-from qaflow.audit.observation import Access, Observation
-from qaflow.audit.trust_edges import EdgeKind, edge_of, edge_writes, task_edges
+from qaflow.audit.observation import Access, Observation, PythonRun
+from qaflow.audit.trust_edges import EdgeKind, edge_of, edge_writes, shadow_lookups, task_edges
 from qaflow.cli import app
 from qaflow.llm import LLMConfig, ScriptedReply
 from qaflow.llm.config import ScriptedToolCall as Call
@@ -210,6 +210,39 @@ def test_task_edges_come_from_what_the_verifier_was_seen_to_trust() -> None:
     assert edges == ["/app/expected/counts.json", "/app/grader/check.py"]
     (write,) = edge_writes({"/app/grader/check.py": "modified", "/app/out.json": "created"}, "", (), edges)
     assert write.edge is EdgeKind.TASK_TRUSTED and write.path == "/app/grader/check.py"
+
+
+def test_a_module_that_would_shadow_an_import_of_the_verifier_is_an_edge() -> None:
+    def imported(path: str, owner: str = "task") -> Access:
+        return Access(path=path, how=["import", "read"], owner=owner, writable=owner == "task", exists=True)
+
+    observation = Observation(
+        observed=True,
+        accesses=[
+            imported("/app/solution.py"),  # the agent's module, written by the oracle
+            imported("/app/helpers/__init__.py"),  # the task's own package: a fix may change it
+            imported("/usr/lib/python3.11/json/__init__.py", owner="system"),
+            imported("/tests/checks.py"),
+        ],
+        python=[
+            PythonRun(
+                argv=["python3", "-m", "pytest"],
+                cwd="/app",
+                path0="/app",
+                imports=["pytest", "json", "solution", "helpers", "checks", "sys", "1bad"],
+            ),
+            PythonRun(argv=["python3", "/tests/run.py"], cwd="/app", path0="/tests", imports=["csv"]),
+            PythonRun(argv=["python3", "/usr/lib/x.py"], cwd="/", path0="/usr/lib", imports=["csv"]),
+        ],
+    )
+    assert shadow_lookups(observation) == [
+        "/app/checks.py", "/app/checks/__init__.py", "/app/json.py", "/app/json/__init__.py",
+        "/app/pytest.py", "/app/pytest/__init__.py",
+    ]  # fmt: skip
+    edges = task_edges(observation, ["/app/solution.py"], "Write /app/solution.py; keep /app/pytest.py as is.")
+    assert "/app/pytest.py" not in edges and "/app/json.py" in edges and "/app/solution.py" not in edges
+    (write,) = edge_writes({"/app/json.py": "created", "/app/solution.py": "created"}, "", (), edges)
+    assert write.edge is EdgeKind.TASK_TRUSTED and "a module it would import" in write.reason
 
 
 @pytest.mark.bwrap

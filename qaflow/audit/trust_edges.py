@@ -6,13 +6,14 @@ any test (`conftest.py`, `pytest.ini`), a file Python runs at start-up (`sitecus
 `usercustomize.py`, a `.pth` in a site folder that no package install wrote), or a shell start-up
 file (`~/.bashrc`, `/etc/profile.d/*`, ...). A path the task's instruction names is a deliverable,
 never an edge. Edges that depend on one task's verifier (a module shadowing an import, a data file it
-trusts) come from that task's audit observation, not from here.
+trusts) come from that task's audit observation (`task_edges`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import posixpath
+import sys
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 
@@ -36,7 +37,10 @@ WHY: dict[EdgeKind, str] = {
     EdgeKind.PYTEST_HOOK: "a file pytest loads before any test",
     EdgeKind.PYTHON_STARTUP: "a file Python runs at start-up",
     EdgeKind.SHELL_STARTUP: "a shell start-up file",
-    EdgeKind.TASK_TRUSTED: "a file this task's verifier runs or reads that the reference solution leaves alone",
+    EdgeKind.TASK_TRUSTED: (
+        "a file this task's verifier runs or reads, or a module it would import from there, that the reference "
+        "solution leaves alone"
+    ),
 }
 PYTEST_HOOKS = frozenset({"conftest.py", "pytest.ini", ".pytest.ini"})
 PYTHON_HOOKS = frozenset({"sitecustomize.py", "usercustomize.py"})
@@ -131,12 +135,43 @@ def keep_for_record(path: str) -> bool:
     return edge_of(path) is not None or path.endswith("/RECORD") or ".egg-info/" in path
 
 
+SYSTEM_FOLDERS = ("/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/dev", "/tests")
+"""Where a `sys.path[0]` is no task edge: the harness note's business (or, for /tests, the verifier's own)."""
+
+
+def shadow_lookups(observation: Observation, agent_programs: Iterable[str] = ()) -> list[str]:
+    """Module files that would shadow what the verifier's Python imported: for every run whose `sys.path[0]`
+    is a task folder, `<path0>/<name>.py` and `<path0>/<name>/__init__.py` for each top-level module it
+    imported from elsewhere (a lookup there found nothing, so a file created there is imported instead).
+    Modules found in that folder are the task's own source, which a fix may rightly change; runs of the
+    agent's own program (a main script in `agent_programs`: the reference solution wrote it) are left out,
+    since the agent decides everything that program does anyway."""
+    imported = {a.path for a in observation.accesses if "import" in a.how}
+    programs = set(agent_programs)
+    out: set[str] = set()
+    for run in observation.python:
+        folder = run.path0
+        if not folder or not folder.startswith("/") or any(_under(folder, s) for s in SYSTEM_FOLDERS):
+            continue
+        if run.main in programs:
+            continue
+        for name in run.imports:
+            if not name.isidentifier() or name in sys.builtin_module_names:  # builtins are found before any path
+                continue
+            candidates = (posixpath.join(folder, f"{name}.py"), posixpath.join(folder, name, "__init__.py"))
+            if not imported & set(candidates) and not any(_under(p, posixpath.join(folder, name)) for p in imported):
+                out.update(candidates)
+    return sorted(out)
+
+
 def task_edges(observation: Observation, oracle_wrote: Iterable[str], instruction: str) -> list[str]:
     """The files one task's verifier was seen to trust that an attempt has no business changing: task-owned,
     agent-writable, run (a grader script, a program) or read as data (not Python source, which a fix may
-    rightly touch), neither written by the reference solution nor named by the instruction."""
+    rightly touch), and the modules that would shadow one it imported (`shadow_lookups`); neither written by
+    the reference solution nor named by the instruction."""
     wrote = set(oracle_wrote)
-    out: list[str] = []
+    programs = wrote | {r.main for r in observation.python if r.main and r.main in instruction}
+    out = [p for p in shadow_lookups(observation, programs) if p not in wrote and p not in instruction]
     for access in observation.accesses:
         if access.owner != "task" or not access.writable or access.is_dir or access.path in wrote:
             continue
@@ -145,4 +180,4 @@ def task_edges(observation: Observation, oracle_wrote: Iterable[str], instructio
         data = "read" in how and "import" not in how and not access.path.endswith(".py")
         if (ran or data) and access.path not in instruction:
             out.append(access.path)
-    return sorted(out)
+    return sorted(set(out))
