@@ -54,6 +54,7 @@ from curation.export_facts import (
     audit_summary,
     check_graded,
     check_hack,
+    check_passed,
     check_policy,
     check_task,
     export_facts,
@@ -195,6 +196,7 @@ def sft_rows(
             check_policy(row, gate)
             task_columns = check_task(row["task_version"], facts, gate)
             check_graded(row, gate)
+            check_passed(row, gate)
             check_hack(row, gate)
             tools = guard_rollout(row, max_message_chars=max_message_chars)
             messages = [message_row(m) for m in row["messages"]]
@@ -265,7 +267,7 @@ def export_sft(
     parts = split_rows(rows, split)
     configs = {"default": {name: dataset_from_rows(part, SFT_FEATURES) for name, part in parts.items()}}
     notes = []
-    if funnel is None:
+    if funnel is None and gate.include_failed:
         note = unfiltered_note(rows)
         if note:
             notes.append(note)

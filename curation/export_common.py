@@ -123,6 +123,9 @@ class RemovalReason(StrEnum):
     """The task version's status is not `accepted` (its audit found errors, or it was never audited)."""
     NOT_GRADED = "not_graded"
     """The attempt ended in an error (sandbox, model, infrastructure) or without a verifier reward."""
+    NOT_PASSED = "not_passed"
+    """SFT: a graded attempt the verifier did not pass (no full reward, or it did not end ok: a timeout); the
+    method trains only on passing sessions."""
     SCRIPTED = "scripted"
     """A scripted policy (a replay of the reference solution, a test script) produced it, not a model."""
     UNEXPORTABLE = "unexportable"

@@ -121,6 +121,8 @@ class GateOptions(BaseModel):
     include_ungraded: bool = False
     include_scripted: bool = False
     include_hacks: bool = False
+    include_failed: bool = False
+    """SFT only: also attempts the verifier did not pass (RL exports count them in pass rates anyway)."""
 
 
 def export_facts(
@@ -171,6 +173,17 @@ def check_graded(row: Mapping[str, Any], options: GateOptions) -> None:
         raise Rejected(RemovalReason.NOT_GRADED, f"the attempt ended in an error ({detail})")
     if row.get("reward") is None:
         raise Rejected(RemovalReason.NOT_GRADED, f"the verifier gave no reward ({row.get('exit_status')})")
+
+
+def check_passed(row: Mapping[str, Any], options: GateOptions) -> None:
+    """Raises Rejected for an attempt the verifier did not pass: SFT learns only from passing sessions."""
+    if options.include_failed:
+        return
+    if not row.get("full_reward") or row.get("exit_status") != ExitStatus.OK.value:
+        raise Rejected(
+            RemovalReason.NOT_PASSED,
+            f"reward {row.get('reward')}, exit status {row.get('exit_status')}: not a session the verifier passed",
+        )
 
 
 def check_hack(row: Mapping[str, Any], options: GateOptions) -> None:

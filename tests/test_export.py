@@ -44,8 +44,9 @@ from tests.taskfactory import write_task
 from tests.trajectories import make_record
 
 runner = CliRunner()
-OPEN = GateOptions(include_unaccepted=True)
-"""Rollouts of the made-up task versions these tests use are in no pool: let them through the gate."""
+OPEN = GateOptions(include_unaccepted=True, include_failed=True)
+"""Rollouts of the made-up task versions these tests use are in no pool, and some failed (the format is under
+test, not the gate): let them through."""
 
 
 @pytest.fixture(autouse=True)
@@ -562,19 +563,20 @@ def test_cli_export_sft(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     text = plain(result.output)
-    assert f"sft: 4 rows written to {out} (1 removed: text_repaired 1)" in text
+    assert f"sft: 3 rows written to {out} (2 removed: not_passed 1, text_repaired 1)" in text
     assert "removed text_repaired: bad/bytes" in text
     card = (out / "README.md").read_text()
-    assert "| turns>=2 | 5 | 1 |" in card and "| export gate and guard | 4 | 1 |" in card
+    assert "| turns>=2 | 5 | 1 |" in card and "| export gate and guard | 3 | 2 |" in card
     assert f"- input: `{shards.resolve()}`" in card
-    assert len(load_export(out)["train"]) == 4
+    assert len(load_export(out)["train"]) == 3
 
     again = runner.invoke(app, ["export", "sft", str(shards), "--out", str(out), "--include-unaccepted"])
     assert again.exit_code == 2 and "not empty" in plain(again.output)
     forced = runner.invoke(
         app,
-        ["export", "sft", str(shards), "--out", str(out), "--force", "--no-sharegpt", "--json", "--include-unaccepted"],
-    )
+        ["export", "sft", str(shards), "--out", str(out), "--force", "--no-sharegpt", "--json", "--include-unaccepted",
+         "--include-failed"],
+    )  # fmt: skip
     assert forced.exit_code == 0, forced.output
     data = json.loads(forced.stdout)
     assert (data["rows"], data["removed_by_reason"]) == (4, {"text_repaired": 1})
@@ -667,8 +669,9 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
     def on(path: str, **fields: Any) -> RolloutRecord:
         return make_record(task=names[path], task_version=known[path], **fields)
 
-    kept = [on("alpha", attempt=0), on("alpha", attempt=1, reward=0.0), on("real/csv-sum"), on("real/fix-slugify")]
+    kept = [on("alpha", attempt=0), on("real/csv-sum"), on("real/fix-slugify")]
     left_out = {
+        on("alpha", attempt=1, reward=0.0).rollout_id: RemovalReason.NOT_PASSED,  # SFT learns from passes only
         on("beta").rollout_id: RemovalReason.TASK_NOT_ACCEPTED,
         make_record(task="elsewhere/x").rollout_id: RemovalReason.UNKNOWN_TASK_VERSION,
         on("alpha", attempt=2, exit_status="error", error="sandbox: docker died").rollout_id: RemovalReason.NOT_GRADED,
@@ -678,6 +681,7 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
     }
     records = [
         *kept,
+        on("alpha", attempt=1, reward=0.0),
         on("beta"),
         make_record(task="elsewhere/x"),
         on("alpha", attempt=2, exit_status="error", error="sandbox: docker died"),
@@ -692,14 +696,14 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
     )
 
     assert {r.id: r.reason for r in report.removed} == left_out
-    assert report.rows == 4 and sum(report.splits.values()) == 4
+    assert report.rows == 3 and sum(report.splits.values()) == 3
     loaded = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf-cache"))
     assert set(loaded) == {"train", "test"}
     train_tasks, test_tasks = set(loaded["train"]["task"]), set(loaded["test"]["task"])
     assert train_tasks and test_tasks and not train_tasks & test_tasks
     assert train_tasks | test_tasks == {names["alpha"], names["real/csv-sum"], names["real/fix-slugify"]}
     rows = {r["rollout_id"]: r for split in loaded.values() for r in split}
-    csv = rows[kept[2].rollout_id]
+    csv = rows[kept[1].rollout_id]
     assert (csv["task_status"], csv["audit_verdict"], csv["audit_run"]) == ("accepted", "clean", audit_run)
     alpha = rows[kept[0].rollout_id]
     assert (alpha["licence"], alpha["task_status"], alpha["audit_verdict"]) == ("MIT", "accepted", None)
@@ -707,9 +711,14 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
     assert {s: len(d) for s, d in sharegpt.items()} == report.splits
     card = (out / "README.md").read_text()
     assert front_matter(card)["license"] == "MIT"
-    assert "| `clean` | 1 |" in card and "| `MIT` | 2 |" in card
-    assert "1 of 4 rows are attempts without full reward" in card  # no funnel: was the filter run?
-    assert "| `not_graded` | 2 |" in card and "| `scripted` | 2 |" in card
+    assert "| `clean` | 1 |" in card and "| `MIT` | 1 |" in card
+    assert "| `not_graded` | 2 |" in card and "| `scripted` | 2 |" in card and "| `not_passed` | 1 |" in card
+    assert "without full reward" not in card
+    with_failed = export_sft(
+        records_to_frame(records), tmp_path / "with-failed", pool=pool_dir, gate=GateOptions(include_failed=True)
+    )
+    assert with_failed.rows == 4 and RemovalReason.NOT_PASSED not in {r.reason for r in with_failed.removed}
+    assert "1 of 4 rows are attempts without full reward" in (tmp_path / "with-failed" / "README.md").read_text()
 
     again = export_sft(
         records_to_frame(records), tmp_path / "again", pool=pool_dir, split=SplitSpec(test_fraction=0.34)
@@ -721,7 +730,7 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
         records_to_frame(records),
         tmp_path / "all",
         pool=pool_dir,
-        gate=GateOptions(include_unaccepted=True, include_ungraded=True, include_scripted=True),
+        gate=GateOptions(include_unaccepted=True, include_ungraded=True, include_scripted=True, include_failed=True),
     )
     assert (everything.rows, everything.removed) == (len(records), [])
 

@@ -76,6 +76,13 @@ IncludeHacksOpt = Annotated[
         help="Also export rewarded attempts that changed a trust edge of their verifier (the reward_hack rule).",
     ),
 ]
+IncludeFailedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-failed",
+        help="Also export graded attempts the verifier did not pass (the method trains only on passing sessions).",
+    ),
+]
 TestFractionOpt = Annotated[float, typer.Option("--test-fraction", min=0.0, max=0.99, help=TEST_FRACTION_HELP)]
 TestTasksOpt = Annotated[Path | None, typer.Option("--test-tasks", help=TEST_TASKS_HELP)]
 SplitSeedOpt = Annotated[int, typer.Option("--split-seed", help="Seed of the --test-fraction choice.")]
@@ -92,6 +99,7 @@ def sft(
     include_ungraded: IncludeUngradedOpt = False,
     include_scripted: IncludeScriptedOpt = False,
     include_hacks: IncludeHacksOpt = False,
+    include_failed: IncludeFailedOpt = False,
     test_fraction: TestFractionOpt = 0.0,
     test_tasks: TestTasksOpt = None,
     split_seed: SplitSeedOpt = 0,
@@ -108,11 +116,10 @@ def sft(
 ) -> None:
     """Write the SFT dataset of ROLLOUTS: `messages` + `tools` + provenance columns, a ShareGPT variant and a card.
 
-    Only attempts on task versions the pool's ledger has as accepted, that the verifier graded and that a model
-    (not a script) produced are written, unless an --include flag says otherwise. Rows that cannot be exported
-    (repaired text, broken tool-call structure, oversized messages) are left out too; all are listed with
-    their reason. Without --funnel, failed or timed-out attempts in the output are reported (run `qaflow
-    filter` first).
+    Only attempts on task versions the pool's ledger has as accepted, that the verifier passed (full reward,
+    ended ok) and that a model (not a script) produced are written, unless an --include flag says otherwise.
+    Rows that cannot be exported (repaired text, broken tool-call structure, oversized messages) are left
+    out too; all are listed with their reason.
 
     Example: qaflow export sft tasks_repo --out exports/sft --test-fraction 0.1
     Example: qaflow export sft filtered/kept.parquet --pool tasks_repo --funnel filtered/funnel.json --out exports/sft
@@ -127,6 +134,7 @@ def sft(
         include_ungraded=include_ungraded,
         include_scripted=include_scripted,
         include_hacks=include_hacks,
+        include_failed=include_failed,
     )
     steps = None
     if funnel is not None:
