@@ -49,7 +49,8 @@ def train_cmd(config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help
         usage_error(str(e))
     out = console()
     out.print(
-        f"[bold]trained on {report.train_examples} sessions[/bold] ({report.eval_examples} for validation, "
+        f"[bold]trained on {report.train_examples} sessions[/bold] ({report.eval_examples} for validation from "
+        f"{report.eval_split}, "
         f"{len(report.dropped)} dropped, {report.truncated} truncated at a turn boundary)"
     )
     for index, reason in report.dropped[:20]:

@@ -8,6 +8,7 @@ saved every `save_steps` with a validation loss computed at the same steps.
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,9 @@ class TrainReport(BaseModel):
     truncated: int = 0
     train_examples: int = 0
     eval_examples: int = 0
+    eval_split: str = ""
+    """Where the validation sessions came from: the --eval dataset, the export's task-disjoint test split,
+    whole tasks held out of the training rows, or none (and why)."""
     checkpoints: list[CheckpointInfo] = Field(default_factory=list)
     losses: list[float] = Field(default_factory=list, description="Training loss at every logging step.")
     learning_rates: list[float] = Field(default_factory=list, description="Learning rate at every logging step.")
@@ -59,6 +63,30 @@ def load_rows(path: Path, split: str = "train") -> Any:
     if not files:
         raise FileNotFoundError(f"{path}: no saved dataset or parquet files")
     return datasets.load_dataset("parquet", data_files=files, split="train")
+
+
+def has_split(path: Path, split: str) -> bool:
+    """Whether `path` is a `qaflow export sft` folder with that split."""
+    report = Path(path) / EXPORT_REPORT
+    return report.is_file() and split in json.loads(report.read_text())["configs"]["default"]
+
+
+def held_out_tasks(tasks: list[str | None], fraction: float, seed: int) -> set[str]:
+    """Whole tasks to validate on, about `fraction` of the rows, at least one task left to train on (none with
+    fewer than two tasks): attempts of one task never land on both sides."""
+    distinct = sorted({t for t in tasks if t})
+    if len(distinct) < 2 or fraction <= 0:
+        return set()
+    order = distinct[:]
+    random.Random(seed).shuffle(order)
+    sizes = {t: tasks.count(t) for t in distinct}
+    want, chosen, rows = max(1, round(fraction * len(tasks))), set(), 0
+    for task in order[:-1]:
+        if rows >= want:
+            break
+        chosen.add(task)
+        rows += sizes[task]
+    return chosen
 
 
 def tokenize_dataset(rows: Any, tokenizer: Any, template: str, config: SFTTrainConfig) -> tuple[Any, Any]:
@@ -120,12 +148,27 @@ def train(config: SFTTrainConfig) -> TrainReport:
         raise ValueError(f"{config.dataset}: no session left to train on after masking ({len(masked.dropped)} dropped)")
     if config.eval_dataset is not None:
         eval_data, _ = tokenize_dataset(load_rows(config.eval_dataset), tokenizer, template, config)
-        train_data = data
+        train_data, report.eval_split = data, f"the eval dataset {config.eval_dataset}"
+    elif has_split(config.dataset, "test"):
+        eval_data, _ = tokenize_dataset(load_rows(config.dataset, "test"), tokenizer, template, config)
+        train_data, report.eval_split = data, "the export's test split (task-disjoint)"
+    elif config.eval_fraction > 0 and "task" in rows.column_names:
+        tasks = list(rows["task"])
+        held = held_out_tasks(tasks, config.eval_fraction, config.seed)
+        sides = [tasks[e.index] in held for e in masked.examples]
+        eval_data = data.select([i for i, side in enumerate(sides) if side]) if held else None
+        train_data = data.select([i for i, side in enumerate(sides) if not side]) if held else data
+        report.eval_split = (
+            f"{len(held)} whole task(s) held out of the training rows" if held else "none: fewer than two tasks"
+        )
     elif config.eval_fraction > 0 and len(data) >= 2:
         split = data.train_test_split(test_size=config.eval_fraction, seed=config.seed)
         train_data, eval_data = split["train"], split["test"]
+        report.eval_split = "random rows (the dataset has no task column)"
     else:
-        train_data, eval_data = data, None
+        train_data, eval_data, report.eval_split = data, None, "none (eval_fraction 0)"
+    if eval_data is not None and len(eval_data) == 0:
+        eval_data = None
     report.train_examples, report.eval_examples = len(train_data), len(eval_data) if eval_data is not None else 0
 
     peft_config = None

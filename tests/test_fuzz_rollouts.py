@@ -587,6 +587,7 @@ def check_atif(trajectory: Any) -> None:
 @given(trajectory=atif_trajectory)
 @example(trajectory={"steps": [{"source": "agent", "tool_calls": 5}]})
 @example(trajectory={"steps": [], "subagent_trajectories": 3})
+@example(trajectory={"steps": [{"source": "system", "message": "", "tool_calls": True}]})
 @example(trajectory={"steps": [{"source": "agent", "metrics": {"prompt_tokens": float("inf")}}]})
 @example(trajectory={"steps": [{"source": "agent", "metrics": {"prompt_tokens": float("nan")}}]})
 @example(trajectory={"steps": [{"source": "agent", "metrics": {"prompt_tokens": 1e300}}]})

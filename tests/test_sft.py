@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 from pathlib import Path
 
 import datasets
@@ -19,7 +20,7 @@ from sft.masking import IGNORE_INDEX, MaskingConfig, clean_messages, mask_sessio
 from sft.select import EvalOutcome, select_checkpoint
 from sft.templates import training_template
 from sft.tiny_model import build_tiny_model
-from sft.train import CheckpointInfo, train
+from sft.train import CheckpointInfo, held_out_tasks, train
 from tests.trajectories import make_record
 
 
@@ -167,9 +168,9 @@ def test_masked_positions_get_no_gradient(tiny: Path, tokenizer) -> None:
 @pytest.fixture(scope="module")
 def sft_run(tiny: Path, tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("sft")
-    rows = [make_record(tool_steps=5 + i % 3, task=f"t{i}") for i in range(12)]
+    rows = [make_record(tool_steps=5 + i % 3, task=f"t{i // 2}") for i in range(12)]  # two attempts per task
     datasets.Dataset.from_list(
-        [{"messages": clean_messages(r.messages), "tools": json.dumps(r.tools)} for r in rows]
+        [{"messages": clean_messages(r.messages), "tools": json.dumps(r.tools), "task": r.task} for r in rows]
     ).save_to_disk(str(root / "data"))
     (root / "sft.yaml").write_text(
         f"model: {tiny}\ndataset: data\noutput_dir: run\nmax_steps: 12\nsave_steps: 6\nlogging_steps: 2\n"
@@ -182,7 +183,8 @@ def sft_run(tiny: Path, tmp_path_factory: pytest.TempPathFactory):
 
 def test_training_lowers_the_loss_and_checkpoints_carry_validation_loss(sft_run) -> None:
     config, report = sft_run
-    assert report.train_examples == 9 and report.eval_examples == 3
+    assert report.train_examples == 8 and report.eval_examples == 4  # two whole tasks: 3 rows wanted, 4 held
+    assert report.eval_split == "2 whole task(s) held out of the training rows"
     assert report.losses[-1] < report.losses[0]
     # the cosine schedule (the default): past warmup it falls slowly, then fast, then slowly towards 0
     assert config.lr_scheduler_type == "cosine"
@@ -193,6 +195,19 @@ def test_training_lowers_the_loss_and_checkpoints_carry_validation_loss(sft_run)
     assert [c.step for c in report.checkpoints] == [6, 12]
     assert all(c.eval_loss is not None for c in report.checkpoints)
     assert (config.output_dir / "checkpoint-6" / "adapter_model.safetensors").is_file()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_held_out_tasks_are_whole_and_leave_one_to_train_on(seed: int) -> None:
+    rng = random.Random(seed)
+    tasks: list[str | None] = [f"t{rng.randrange(6)}" for _ in range(rng.randrange(1, 30))] + [None]
+    held = held_out_tasks(tasks, 0.2, seed)
+    names = {t for t in tasks if t}
+    if len(names) < 2:
+        assert held == set()
+    else:
+        assert held and held < names  # at least one task each side, never a task split across them
+        assert held == held_out_tasks(tasks, 0.2, seed)  # deterministic
 
 
 def test_the_learning_rate_schedule_is_a_config_option(tmp_path: Path) -> None:

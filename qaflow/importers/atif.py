@@ -395,7 +395,8 @@ def atif_tools(trajectory: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
         return tools, False
     properties: dict[str, dict[str, dict[str, str]]] = {}
     for step in trajectory.get("steps") or []:
-        for call in (step.get("tool_calls") or []) if isinstance(step, dict) else []:
+        calls = step.get("tool_calls") if isinstance(step, dict) else None
+        for call in calls if isinstance(calls, list) else []:  # a step of another kind may carry anything here
             if not isinstance(call, dict) or not call.get("function_name"):
                 continue
             props = properties.setdefault(str(call["function_name"]), {})
