@@ -95,6 +95,8 @@ def report_cmd(
     out = console()
     if len(report.models) > 1:
         out.print(f"[yellow]note:[/yellow] {len(report.models)} models mixed; choose one with --model")
+    if report.errors:
+        out.print(f"note: {report.errors} attempts that ended in an infrastructure or model error are left out")
     table = Table(title=f"by effort ({report.tasks} tasks)", title_justify="left")
     for col in (
         "effort",

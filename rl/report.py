@@ -27,7 +27,7 @@ import polars as pl
 from pydantic import BaseModel, Field
 
 from qaflow.models.rollout import EFFORT_RANK
-from qaflow.rollouts.stats import passed_expr
+from qaflow.rollouts.stats import passed_expr, settled_expr
 
 InversionKind = Literal["thinking", "success"]
 OVERALL = "(overall)"
@@ -82,6 +82,9 @@ class EffortReport(BaseModel):
     efforts: list[EffortRow] = Field(default_factory=list)
     inversions: list[Inversion] = Field(default_factory=list)
     pairs: list[PairCount] = Field(default_factory=list)
+    errors: int = 0
+    """Attempts left out: they ended in an infrastructure error or a failed model call, so they say nothing
+    about the effort (`qaflow.rollouts.stats.settled_expr`)."""
 
     def table(self) -> pl.DataFrame:
         """The per-effort table, one row per effort in effort order."""
@@ -112,7 +115,7 @@ def _prepared(frame: pl.DataFrame) -> pl.DataFrame:
         timing.str.json_path_match("$.total").cast(pl.Float64, strict=False),
     )
     output = pl.col("usage").list.eval(pl.element().struct.field("completion_tokens")).list.sum().fill_null(0)
-    return frame.filter(pl.col("effort").is_in(list(EFFORT_RANK))).select(
+    return frame.filter(pl.col("effort").is_in(list(EFFORT_RANK)), settled_expr(frame)).select(
         "task",
         "model",
         "effort",
@@ -148,6 +151,7 @@ def effort_report(
     if tolerance < 0:
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
     rows = _prepared(frame)
+    errors = frame.filter(pl.col("effort").is_in(list(EFFORT_RANK)), ~settled_expr(frame)).height
     thinking_col = "mean_thinking" if on == "all" else "mean_thinking_successes"
     columns = {"thinking": thinking_col, "success": "success_rate"}
 
@@ -159,6 +163,7 @@ def effort_report(
         models=sorted(rows["model"].unique().to_list()),
         tasks=rows["task"].n_unique(),
         efforts=[EffortRow(**r) for r in overall.iter_rows(named=True)],
+        errors=errors,
     )
     by_effort = {r.effort: r.model_dump() for r in report.efforts}
     task_values: dict[tuple[str, str], dict[str, Any]] = {

@@ -124,8 +124,12 @@ def test_table_numbers():
         rec("a/x", "low", 1, 30, ok=False, timings={"total": 7.0}),
         rec("a/x", "low", 2, 20, exit_status="agent_timeout", timings={}),
         rec("a/x", "medium", 0, 50, tool_steps=1),
+        rec("a/x", "low", 3, 900, ok=False, stop_reason="llm_error"),  # no result: left out, counted apart
+        rec("a/x", "low", 4, 900, ok=False, exit_status="error"),
     ]
-    table = effort_report(records_to_frame(records)).table()
+    report = effort_report(records_to_frame(records))
+    assert report.errors == 2
+    table = report.table()
     low = table.row(0, named=True)
     # make_record: 6 assistant turns of 20 completion tokens (5 tool steps + final), 2 with tool_steps=1
     assert low == {
