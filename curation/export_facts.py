@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from curation.export_common import ExportError, RemovalReason, open_pool
 from curation.export_guard import Rejected
+from qaflow.agents.harness import StopReason
 from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import ExitStatus, is_scripted
 from qaflow.pool import Pool
@@ -171,6 +172,9 @@ def check_graded(row: Mapping[str, Any], options: GateOptions) -> None:
     if row.get("exit_status") == ExitStatus.ERROR.value:
         detail = str(row.get("error") or "no message")[:200]
         raise Rejected(RemovalReason.NOT_GRADED, f"the attempt ended in an error ({detail})")
+    if row.get("stop_reason") == StopReason.LLM_ERROR:  # the environment was scored untouched
+        detail = str(row.get("error") or "no message")[:200]
+        raise Rejected(RemovalReason.NOT_GRADED, f"the model call failed ({detail})")
     if row.get("reward") is None:
         raise Rejected(RemovalReason.NOT_GRADED, f"the verifier gave no reward ({row.get('exit_status')})")
 

@@ -676,6 +676,7 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
         make_record(task="elsewhere/x").rollout_id: RemovalReason.UNKNOWN_TASK_VERSION,
         on("alpha", attempt=2, exit_status="error", error="sandbox: docker died").rollout_id: RemovalReason.NOT_GRADED,
         on("alpha", attempt=3, reward=None, exit_status="agent_timeout").rollout_id: RemovalReason.NOT_GRADED,
+        on("alpha", attempt=6, reward=0.0, stop_reason="llm_error").rollout_id: RemovalReason.NOT_GRADED,
         on("alpha", attempt=4, meta={"scripted": True}).rollout_id: RemovalReason.SCRIPTED,
         on("alpha", attempt=5, model="openai/replay-oracle").rollout_id: RemovalReason.SCRIPTED,
     }
@@ -686,6 +687,7 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
         make_record(task="elsewhere/x"),
         on("alpha", attempt=2, exit_status="error", error="sandbox: docker died"),
         on("alpha", attempt=3, reward=None, exit_status="agent_timeout"),
+        on("alpha", attempt=6, reward=0.0, stop_reason="llm_error"),
         on("alpha", attempt=4, meta={"scripted": True}),
         on("alpha", attempt=5, model="openai/replay-oracle"),
     ]
@@ -712,7 +714,7 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
     card = (out / "README.md").read_text()
     assert front_matter(card)["license"] == "MIT"
     assert "| `clean` | 1 |" in card and "| `MIT` | 1 |" in card
-    assert "| `not_graded` | 2 |" in card and "| `scripted` | 2 |" in card and "| `not_passed` | 1 |" in card
+    assert "| `not_graded` | 3 |" in card and "| `scripted` | 2 |" in card and "| `not_passed` | 1 |" in card
     assert "without full reward" not in card
     with_failed = export_sft(
         records_to_frame(records), tmp_path / "with-failed", pool=pool_dir, gate=GateOptions(include_failed=True)

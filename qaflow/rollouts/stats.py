@@ -10,6 +10,7 @@ from math import comb
 
 import polars as pl
 
+from qaflow.agents.harness import StopReason
 from qaflow.models.rollout import EFFORT_RANK
 
 BANDS: tuple[tuple[str, float], ...] = (
@@ -68,10 +69,11 @@ def passed_expr() -> pl.Expr:
 
 def settled_expr(frame: pl.DataFrame) -> pl.Expr:
     """An attempt that is a result: not ended by an infrastructure error (exit status `error`) nor by a failed
-    model call (stop reason `llm_error`). The others are no evidence about the task; a rerun retries them."""
+    model call (stop reason `llm_error`). The others are no evidence about the task; a rerun retries them.
+    The ledger's `SETTLED` clause is the same rule in SQL; the export gate's `check_graded` applies it per row."""
     settled = pl.col("exit_status") != "error"
     if "stop_reason" in frame.columns:
-        settled = settled & (pl.col("stop_reason").fill_null("") != "llm_error")
+        settled = settled & (pl.col("stop_reason").fill_null("") != StopReason.LLM_ERROR)
     return settled
 
 
