@@ -1,7 +1,7 @@
 """Stopping a long run cleanly on SIGINT (Ctrl-C) or SIGTERM (a scheduler, `timeout`, `kill`).
 
 Inside `stop_on_signals()` the first signal only asks for a stop: the drivers (the audit's, the rollout
-job's) see `requested()` between results, stop scheduling, cancel what has not started, reap the run's
+job's) `check()` for it between results, stop scheduling, cancel what has not started, reap the run's
 sandboxes (which ends the trials still running within seconds) and raise `Interrupted` carrying what
 finished. Nothing is recorded after the request, so a trial cut short by the stop never reaches the
 ledger as a result. A second signal raises `KeyboardInterrupt` at once, wherever the main thread is.

@@ -408,3 +408,27 @@ def test_sigkill_mid_write_leaves_every_committed_row(tmp_path: Path) -> None:
         assert set(range(committed + 1)) <= set(rows["attempt"].to_list())
         after = result(led.runs()[0].run_id, probe="after-crash").model_copy(update={"task_version": "v" * 64})
         assert led.put_result(after)  # and it still writes
+
+
+def test_rollout_tallies_count_passes_as_the_pass_table_does_and_errors_apart(tmp_path: Path) -> None:
+    from qaflow.models.frame import records_to_frame
+    from qaflow.rollouts.stats import pass_table
+    from tests.trajectories import make_record
+
+    records = [
+        make_record(task="t", task_version="v1", effort="low", attempt=0, reward=1.0),
+        make_record(task="t", task_version="v1", effort="low", attempt=1, reward=1.0, exit_status="agent_timeout"),
+        make_record(task="t", task_version="v1", effort="low", attempt=2, reward=0.0),
+        make_record(task="t", task_version="v1", effort="low", attempt=3, reward=0.0, stop_reason="llm_error"),
+        make_record(task="t", task_version="v1", effort="low", attempt=4, reward=None, exit_status="error"),
+    ]
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    try:
+        for record in records:
+            ledger.put_rollout(record)
+        (tally,) = ledger.rollout_tallies(["v1", "v1", "unknown"])
+    finally:
+        ledger.close()
+    assert (tally.graded, tally.passed, tally.errors) == (3, 1, 2)  # a timed-out full reward is no pass
+    (row,) = pass_table(records_to_frame(records)).iter_rows(named=True)
+    assert (row["attempts"], row["passes"], row["errors"]) == (tally.graded, tally.passed, tally.errors)

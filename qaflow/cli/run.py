@@ -69,7 +69,7 @@ def run(
     Example: qaflow run pool/my-task --agent rerun:12
     """
     console = cli_console()
-    if (task_dir / "task.toml").is_file() is False and task_dir.is_dir():
+    if task_dir.is_dir() and not (task_dir / "task.toml").is_file():
         usage_error(f"{task_dir}: not a task folder (no task.toml); `qaflow run` takes one task, `qaflow audit` a pool")
     try:
         more = rerun_count(agent)

@@ -69,17 +69,18 @@ class RolloutLedger(LedgerDB):
         return found
 
     def rollout_tallies(self, task_versions: Iterable[str]) -> list[RolloutTally]:
-        """Per (task version, model, effort, round): graded attempts, those that passed, and those that
-        ended in an infrastructure or model error (no result, counted apart)."""
+        """Per (task version, model, effort, round): graded attempts, those that passed (full reward, ended ok,
+        as `qaflow.rollouts.stats.passed_expr`), and those that ended in an infrastructure or model error (no
+        result, counted apart)."""
         wanted = list(dict.fromkeys(task_versions))
         tallies: list[RolloutTally] = []
-        unsettled = f"NOT (1{SETTLED})"
+        settled = f"(1{SETTLED})"
         for i in range(0, len(wanted), _CHUNK):
             chunk = wanted[i : i + _CHUNK]
             marks = ",".join("?" * len(chunk))
             rows = self._reader().execute(
-                f"SELECT task_version, model, effort, round, SUM(CASE WHEN {unsettled} THEN 0 ELSE 1 END),"
-                f" SUM(CASE WHEN {unsettled} THEN 0 ELSE full_reward END), SUM(CASE WHEN {unsettled} THEN 1 ELSE 0 END)"
+                f"SELECT task_version, model, effort, round, SUM({settled}),"
+                f" SUM({settled} AND full_reward = 1 AND exit_status = 'ok'), SUM(NOT {settled})"
                 f" FROM rollouts WHERE task_version IN ({marks}) GROUP BY task_version, model, effort, round"
                 " ORDER BY task_version, model, round, effort",
                 chunk,
