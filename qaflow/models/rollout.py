@@ -246,7 +246,7 @@ class RolloutTally(BaseModel):
     effort: str
     round: int
     graded: int = Field(description="Attempts that are results (the verifier graded them).")
-    passed: int = Field(description="Graded attempts with full reward.")
+    passed: int = Field(description="Graded attempts with full reward that ended ok (`passed_expr`).")
     errors: int = Field(
         description="Attempts that ended in an infrastructure error or a failed model call: no result, "
         "counted apart; a rerun tries them again."
