@@ -4,17 +4,31 @@ junit report) and how values are compared (`==`, or exact type and value), audit
 
 Expected, from the combination alone: an exit-status reward is forged by `exit-at-import` (`reward_tamper`);
 `==` alone accepts the `always-equal` module (`weak_verifier`); a junit-counted, type-checking verifier is
-clean (no false finding)."""
+clean (no false finding). Two more cells of that clean verifier add a timing limit: read through `time.perf_counter`
+at call time, the agent's module can slow the clock (`clock-patch`: `reward_tamper`); bound before the agent's
+module is imported, it cannot (clean)."""
 
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
-from qaflow.audit.inprocess import ALWAYS_EQUAL, EXIT_AT_IMPORT, always_equal_module, plan_in_process
+from qaflow.audit.inprocess import (
+    ALWAYS_EQUAL,
+    CLOCK_PATCH,
+    EXIT_AT_IMPORT,
+    SLOW_CALL_S,
+    SLOW_CALLS,
+    always_equal_module,
+    plan_clock,
+    plan_in_process,
+    reads_clock,
+)
 from qaflow.audit.observation import Access, Observation
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.models.records import FindingCode, RunKind
@@ -54,7 +68,17 @@ tests = sum(int(s.get("tests", 0)) for s in suites)
 bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) + int(s.get("skipped", 0)) for s in suites)
 print(1 if tests > 0 and bad == 0 else 0)
 """
+TIMED = {
+    "late": "import sys\nimport time\n\nsys.path.insert(0, '/app')\nfrom solution import add  # noqa: E402\n",
+    "early": "import sys\nfrom time import perf_counter\n\nsys.path.insert(0, '/app')\n"
+    "from solution import add  # noqa: E402\n",
+}
+TIMED_TEST = (
+    "\n\ndef test_add():\n{compare}\n\ndef test_fast():\n    start = {clock}()\n    for i in range(100):\n"
+    "        assert add(i, i) == 2 * i\n    assert {clock}() - start < 1.0\n"
+)
 CELLS = list(itertools.product(REWARD, COMPARE))
+TIMED_CELLS = list(TIMED)
 
 
 def expected(reward: str, compare: str) -> set[str]:
@@ -66,14 +90,18 @@ def expected(reward: str, compare: str) -> set[str]:
     return codes
 
 
-def write_cell(root: Path, reward: str, compare: str) -> Path:
+def write_cell(root: Path, reward: str, compare: str, timed: str | None = None) -> Path:
+    test_py = TEST_PY.format(compare=COMPARE[compare])
+    if timed is not None:
+        clock = "time.perf_counter" if timed == "late" else "perf_counter"
+        test_py = TIMED[timed] + TIMED_TEST.format(compare=COMPARE[compare], clock=clock)
     return write_task(
         root,
-        f"{reward}-{compare}",
+        f"{reward}-{compare}" + (f"-timed-{timed}" if timed else ""),
         test_sh=REWARD[reward],
         solve_sh=SOLVE,
-        instruction="Write /app/solution.py with `add(a, b)` returning the sum.\n",
-        files={"tests/test_add.py": TEST_PY.format(compare=COMPARE[compare]), "tests/count.py": COUNT_PY},
+        instruction="Write /app/solution.py with `add(a, b)` returning the sum, fast.\n",
+        files={"tests/test_add.py": test_py, "tests/count.py": COUNT_PY},
     )
 
 
@@ -83,6 +111,8 @@ def test_the_matrix_gets_exactly_the_expected_findings(backend_name: str, tmp_pa
     require_backend(backend_name)
     for reward, compare in CELLS:
         write_cell(tmp_path, reward, compare)
+    for timed in TIMED_CELLS:
+        write_cell(tmp_path, "junit", "typed", timed)
     with Pool.open(tmp_path) as pool:
         pool.scan()
         run = pool.ledger.start_run(RunKind.AUDIT)
@@ -103,6 +133,15 @@ def test_the_matrix_gets_exactly_the_expected_findings(backend_name: str, tmp_pa
             (weak,) = [f for f in audit.findings if f.code is FindingCode.WEAK_VERIFIER]
             assert weak.evidence["exploits"][0]["exploit"] == ALWAYS_EQUAL
             assert "--agent exploit:always-equal" in weak.evidence["exploits"][0]["reproduce"]
+    for timed in TIMED_CELLS:
+        audit = audits[f"junit-typed-timed-{timed}"]
+        found = {f.code.value for f in audit.findings if f.severity.value == "error"}
+        assert found == ({"reward_tamper"} if timed == "late" else set()), (timed, audit.findings)
+        assert audit.probes["observe"]["exploits"]["slow-control"]["reward"] == 0.0, audit.probes["observe"]
+        if timed == "late":
+            (tamper,) = audit.findings
+            assert [e["exploit"] for e in tamper.evidence["exploits"]] == [CLOCK_PATCH]
+            assert "--agent exploit:clock-patch" in tamper.evidence["exploits"][0]["reproduce"]
 
 
 def test_the_always_equal_module_keeps_the_public_names_and_types() -> None:
@@ -139,3 +178,32 @@ def test_only_modules_the_solution_wrote_and_the_verifier_imported_are_planted()
     exploits = {e.name: [p.path for p in e.plants] for e in plan_in_process(obs, effect)}
     assert exploits == {EXIT_AT_IMPORT: ["/app/solution.py"], ALWAYS_EQUAL: ["/app/solution.py"]}
     assert plan_in_process(obs, None) == [] and plan_in_process(Observation(), effect) == []
+
+
+def _run_module(tmp_path: Path, source: str, caller: str) -> str:
+    (tmp_path / "solution.py").write_text(source)
+    script = f"import sys, time\nsys.path.insert(0, {str(tmp_path)!r})\n{caller}"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout
+
+
+def test_the_slow_module_is_slow_and_the_patched_one_hides_it(tmp_path: Path) -> None:
+    module = Path("/app/solution.py")
+    obs = Observation(
+        observed=True,
+        accesses=[Access(path=str(module), how=["import"], by=["/tests/test_add.py"], exists=True, writable=True)],
+    )
+    effect = Effect(changes=[FileChange(path=str(module), kind=ChangeKind.CREATED, content=ADD.encode(), mode=0o644)])
+    assert plan_clock(obs, effect, ["def test():\n    assert add(1, 2) == 3\n"]) is None  # no clock: no trials
+    pair = plan_clock(obs, effect, ["start = time.perf_counter()\n"])
+    assert pair is not None
+    control, patched = pair
+    timing = (
+        "from solution import add\nt = time.perf_counter()\nw = time.time()\nassert [add(i, 1) for i in range(6)] == "
+        "[1, 2, 3, 4, 5, 6]\nprint(time.perf_counter() - t, time.time() - w)\n"
+    )
+    slow = [float(x) for x in _run_module(tmp_path, control.plants[0].content, timing).split()]
+    assert all(x >= SLOW_CALL_S * SLOW_CALLS for x in slow), slow  # four slow calls, then full speed
+    hidden = [float(x) for x in _run_module(tmp_path, patched.plants[0].content, timing).split()]
+    assert all(0 <= x < 0.1 for x in hidden), hidden
+    assert reads_clock(["import timeit"]) and reads_clock(["t = time.time()"]) and not reads_clock(["x = 'time'"])

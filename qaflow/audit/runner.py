@@ -37,7 +37,16 @@ from qaflow.audit.exploits import Exploit, harness_note, leftover_findings, plan
 from qaflow.audit.git_history import git_findings
 from qaflow.audit.hidden_links import judge_hidden_link, plan_hidden_link
 from qaflow.audit.infra import classify, stand_in_sign
-from qaflow.audit.inprocess import ALWAYS_EQUAL, EXIT_AT_IMPORT, imported_modules, judge_always_equal, plan_in_process
+from qaflow.audit.inprocess import (
+    ALWAYS_EQUAL,
+    EXIT_AT_IMPORT,
+    imported_modules,
+    judge_always_equal,
+    judge_clock,
+    plan_clock,
+    plan_in_process,
+    verifier_texts,
+)
 from qaflow.audit.judge import judge, judge_exploits
 from qaflow.audit.lint import LintConfig, lint_task
 from qaflow.audit.mutant_lookup import focus_text
@@ -686,7 +695,8 @@ class Auditor:
         always_equal = in_process.get(ALWAYS_EQUAL)
         answer_copy = plan_answer_copy(observation, effect, task.instruction)
         hidden_link = plan_hidden_link(task, effect)
-        proofs = [e for e in (always_equal, hidden_link, answer_copy) if e is not None]
+        clock = plan_clock(observation, effect, verifier_texts(task.tests_dir))
+        proofs = [e for e in (*(clock or ()), always_equal, hidden_link, answer_copy) if e is not None]
         tried = [*exploits, *proofs]
         if not tried:
             return findings
@@ -703,6 +713,9 @@ class Auditor:
             findings += judge_hidden_link(nop, runs.pop(), hidden_link, where)
         if always_equal is not None:
             findings += judge_always_equal(nop, runs.pop(), always_equal, where)
+        if clock is not None:
+            patched, control = runs.pop(), runs.pop()
+            findings += judge_clock(nop, control, patched, clock[1], where)
         return findings + judge_exploits(nop, runs, exploits, where)
 
     def _build_finding(self, build: dict[str, str]) -> AuditFinding:
