@@ -18,6 +18,10 @@ maps that pattern itself):
 | medium | true | 1024 | the same, forced at 1024 |
 | xhigh | true | 4096 | the same, forced at 4096 |
 
+Each row also sends `effort`, and the prompt is conditioned on it (`sft.conditioning.effort_conditioning`
+on the model's own chat template: its `reasoning_effort` or `enable_thinking` switch, else the system line
+`Reasoning effort: <effort>.`), so the policy knows which effort it runs at; the budget is the hard cap.
+
 `<think>` itself is never generated (thinking opens in the prompt or not at all).
 A turn may generate `max_tokens` (the answer: text and tool calls, default 256) plus the thinking budget;
 the end-of-turn token is not allowed while thinking. Thinking tokens (those between the markers) are
@@ -46,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.models.rollout import Effort
+from sft.conditioning import condition_messages, effort_conditioning, own_template
 from sft.model_source import model_source
 
 if TYPE_CHECKING:
@@ -73,10 +78,11 @@ _REASONING_EFFORT_TO_EFFORT = {
 
 
 def local_efforts(budgets: dict[Effort, int] | None = None) -> dict[Effort, dict[str, Any]]:
-    """Effort -> the provider keys of that effort (`enable_thinking`, `thinking_budget`); `budgets` overrides
-    DEFAULT_BUDGETS per effort (a budget of 0 switches thinking off)."""
+    """Effort -> the provider keys of that effort (`enable_thinking`, `thinking_budget`, `effort`: what the
+    prompt is conditioned on); `budgets` overrides DEFAULT_BUDGETS per effort (a budget of 0 switches thinking
+    off)."""
     table = {**DEFAULT_BUDGETS, **(budgets or {})}
-    return {e: {"enable_thinking": table[e] > 0, "thinking_budget": table[e]} for e in Effort}
+    return {e: {"enable_thinking": table[e] > 0, "thinking_budget": table[e], "effort": e.value} for e in Effort}
 
 
 LOCAL_EFFORTS = local_efforts()
@@ -107,10 +113,13 @@ class LocalSampling(BaseModel):
     enable_thinking: bool = False
     thinking_budget: int = Field(0, ge=0)
     max_tokens: int = Field(DEFAULT_ANSWER_TOKENS, ge=1, description="Tokens for the answer after thinking.")
+    effort: Effort | None = Field(None, description="The effort the prompt is conditioned on; None: none.")
 
     @classmethod
     def from_params(cls, optional: dict[str, Any]) -> LocalSampling:
         effort = _REASONING_EFFORT_TO_EFFORT.get(str(optional.get("reasoning_effort") or "").lower())
+        if optional.get("effort") is not None:
+            effort = Effort(optional["effort"])
         base = LOCAL_EFFORTS[effort] if effort is not None else {}
         thinking = optional.get("enable_thinking", base.get("enable_thinking", False))
         budget = optional.get("thinking_budget", base.get("thinking_budget", DEFAULT_BUDGETS[Effort.LOW]))
@@ -123,6 +132,7 @@ class LocalSampling(BaseModel):
             max_tokens=int(
                 optional.get("max_tokens") or optional.get("max_completion_tokens") or DEFAULT_ANSWER_TOKENS
             ),
+            effort=effort,
         )
 
     @property
@@ -263,6 +273,21 @@ class _Generated(BaseModel):
     finish: str
 
 
+def prompt_text(tokenizer: Any, messages: list, tools: Any, sampling: LocalSampling) -> str:
+    """The rendered prompt of one turn: the model's own chat template, conditioned on the effort."""
+    conditioning = effort_conditioning(own_template(tokenizer), sampling.effort, thinking=sampling.enable_thinking)
+    template_kwargs = {"enable_thinking": sampling.enable_thinking, **conditioning.template_kwargs}
+    return str(
+        tokenizer.apply_chat_template(
+            condition_messages(messages, conditioning),
+            tools=tools,
+            add_generation_prompt=True,
+            tokenize=False,
+            **template_kwargs,
+        )
+    )
+
+
 def generate_turn(loaded: _Loaded, messages: list, tools: Any, sampling: LocalSampling) -> _Generated:
     """One assistant turn of a loaded model under `sampling` (see the module docstring).
 
@@ -274,11 +299,7 @@ def generate_turn(loaded: _Loaded, messages: list, tools: Any, sampling: LocalSa
     tok = loaded.tokenizer
     if sampling.enable_thinking and loaded.think_ids is None:
         raise ValueError(f"thinking asked, but the tokenizer has no single-token {THINK_OPEN}/{THINK_CLOSE}")
-    prompt = str(
-        tok.apply_chat_template(
-            messages, tools=tools, add_generation_prompt=True, tokenize=False, enable_thinking=sampling.enable_thinking
-        )
-    )
+    prompt = prompt_text(tok, messages, tools, sampling)
     prefill = ""
     if sampling.enable_thinking and not prompt.rstrip().endswith(THINK_OPEN):
         prefill = THINK_OPEN + "\n"

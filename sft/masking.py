@@ -11,6 +11,9 @@ are tokenized in one parallel call of the Rust tokenizer, and spans map to token
 
 Sessions longer than `max_length` are never cut mid-turn: `drop` removes them (with a reason);
 `truncate_turns` keeps the longest prefix that ends at the end of an assistant turn.
+
+Each session may carry its effort's `Conditioning` (`sft.conditioning`): its system line is merged into the
+messages and its template variables are passed to the template, as the policy saw them when it generated.
 """
 
 from __future__ import annotations
@@ -23,7 +26,20 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from sft.conditioning import Conditioning, condition_messages
+
 IGNORE_INDEX = -100
+SANE_CONTEXT = 10_000_000
+"""A tokenizer's `model_max_length` at or above this is transformers' "unknown" placeholder, not a context."""
+
+
+def model_context_length(model_config: Any, tokenizer: Any = None) -> int | None:
+    """The model's context length: its config's `max_position_embeddings`, else the tokenizer's
+    `model_max_length` when it is a real length (not transformers' huge placeholder), else None."""
+    for value in (getattr(model_config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)):
+        if isinstance(value, int) and 0 < value < SANE_CONTEXT:
+            return value
+    return None
 
 
 class MaskingConfig(BaseModel):
@@ -80,26 +96,32 @@ def render(
     tools: Sequence[Any],
     template: str,
     special_tokens: Mapping[str, Any],
+    conditioning: Sequence[Conditioning | None] | None = None,
 ) -> tuple[list[str], list[list[tuple[int, int]]]]:
-    """Rendered texts and generation spans (character offsets), one per conversation."""
+    """Rendered texts and generation spans (character offsets), one per conversation, each under its
+    conditioning (None: as stored)."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
+    conditions = list(conditioning) if conditioning is not None else [None] * len(conversations)
     texts: list[str] = [""] * len(conversations)
     spans: list[list[tuple[int, int]]] = [[] for _ in conversations]
-    groups: dict[str, list[int]] = {}
+    groups: dict[tuple[str, str], list[int]] = {}
     parsed: dict[str, list[dict[str, Any]] | None] = {}
+    kwargs: dict[str, dict[str, Any]] = {}
     for i, t in enumerate(tools):
         key = t if isinstance(t, str) else json.dumps(t, sort_keys=True)
-        groups.setdefault(key, []).append(i)
+        cond = conditions[i] or Conditioning()
+        groups.setdefault((key, cond.key()), []).append(i)
+        kwargs.setdefault(cond.key(), cond.template_kwargs)
         if key not in parsed:
             parsed[key] = parse_tools(t)
-    for key, members in groups.items():
+    for (key, cond_key), members in groups.items():
         rendered, indices = render_jinja_template(
-            conversations=[clean_messages(conversations[i]) for i in members],
+            conversations=[clean_messages(condition_messages(conversations[i], conditions[i])) for i in members],
             tools=parsed[key],
             chat_template=template,
             return_assistant_tokens_mask=True,
-            **special_tokens,
+            **{**special_tokens, **kwargs[cond_key]},
         )
         for i, text, idx in zip(members, rendered, indices, strict=True):
             texts[i] = text
@@ -135,10 +157,12 @@ def mask_sessions(
     tokenizer: Any,
     template: str,
     config: MaskingConfig | None = None,
+    conditioning: Sequence[Conditioning | None] | None = None,
 ) -> MaskingResult:
-    """input_ids and labels for every session (see the module docstring); dropped sessions keep a reason."""
+    """input_ids and labels for every session (see the module docstring), each under its conditioning;
+    dropped sessions keep a reason."""
     config = config or MaskingConfig()
-    texts, spans = render(messages, tools, template, tokenizer.special_tokens_map)
+    texts, spans = render(messages, tools, template, tokenizer.special_tokens_map, conditioning)
     encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False)
     result = MaskingResult()
     for i, (ids, offsets) in enumerate(zip(encoded["input_ids"], encoded["offset_mapping"], strict=True)):

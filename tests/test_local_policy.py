@@ -69,6 +69,7 @@ def test_the_agent_sends_a_seed_per_attempt_and_reports_its_sampling_settings() 
         "max_tokens": 32,
         "enable_thinking": True,
         "thinking_budget": 8,
+        "effort": "medium",
         "seed": attempt_seed(7, "v:medium:0:0"),
     }
     assert one.sampling["seed"] != two.sampling["seed"]
