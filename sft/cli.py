@@ -28,11 +28,21 @@ def register(root: typer.Typer) -> None:
 
 
 @app.command("train")
-def train_cmd(config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="YAML SFTTrainConfig")]) -> None:
+def train_cmd(
+    config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="YAML SFTTrainConfig")],
+    allow_truncation: Annotated[
+        bool,
+        typer.Option(
+            "--allow-truncation", help="Cut a session longer than the context after its last assistant turn that fits"
+        ),
+    ] = False,
+) -> None:
     """Train with TRL's SFTTrainer (LoRA on all linear layers by default) on an exported SFT dataset.
 
     Sessions are tokenized with only assistant-generated tokens in the loss (reasoning, text, tool
-    calls, end-of-turn); overlong sessions are dropped or cut after a whole assistant turn.
+    calls, end-of-turn), each row's effort rendered into its session; a session longer than the model's
+    context (or masking.max_length) is left out and counted, or cut after a whole assistant turn with
+    --allow-truncation.
 
     Example: qaflow sft train sft.yaml
     """
@@ -43,6 +53,9 @@ def train_cmd(config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help
         config = SFTTrainConfig.load(config_file)
     except ConfigError as e:
         usage_error(str(e))
+    if allow_truncation:
+        masking = config.masking.model_copy(update={"overlong": "truncate_turns"})
+        config = config.model_copy(update={"masking": masking})
     try:
         report = train(config)
     except ModelPathError as e:
@@ -51,7 +64,8 @@ def train_cmd(config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help
     out.print(
         f"[bold]trained on {report.train_examples} sessions[/bold] ({report.eval_examples} for validation from "
         f"{report.eval_split}, "
-        f"{len(report.dropped)} dropped, {report.truncated} truncated at a turn boundary)"
+        f"{len(report.dropped)} dropped, {report.truncated} truncated at a turn boundary; context "
+        f"{report.context_length or 'unlimited'} tokens)"
     )
     for index, reason in report.dropped[:20]:
         out.print(f"  dropped row {index}: {escape(reason)}")

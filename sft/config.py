@@ -40,7 +40,12 @@ class SFTTrainConfig(BaseModel):
     eval_dataset: Path | None = Field(None, description="Validation set; else eval_fraction of the training rows.")
     eval_fraction: float = Field(0.1, ge=0, lt=1)
     chat_template: Path | None = Field(None, description="Training template file with {% generation %} markers.")
-    masking: MaskingConfig = Field(default_factory=lambda: MaskingConfig(max_length=4096))
+    masking: MaskingConfig = Field(
+        default_factory=MaskingConfig,
+        description="Session length rule: max_length None = the model's context length (config "
+        "max_position_embeddings, else the tokenizer's model_max_length); longer sessions are dropped and counted "
+        "(overlong: truncate_turns cuts them after the last assistant turn that fits).",
+    )
     lora: LoraSettings | None = Field(default_factory=LoraSettings, description="None = full fine-tuning.")
     epochs: float = Field(1.0, gt=0)
     max_steps: int = Field(-1, description="Stop after this many optimizer steps (-1: epochs decide).")

@@ -1,8 +1,11 @@
 """`qaflow sft train`: TRL's SFTTrainer on pre-tokenized, observation-masked sessions, LoRA by default.
 
 The dataset is tokenized here (`sft.masking`), so TRL receives `input_ids` + `labels` and neither
-re-renders nor truncates (max_length is handled by the explicit overlong rule). Checkpoints are
-saved every `save_steps` with a validation loss computed at the same steps.
+re-renders nor truncates (max_length is handled by the explicit overlong rule: by default the model's
+context length, a longer session left out and counted, or cut at a turn boundary with
+`masking.overlong: truncate_turns`). A row's `effort` is rendered into its session as the policy sees it
+(`sft.conditioning`: the template's own switch or the system line). Checkpoints are saved every
+`save_steps` with a validation loss computed at the same steps.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from sft.conditioning import effort_conditioning, own_template
 from sft.config import SFTTrainConfig
-from sft.masking import mask_sessions
+from sft.masking import MaskingConfig, mask_sessions, model_context_length
 from sft.model_source import model_source
 from sft.templates import training_template
 
@@ -32,6 +36,7 @@ class TrainReport(BaseModel):
     rows: int
     dropped: list[tuple[int, str]] = Field(default_factory=list)
     truncated: int = 0
+    context_length: int | None = Field(None, description="The session limit applied (None: none known).")
     train_examples: int = 0
     eval_examples: int = 0
     eval_split: str = ""
@@ -89,11 +94,14 @@ def held_out_tasks(tasks: list[str | None], fraction: float, seed: int) -> set[s
     return chosen
 
 
-def tokenize_dataset(rows: Any, tokenizer: Any, template: str, config: SFTTrainConfig) -> tuple[Any, Any]:
-    """(datasets.Dataset of input_ids/labels, MaskingResult)."""
+def tokenize_dataset(rows: Any, tokenizer: Any, template: str, masking: MaskingConfig) -> tuple[Any, Any]:
+    """(datasets.Dataset of input_ids/labels, MaskingResult); each row under its effort's conditioning."""
     import datasets
 
-    result = mask_sessions(rows["messages"], rows["tools"], tokenizer, template, config.masking)
+    efforts = rows["effort"] if "effort" in rows.column_names else [None] * len(rows)
+    switch_source = own_template(tokenizer, template)
+    conditioning = [effort_conditioning(switch_source, e) for e in efforts]
+    result = mask_sessions(rows["messages"], rows["tools"], tokenizer, template, masking, conditioning)
     data = datasets.Dataset.from_dict(
         {"input_ids": [e.input_ids for e in result.examples], "labels": [e.labels for e in result.examples]}
     )
@@ -140,17 +148,27 @@ def train(config: SFTTrainConfig) -> TrainReport:
     tokenizer = AutoTokenizer.from_pretrained(source)
     template = training_template(tokenizer, config.chat_template)
     rows = load_rows(config.dataset)
-    data, masked = tokenize_dataset(rows, tokenizer, template, config)
+    masking = config.masking
+    if masking.max_length is None:
+        from transformers import AutoConfig
+
+        limit = model_context_length(AutoConfig.from_pretrained(source), tokenizer)
+        masking = masking.model_copy(update={"max_length": limit})
+    data, masked = tokenize_dataset(rows, tokenizer, template, masking)
     report = TrainReport(
-        output_dir=config.output_dir, rows=len(rows), dropped=masked.dropped, truncated=masked.truncated
+        output_dir=config.output_dir,
+        rows=len(rows),
+        dropped=masked.dropped,
+        truncated=masked.truncated,
+        context_length=masking.max_length,
     )
     if len(data) == 0:
         raise ValueError(f"{config.dataset}: no session left to train on after masking ({len(masked.dropped)} dropped)")
     if config.eval_dataset is not None:
-        eval_data, _ = tokenize_dataset(load_rows(config.eval_dataset), tokenizer, template, config)
+        eval_data, _ = tokenize_dataset(load_rows(config.eval_dataset), tokenizer, template, masking)
         train_data, report.eval_split = data, f"the eval dataset {config.eval_dataset}"
     elif has_split(config.dataset, "test"):
-        eval_data, _ = tokenize_dataset(load_rows(config.dataset, "test"), tokenizer, template, config)
+        eval_data, _ = tokenize_dataset(load_rows(config.dataset, "test"), tokenizer, template, masking)
         train_data, report.eval_split = data, "the export's test split (task-disjoint)"
     elif config.eval_fraction > 0 and "task" in rows.column_names:
         tasks = list(rows["task"])
