@@ -11,6 +11,16 @@ effort with `thinking_budgets`); a setting the policy cannot honour fails before
 tasks whose current version has one of `statuses` are collected on (default: accepted; a pool ledger given
 as `rollouts` is filtered the same way, a parquet source is taken as is). Only correctly graded attempts
 (`rl.graded`) are scored; the others are counted in the report by reason.
+
+Each effort's session is rendered under its conditioning (`sft.conditioning`: the template's own switch or
+the system line), in collection and in the update alike; the report lists it per effort. Sessions longer
+than the model's context are left out of the update and counted (`dropped` per effort), or cut at a turn
+boundary with `update.allow_truncation` (`truncated`).
+
+A round that cannot learn (no group has reward variance, so every advantage is 0, or every session with a
+non-zero advantage was left out) reports `updated: false` with the reason and writes no adapter; the next
+round, given this round's folder as `adapter`, continues from the adapter this round started from (the last
+real one, named in its report as `start_adapter`).
 """
 
 from __future__ import annotations
@@ -31,13 +41,21 @@ from rl.advantage import AdvantageMode, advantages, score
 from rl.graded import exclusion_counts, split_graded, zero_hacks
 from rl.reward import RewardConfig
 from rl.update import Trajectory, UpdateConfig, UpdateStats, load_policy, policy_update
+from sft.conditioning import Conditioning, effort_conditioning, own_template
+
+ADAPTER_FILE = "adapter_config.json"
+REPORT_FILE = "round_report.json"
 
 
 class RoundConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     policy: str = Field(description="Base model folder.")
-    adapter: Path | None = Field(None, description="The current policy's LoRA adapter (the previous round's).")
+    adapter: Path | None = Field(
+        None,
+        description="The current policy's LoRA adapter: the previous round's folder (a round that made no update "
+        "continues from the adapter it started from); None: the base model with a fresh LoRA.",
+    )
     round: int = Field(0, ge=0)
     output_dir: Path
     pool: Path | None = Field(None, description="Task pool to collect on with the harness.")
@@ -91,13 +109,76 @@ class RoundReport(BaseModel):
         default_factory=dict, description="Attempts left out, by reason (rl.graded.EXCLUSION_REASONS)."
     )
     hacked: int = Field(0, description="Rewarded attempts that changed a trust edge of their verifier, scored 0.")
-    by_effort: list[dict[str, Any]] = Field(default_factory=list)
+    by_effort: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Per effort: attempts, rates, rewards, `conditioning` (what the policy was conditioned on), "
+        "`truncated` and `dropped` (sessions cut or left out of the update for the context length).",
+    )
     update: UpdateStats = Field(default_factory=UpdateStats)
-    checkpoint: Path | None = None
+    updated: bool = Field(True, description="Whether the policy changed (an adapter was written).")
+    reason: str | None = Field(None, description="Why the round made no update.")
+    start_adapter: Path | None = Field(None, description="The adapter the round started from; None: the base model.")
+    start_note: str = Field("", description="How start_adapter was found.")
+    checkpoint: Path | None = Field(None, description="The adapter this round wrote; None when it made no update.")
+    round_dir: Path | None = Field(None, description="The round's folder (report and scored rollouts).")
+
+    @property
+    def next_adapter(self) -> Path | None:
+        """What the next round continues from: this round's adapter, else the one it started from."""
+        return self.checkpoint if self.updated else self.start_adapter
+
+
+def start_adapter(config: RoundConfig) -> tuple[Path | None, str]:
+    """The adapter this round starts from and how it was found: `adapter` itself, or, when that is the folder
+    of a round that made no update, the adapter that round started from.
+
+    Raises:
+        ValueError: `adapter` is neither an adapter nor the folder of a round that made no update.
+    """
+    if config.adapter is None:
+        return None, "the base model with a fresh LoRA (no adapter given)"
+    folder = Path(config.adapter)
+    if (folder / ADAPTER_FILE).is_file():
+        return folder, f"the adapter {folder}"
+    report = folder / REPORT_FILE
+    if report.is_file():
+        data = json.loads(report.read_text())
+        if not data.get("updated", True):
+            previous = data.get("start_adapter")
+            what = f"{previous}" if previous else "the base model with a fresh LoRA"
+            return (Path(previous) if previous else None), (
+                f"{what}, the last real adapter ({folder} made no update: {data.get('reason')})"
+            )
+    raise ValueError(f"adapter {folder}: no {ADAPTER_FILE} and not the folder of a round that made no update")
 
 
 def policy_dir(config: RoundConfig) -> str:
-    return str(config.adapter) if config.adapter is not None else config.policy
+    adapter, _ = start_adapter(config)
+    return str(adapter) if adapter is not None else config.policy
+
+
+def effort_conditionings(config: RoundConfig, template: str | None) -> dict[Effort, Conditioning]:
+    """Per effort, what the local policy is conditioned on (as `sft.local_llm` renders it at the round's budgets)."""
+    from sft.local_llm import PROVIDER
+
+    harness = collection_harness(config)
+    model = f"{PROVIDER}/policy"
+    return {
+        e: effort_conditioning(template, e, thinking=bool(harness.efforts.kwargs(model, e).get("enable_thinking")))
+        for e in Effort
+    }
+
+
+def no_update_reason(stats: UpdateStats, groups: int) -> str | None:
+    """Why the update changed nothing, or None when it made steps."""
+    if stats.steps > 0:
+        return None
+    if stats.skipped_zero_advantage == stats.trajectories:
+        return f"no group has reward variance: every advantage is 0 ({groups} groups)"
+    return (
+        f"every session with a non-zero advantage was left out of the update ({len(stats.dropped)} dropped, "
+        f"context {stats.context_length})"
+    )
 
 
 def collection_harness(config: RoundConfig) -> HarnessConfig:
@@ -167,8 +248,10 @@ def collect(config: RoundConfig) -> pl.DataFrame:
 def run_round(config: RoundConfig) -> RoundReport:
     from transformers import AutoTokenizer
 
+    from rl.reference import GROUP
     from sft.templates import training_template
 
+    adapter, note = start_adapter(config)
     collected = collect(config)
     if collected.is_empty():
         raise ValueError(f"round {config.round}: no rollouts of the current policy to learn from")
@@ -181,17 +264,53 @@ def run_round(config: RoundConfig) -> RoundReport:
     scored = advantages(score(frame, config.reward), config.advantage)
     tokenizer = AutoTokenizer.from_pretrained(policy_dir(config))
     template = training_template(tokenizer, config.chat_template)
+    conditionings = effort_conditionings(config, own_template(tokenizer, template))
     trajectories = [
-        Trajectory(messages=row["messages"], tools=row["tools_json"], advantage=row["advantage"], key=row["rollout_id"])
-        for row in scored.select("messages", "tools_json", "advantage", "rollout_id").iter_rows(named=True)
+        Trajectory(
+            messages=row["messages"],
+            tools=row["tools_json"],
+            advantage=row["advantage"],
+            key=row["rollout_id"],
+            conditioning=conditionings[Effort(row["effort"])],
+        )
+        for row in scored.select("messages", "tools_json", "advantage", "rollout_id", "effort").iter_rows(named=True)
     ]
-    model = load_policy(config.policy, str(config.adapter) if config.adapter else None, config.update.lora)
-    stats = policy_update(model, tokenizer, template, trajectories, config.update)
+    groups = scored.select([*GROUP, "effort"]).unique().height
+    stats = UpdateStats(trajectories=len(trajectories), skipped_zero_advantage=len(trajectories))
+    model = None
+    if any(t.advantage != 0.0 for t in trajectories):
+        model = load_policy(config.policy, str(adapter) if adapter else None, config.update.lora)
+        stats = policy_update(model, tokenizer, template, trajectories, config.update)
+    reason = no_update_reason(stats, groups)
     out = Path(config.output_dir) / f"round-{config.round}"
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    if reason is None and model is not None:
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
     scored.drop("messages", "usage", "side_calls").write_parquet(out / "scored_rollouts.parquet")
+    report = RoundReport(
+        round=config.round,
+        rollouts=scored.height,
+        collected=collected.height,
+        excluded=excluded,
+        hacked=hacked,
+        by_effort=effort_rows(scored, left_out, stats, conditionings),
+        update=stats,
+        updated=reason is None,
+        reason=reason,
+        start_adapter=adapter,
+        start_note=note,
+        checkpoint=out if reason is None else None,
+        round_dir=out,
+    )
+    (out / REPORT_FILE).write_text(json.dumps(report.model_dump(mode="json"), indent=2))
+    return report
+
+
+def effort_rows(
+    scored: pl.DataFrame, left_out: pl.DataFrame, stats: UpdateStats, conditionings: dict[Effort, Conditioning]
+) -> list[dict[str, Any]]:
+    """The report's per-effort rows (see RoundReport.by_effort)."""
     by_effort = (
         scored.group_by("effort")
         .agg(
@@ -207,17 +326,21 @@ def run_round(config: RoundConfig) -> RoundReport:
         .sort("_rank")
         .drop("_rank")
     )
+    effort_of = dict(zip(scored["rollout_id"], scored["effort"], strict=True))
+    dropped = [effort_of.get(key) for key, _ in stats.dropped]
+    truncated = [effort_of.get(key) for key in stats.truncated]
     left_by_effort = {e: exclusion_counts(g) for (e,), g in left_out.group_by("effort")}
-    rows = [{**row, "excluded": sum(left_by_effort.get(row["effort"], {}).values())} for row in by_effort.to_dicts()]
-    report = RoundReport(
-        round=config.round,
-        rollouts=scored.height,
-        collected=collected.height,
-        excluded=excluded,
-        hacked=hacked,
-        by_effort=rows,
-        update=stats,
-        checkpoint=out,
-    )
-    (out / "round_report.json").write_text(json.dumps(report.model_dump(mode="json"), indent=2))
-    return report
+    rows = []
+    for row in by_effort.to_dicts():
+        effort = row["effort"]
+        conditioning = conditionings.get(Effort(effort))
+        rows.append(
+            {
+                **row,
+                "excluded": sum(left_by_effort.get(effort, {}).values()),
+                "conditioning": conditioning.model_dump(exclude_defaults=True) if conditioning else {},
+                "truncated": truncated.count(effort),
+                "dropped": dropped.count(effort),
+            }
+        )
+    return rows

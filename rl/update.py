@@ -10,7 +10,14 @@ observation tokens carry nothing. The loss is the clipped policy-gradient object
 with rho_t = pi(y_t) / pi_old(y_t) (pi_old: the policy before this update), N the number of generated
 tokens in the batch (token-level normalisation), and KL the k3 estimator against the reference
 policy (the base model: the LoRA adapter disabled). Trajectories with advantage 0 carry no gradient
-and are skipped.
+and are skipped. The old and reference log-probabilities are computed with the model in eval mode (LoRA
+dropout off), so they are those of the policy that generated; the update itself runs in train mode.
+
+Each trajectory is rendered under its effort's conditioning (`sft.conditioning`), exactly as the policy
+saw it when it collected, so old and new log-probabilities are of the conditioned prompt. Nothing is cut
+silently: a session longer than the model's context (`context_length`, default the model's own) is left
+out and counted in `dropped`; with `allow_truncation` it is cut after its last assistant turn that fits
+and counted in `truncated`.
 """
 
 from __future__ import annotations
@@ -22,8 +29,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sft.conditioning import Conditioning
 from sft.config import LoraSettings
-from sft.masking import IGNORE_INDEX, MaskingConfig, mask_sessions
+from sft.masking import IGNORE_INDEX, MaskingConfig, mask_sessions, model_context_length
 
 
 class UpdateConfig(BaseModel):
@@ -35,7 +43,17 @@ class UpdateConfig(BaseModel):
     clip: float | None = Field(0.2, gt=0, description="PPO ratio clipping epsilon; None = plain policy gradient.")
     kl_coef: float = Field(0.0, ge=0, description="Weight of the KL penalty to the reference (base) policy.")
     max_grad_norm: float = Field(1.0, gt=0)
-    masking: MaskingConfig = Field(default_factory=lambda: MaskingConfig(max_length=8192, overlong="truncate_turns"))
+    context_length: int | None = Field(
+        None,
+        ge=8,
+        description="Longest session in tokens; None: the model's context (config max_position_embeddings, else "
+        "the tokenizer's model_max_length when it is a real length).",
+    )
+    allow_truncation: bool = Field(
+        False,
+        description="Cut a session longer than context_length after its last assistant turn that fits (counted as "
+        "truncated); by default it is left out (counted as dropped).",
+    )
     lora: LoraSettings | None = Field(default_factory=LoraSettings, description="None = full fine-tuning.")
     seed: int = 0
 
@@ -46,12 +64,19 @@ class Trajectory:
     tools: Any
     advantage: float
     key: str = ""
+    conditioning: Conditioning | None = None
 
 
 class UpdateStats(BaseModel):
     trajectories: int = 0
     skipped_zero_advantage: int = 0
-    dropped: list[tuple[int, str]] = Field(default_factory=list)
+    context_length: int | None = Field(None, description="The session limit the update applied (None: none known).")
+    dropped: list[tuple[str, str]] = Field(
+        default_factory=list, description="(trajectory key, reason) of every session left out of the update."
+    )
+    truncated: list[str] = Field(
+        default_factory=list, description="Keys of the sessions cut after an assistant turn (allow_truncation)."
+    )
     steps: int = 0
     generated_tokens: int = 0
     losses: list[float] = Field(default_factory=list)
@@ -129,36 +154,67 @@ def load_policy(base: str, adapter: str | None, lora: LoraSettings | None) -> An
     return model
 
 
+def masking_config(model: Any, tokenizer: Any, config: UpdateConfig) -> MaskingConfig:
+    """The update's length rule: the configured or the model's context, dropped or (opted in) cut at a turn."""
+    limit = config.context_length or model_context_length(getattr(model, "config", None), tokenizer)
+    return MaskingConfig(max_length=limit, overlong="truncate_turns" if config.allow_truncation else "drop")
+
+
+def old_logprobs(model: Any, items: Sequence[tuple[Any, Any, float]], kl: bool) -> tuple[list[Any], list[Any]]:
+    """Per item, the log-probabilities of its generated tokens under the current policy and (`kl`, a PEFT model)
+    under the reference (adapter disabled), in eval mode (no dropout); the model's mode is restored."""
+    import torch
+
+    device = next(model.parameters()).device
+    training = model.training
+    model.eval()
+    old, ref = [], []
+    try:
+        with torch.no_grad():
+            for ids, labels, _ in items:
+                ids, labels = ids.to(device), labels.to(device)
+                old.append(token_logprobs(model(input_ids=ids).logits, labels)[0])
+                if kl and hasattr(model, "disable_adapter"):
+                    with model.disable_adapter():
+                        ref.append(token_logprobs(model(input_ids=ids).logits, labels)[0])
+                else:
+                    ref.append(None)
+    finally:
+        model.train(training)
+    return old, ref
+
+
 def policy_update(
     model: Any, tokenizer: Any, template: str, trajectories: Sequence[Trajectory], config: UpdateConfig
 ) -> UpdateStats:
-    """Tokenize, compute old and reference log-probs, then `epochs` passes of clipped policy-gradient steps."""
+    """Tokenize (each under its conditioning, within the context), compute old and reference log-probs, then
+    `epochs` passes of clipped policy-gradient steps."""
     import torch
 
     stats = UpdateStats(trajectories=len(trajectories))
-    useful = [t for t in trajectories if t.advantage != 0.0]
-    stats.skipped_zero_advantage = len(trajectories) - len(useful)
-    if not useful:
-        return stats
-    masked = mask_sessions([t.messages for t in useful], [t.tools for t in useful], tokenizer, template, config.masking)
-    stats.dropped = masked.dropped
+    stats.skipped_zero_advantage = sum(t.advantage == 0.0 for t in trajectories)
+    masking = masking_config(model, tokenizer, config)
+    stats.context_length = masking.max_length
+    masked = mask_sessions(
+        [t.messages for t in trajectories],
+        [t.tools for t in trajectories],
+        tokenizer,
+        template,
+        masking,
+        [t.conditioning for t in trajectories],
+    )
+    stats.dropped = [(trajectories[i].key, reason) for i, reason in masked.dropped]
+    stats.truncated = [trajectories[e.index].key for e in masked.examples if e.truncated]
     items = [
-        (torch.tensor([e.input_ids]), torch.tensor([e.labels]), useful[e.index].advantage) for e in masked.examples
+        (torch.tensor([e.input_ids]), torch.tensor([e.labels]), trajectories[e.index].advantage)
+        for e in masked.examples
+        if trajectories[e.index].advantage != 0.0
     ]
     if not items:
         return stats
     device = next(model.parameters()).device
+    old, ref = old_logprobs(model, items, config.kl_coef > 0)
     model.train()
-    old, ref = [], []
-    with torch.no_grad():
-        for ids, labels, _ in items:
-            ids, labels = ids.to(device), labels.to(device)
-            old.append(token_logprobs(model(input_ids=ids).logits, labels)[0])
-            if config.kl_coef > 0 and hasattr(model, "disable_adapter"):
-                with model.disable_adapter():
-                    ref.append(token_logprobs(model(input_ids=ids).logits, labels)[0])
-            else:
-                ref.append(None)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.learning_rate)
     rng = random.Random(config.seed)
     order = list(range(len(items)))
