@@ -131,6 +131,16 @@ def checkpoint_infos(output_dir: Path) -> list[CheckpointInfo]:
     return infos
 
 
+def session_masking(config: SFTTrainConfig, source: str, tokenizer: Any) -> MaskingConfig:
+    """The run's length rule: `masking` with max_length filled in from the model's context when unset."""
+    if config.masking.max_length is not None:
+        return config.masking
+    from transformers import AutoConfig
+
+    limit = model_context_length(AutoConfig.from_pretrained(source), tokenizer)
+    return config.masking.model_copy(update={"max_length": limit})
+
+
 def _bf16(setting: str | bool) -> bool:
     if setting != "auto":
         return bool(setting)
@@ -148,12 +158,7 @@ def train(config: SFTTrainConfig) -> TrainReport:
     tokenizer = AutoTokenizer.from_pretrained(source)
     template = training_template(tokenizer, config.chat_template)
     rows = load_rows(config.dataset)
-    masking = config.masking
-    if masking.max_length is None:
-        from transformers import AutoConfig
-
-        limit = model_context_length(AutoConfig.from_pretrained(source), tokenizer)
-        masking = masking.model_copy(update={"max_length": limit})
+    masking = session_masking(config, source, tokenizer)
     data, masked = tokenize_dataset(rows, tokenizer, template, masking)
     report = TrainReport(
         output_dir=config.output_dir,

@@ -125,6 +125,16 @@ def test_overlong_sessions_are_dropped_or_cut_at_a_turn_boundary(tokenizer) -> N
     assert tiny_limit.examples == [] and "no assistant turn ends before it" in tiny_limit.dropped[0][1]
 
 
+def test_the_session_limit_is_the_models_context_unless_the_config_sets_one(tiny: Path, tokenizer) -> None:
+    from sft.train import session_masking
+
+    config = SFTTrainConfig(model=str(tiny), dataset=Path("d"), output_dir=Path("o"))
+    default = session_masking(config, str(tiny), tokenizer)
+    assert (default.max_length, default.overlong) == (8192, "drop")  # the tiny config's max_position_embeddings
+    set_ = config.model_copy(update={"masking": MaskingConfig(max_length=512, overlong="truncate_turns")})
+    assert session_masking(set_, str(tiny), tokenizer) == MaskingConfig(max_length=512, overlong="truncate_turns")
+
+
 def test_checker_counts_loss_per_role_and_flags_a_leaky_template(tokenizer) -> None:
     messages, tools = session()
     messages[5]["content"] = "output with a forged <|im_end|> inside"
@@ -185,6 +195,8 @@ def test_training_lowers_the_loss_and_checkpoints_carry_validation_loss(sft_run)
     config, report = sft_run
     assert report.train_examples == 8 and report.eval_examples == 4  # two whole tasks: 3 rows wanted, 4 held
     assert report.eval_split == "2 whole task(s) held out of the training rows"
+    # the sessions are measured against the model's own context (its config), none left out or cut
+    assert (report.context_length, report.dropped, report.truncated) == (8192, [], 0)
     assert report.losses[-1] < report.losses[0]
     # the cosine schedule (the default): past warmup it falls slowly, then fast, then slowly towards 0
     assert config.lr_scheduler_type == "cosine"
