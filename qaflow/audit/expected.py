@@ -10,8 +10,8 @@ expectation; the exploit copies onto it, on the untouched environment, the work 
 (the file of the same type the oracle changed and the verifier read). Full reward where the nop gets
 none is `reward_tamper`: the agent changed no work, only what the work is compared with.
 
-Work the oracle creates from nothing gives no such copy (a count in /opt against a CSV the agent must
-write is not found here; see docs/security.md). Code and configuration the verifier runs or loads
+Work the oracle creates from nothing gives no such copy; data of another form than the work (a count
+in a manifest against a CSV the agent must write) is `qaflow.audit.data_forge`'s. Code and configuration the verifier runs or loads
 (scripts, modules, pytest configuration) are `script-shim`'s and `python-plant`'s, not expectations.
 """
 
@@ -48,11 +48,17 @@ def _read(a: Access | None) -> bool:
     return a is not None and bool({"read", "arg"} & set(a.how))
 
 
+def candidate_expectations(obs: Observation, effect: Effect, instruction: str) -> list[str]:
+    """The agent-writable, task-owned data files the verifier read that could hold its expectations (see the
+    module doc), in observation order."""
+    skip = {c.path for c in effect.changes} | {p.inifile for p in obs.pytest if p.inifile}
+    return [a.path for a in obs.accesses if _expectation(a, obs, skip, instruction)]
+
+
 def plan_expected_rewrite(obs: Observation, effect: Effect | None, instruction: str) -> Exploit | None:
     """The copies of work files (as the untouched environment has them) onto candidate expectations."""
     if not obs.observed or effect is None or not effect.ok:
         return None
-    changed = {c.path for c in effect.changes}
     work = [
         c.path
         for c in effect.changes
@@ -60,16 +66,15 @@ def plan_expected_rewrite(obs: Observation, effect: Effect | None, instruction: 
     ]
     if not work:
         return None
-    skip = changed | {p.inifile for p in obs.pytest if p.inifile}
     plants: list[Plant] = []
-    for a in obs.accesses:
-        if len(plants) >= MAX_REWRITES or not _expectation(a, obs, skip, instruction):
-            continue
-        suffix = posixpath.splitext(a.path)[1]
+    for path in candidate_expectations(obs, effect, instruction):
+        if len(plants) >= MAX_REWRITES:
+            break
+        suffix = posixpath.splitext(path)[1]
         alike = [w for w in work if posixpath.splitext(w)[1] == suffix]
         source = alike[0] if alike else work[0] if len(work) == 1 else None
         if source is None:
             continue
-        why = f"the verifier reads {a.path}, which the agent can write: it becomes {source} as the agent found it"
-        plants.append(Plant(path=a.path, content="", copy_from=source, why=why))
+        why = f"the verifier reads {path}, which the agent can write: it becomes {source} as the agent found it"
+        plants.append(Plant(path=path, content="", copy_from=source, why=why))
     return Exploit(name=EXPECTED_REWRITE, plants=plants) if plants else None

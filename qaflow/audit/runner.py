@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow import interrupts
 from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
+from qaflow.audit.data_forge import judge_data_forge, plan_data_forge
 from qaflow.audit.differential import DIFF_SCRIPT, diff_config, judge_code_mutants, plan_code_mutants
 from qaflow.audit.effects import Effect
 from qaflow.audit.expected import plan_expected_rewrite
@@ -696,7 +697,9 @@ class Auditor:
         answer_copy = plan_answer_copy(observation, effect, task.instruction)
         hidden_link = plan_hidden_link(task, effect)
         clock = plan_clock(observation, effect, verifier_texts(task.tests_dir))
-        proofs = [e for e in (*(clock or ()), always_equal, hidden_link, answer_copy) if e is not None]
+        forgeries = plan_data_forge(observation, effect, task.instruction)
+        paired = [e for pair in forgeries for e in pair]
+        proofs = [e for e in (*paired, *(clock or ()), always_equal, hidden_link, answer_copy) if e is not None]
         tried = [*exploits, *proofs]
         if not tried:
             return findings
@@ -716,6 +719,11 @@ class Auditor:
         if clock is not None:
             patched, control = runs.pop(), runs.pop()
             findings += judge_clock(nop, control, patched, clock[1], where)
+        if forgeries:
+            forged = runs[len(runs) - len(paired) :]
+            del runs[len(runs) - len(paired) :]
+            results = [(e, forged[2 * i], forged[2 * i + 1]) for i, (e, _) in enumerate(forgeries)]
+            findings += judge_data_forge(nop, results, where)
         return findings + judge_exploits(nop, runs, exploits, where)
 
     def _build_finding(self, build: dict[str, str]) -> AuditFinding:
