@@ -82,6 +82,18 @@ def _efforts(text: str, option: str) -> list[Effort]:
     return [Effort(e) for e in dict.fromkeys(wanted)]
 
 
+def _budgets(values: list[str]) -> dict[Effort, int]:
+    """`effort=N` pairs (repeatable --thinking-budget) as a budget table; a bad pair is a usage error."""
+    known = ", ".join(e.value for e in Effort)
+    budgets: dict[Effort, int] = {}
+    for value in values:
+        effort, _, number = value.partition("=")
+        if effort.strip() not in {e.value for e in Effort} or not number.strip().isdigit():
+            usage_error(f"--thinking-budget: {value!r} is not EFFORT=N with EFFORT one of {known} and N >= 0")
+        budgets[Effort(effort.strip())] = int(number)
+    return budgets
+
+
 @app.command("select")
 def select_cmd(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN", help="Output folder of `qaflow sft train`")],
@@ -100,21 +112,34 @@ def select_cmd(
     final_effort: Annotated[str, typer.Option(help="Stage 2: the effort on the full task set")] = "medium",
     attempts: Annotated[int, typer.Option(min=1, help="Stage 2: attempts per task")] = 1,
     max_turns: Annotated[int, typer.Option(min=1, help="Agent turns per attempt")] = 20,
+    thinking_budget: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--thinking-budget",
+            metavar="EFFORT=N",
+            help="Thinking tokens of a local checkpoint at an effort, e.g. low=64 (repeatable; 0 = thinking off)",
+        ),
+    ] = None,
+    all_tasks: Annotated[
+        bool, typer.Option("--all-tasks", help="Evaluate on every task folder, accepted or not")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the selection (both stages) as JSON")] = False,
 ) -> None:
     """Choose the checkpoint of RUN that solves the most --tasks with the agent harness, in two stages.
 
     Stage 1 runs every checkpoint on a --subset of the tasks at each of --shortlist-efforts and keeps the
-    best --shortlist; stage 2 runs those on every task at --final-effort (ties: lower validation loss).
-    Without --endpoint each checkpoint is loaded locally (transformers, through litellm's custom-provider
-    path); with it, `openai/<served model>` at that URL. Results are cached in RUN/eval/ by checkpoint
-    content, task version, effort and attempts.
+    best --shortlist; stage 2 runs those on every task at --final-effort (ties: lower validation loss, then
+    fewer output tokens, then the earlier step; a tie is reported with the criterion that chose). Only the
+    pool's accepted tasks are evaluated on unless --all-tasks. Without --endpoint each checkpoint is loaded
+    locally (transformers, through litellm's custom-provider path) with each effort's thinking budget
+    (--thinking-budget); with it, `openai/<served model>` at that URL. Results are cached in RUN/eval/ by
+    checkpoint content, task version, effort, attempts and harness settings.
 
     Example: qaflow sft select runs/sft1 --tasks heldout_pool --backend docker --subset 8 --shortlist 2
     """
     from qaflow.agents.harness import HarnessConfig
     from qaflow.llm import LLMConfig
-    from sft.select import HarnessEvaluator, SelectConfig, load_tasks, select_checkpoint
+    from sft.select import HarnessEvaluator, SelectConfig, accepted_tasks, load_tasks, select_checkpoint
     from sft.train import checkpoint_infos
 
     infos = checkpoint_infos(run_dir)
@@ -122,9 +147,12 @@ def select_cmd(
         usage_error(f"{run_dir}: no checkpoint-N folders")
     if not tasks.is_dir():
         usage_error(f"{tasks}: no such task pool")
+    budgets = _budgets(thinking_budget or [])
+    if budgets and endpoint:
+        usage_error("--thinking-budget: budgets apply to local checkpoints, not to a model served at --endpoint")
     try:
-        pool_tasks = load_tasks(tasks)
-    except TaskError as e:
+        pool_tasks = load_tasks(tasks) if all_tasks else accepted_tasks(tasks)
+    except (TaskError, ValueError) as e:
         usage_error(str(e))
     if not pool_tasks:
         usage_error(f"{tasks}: no task folders (task.toml) found")
@@ -144,7 +172,11 @@ def select_cmd(
             return LLMConfig(model=f"openai/{name}", api_base=endpoint, api_key_env=None)
 
     evaluator = HarnessEvaluator(
-        cache_dir=run_dir / "eval", model_for=model_for, backend=backend, harness=HarnessConfig(max_turns=max_turns)
+        cache_dir=run_dir / "eval",
+        model_for=model_for,
+        backend=backend,
+        harness=HarnessConfig(max_turns=max_turns),
+        thinking_budgets=budgets,
     )
     try:
         selection = select_checkpoint(infos, pool_tasks, evaluator, config)
@@ -206,6 +238,13 @@ def print_selection(selection: Selection) -> None:
         )
     out.print(second)
     out.print(f"[bold]chosen:[/bold] {escape(selection.chosen)}")
+    if selection.tied:
+        solved = next(r.solved for r in selection.rows if r.checkpoint == selection.chosen)
+        names = ", ".join(Path(c).name for c in selection.tied)
+        out.print(
+            f"[yellow]tie:[/yellow] {len(selection.tied)} checkpoints ({escape(names)}) solve {solved} tasks: the "
+            f"agentic evaluation cannot separate them; chosen by {selection.tie_break}"
+        )
     if selection.lowest_loss and selection.lowest_loss != selection.chosen:
         out.print(f"lowest validation loss: {escape(selection.lowest_loss)}")
 

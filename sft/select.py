@@ -11,7 +11,12 @@ Two stages, as the method does it (`SelectConfig`):
 
 `subset_size = 0` skips stage 1 (every checkpoint runs the final stage), as does having no more checkpoints
 than `shortlist_size`. Both tables are kept in the
-`Selection`; the lowest-loss checkpoint is reported even when it is not chosen.
+`Selection`; the lowest-loss checkpoint is reported even when it is not chosen. When several checkpoints
+solve the most tasks in stage 2 the agentic evaluation could not separate them: `tied` names them and
+`tie_break` the criterion that chose (lower validation loss, fewer mean output tokens, or the earlier step).
+
+The CLI evaluates on the pool's accepted tasks only (`accepted_tasks`: the current version of each task
+folder has that status in the pool ledger); a task nobody audited may pass for any checkpoint.
 
 Each checkpoint is evaluated by the agent harness (served by an OpenAI-compatible endpoint, or loaded
 locally through the `qaflow-local` litellm provider, which gets its effort table). Results are cached per
@@ -35,6 +40,7 @@ from qaflow.agents.effort import check_efforts
 from qaflow.agents.harness import HarnessConfig
 from qaflow.llm import LLMConfig
 from qaflow.models.frame import read_rollouts, write_shard
+from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import Effort, RolloutRecord
 from qaflow.rollouts.attempt import run_attempt
 from qaflow.rollouts.stats import passed_expr
@@ -97,6 +103,10 @@ class Selection(BaseModel):
     rows: list[CheckpointRow] = Field(default_factory=list, description="Stage 2: the final table.")
     chosen: str
     lowest_loss: str | None = None
+    tied: list[str] = Field(
+        default_factory=list, description="Checkpoints that solve as many stage-2 tasks as the chosen one (2 or more)."
+    )
+    tie_break: str | None = Field(None, description="What chose among `tied`; None when nothing tied.")
     shortlist: list[ShortlistRow] = Field(default_factory=list, description="Stage 1 (empty when skipped).")
     subset: list[str] = Field(default_factory=list, description="Names of the stage-1 tasks.")
     config: SelectConfig = Field(default_factory=SelectConfig)
@@ -127,6 +137,21 @@ def _loss(value: float | None) -> float:
 
 def _rank(row: CheckpointRow | ShortlistRow) -> tuple[float, float, float, int]:
     return (-row.solved, _loss(row.eval_loss), row.mean_output_tokens, row.step)
+
+
+TIE_BREAKS = ("lower validation loss", "fewer mean output tokens", "the earlier step")
+"""What decides among checkpoints that solve as many tasks, in order (the rest of `_rank`)."""
+
+
+def tie_break(rows: Sequence[CheckpointRow]) -> tuple[list[str], str | None]:
+    """The checkpoints that tie on tasks solved with the best one, and the criterion that chose among them."""
+    ordered = sorted(rows, key=_rank)
+    tied = [r for r in ordered if r.solved == ordered[0].solved]
+    if len(tied) < 2:
+        return [], None
+    best, runner = _rank(tied[0])[1:], _rank(tied[1])[1:]
+    reason = next(name for name, a, b in zip(TIE_BREAKS, best, runner, strict=True) if a != b)
+    return [r.checkpoint for r in tied], reason
 
 
 def shortlist_stage(
@@ -190,12 +215,15 @@ def select_checkpoint(
             )
         )
     chosen = min(rows, key=_rank)
+    tied, reason = tie_break(rows)
     with_loss = [c for c in checkpoints if c.eval_loss is not None]
     lowest = str(min(with_loss, key=lambda c: (_loss(c.eval_loss), c.step)).path) if with_loss else None
     return Selection(
         rows=rows,
         chosen=chosen.checkpoint,
         lowest_loss=lowest,
+        tied=tied,
+        tie_break=reason,
         shortlist=shortlist,
         subset=[t.name for t in subset],
         config=config,
@@ -236,11 +264,14 @@ class HarnessEvaluator:
         model_for: Callable[[CheckpointInfo], LLMConfig] | None = None,
         backend: str = "auto",
         harness: HarnessConfig | None = None,
+        thinking_budgets: dict[Effort, int] | None = None,
     ):
         self.cache_dir = cache_dir
         self.model_for = model_for or local_model
         self.backend = backend
         self.harness = harness or HarnessConfig(max_turns=20)
+        self.thinking_budgets = dict(thinking_budgets or {})
+        """Thinking-token budget per effort of a local checkpoint, over sft.local_llm.DEFAULT_BUDGETS."""
         self.runs = 0
         """Attempts actually run (not read from the cache)."""
         self._hashes: dict[Path, str] = {}
@@ -254,7 +285,9 @@ class HarnessEvaluator:
     def harness_for(self, config: LLMConfig) -> HarnessConfig:
         from sft.local_llm import PROVIDER, with_local_efforts
 
-        return with_local_efforts(self.harness) if config.model.startswith(f"{PROVIDER}/") else self.harness
+        if config.model.startswith(f"{PROVIDER}/"):
+            return with_local_efforts(self.harness, self.thinking_budgets)
+        return self.harness
 
     def cache_key(self, task: Task, effort: Effort, attempts: int, harness: HarnessConfig) -> str:
         settings = {
@@ -298,6 +331,26 @@ class HarnessEvaluator:
 def load_tasks(pool: Path) -> list[Task]:
     """Every task of a pool folder (solutions not needed)."""
     return [Task.load(d, require_solution=False) for d in find_task_dirs(pool)]
+
+
+def accepted_tasks(pool: Path, statuses: Sequence[VersionStatus] = (VersionStatus.ACCEPTED,)) -> list[Task]:
+    """The tasks of a pool folder whose current version has one of `statuses` in the pool ledger.
+
+    Raises:
+        ValueError: no such task (or no ledger), in one line naming the pool and what to do.
+    """
+    from qaflow.pool import DEFAULT_LEDGER, Pool
+
+    wanted = "/".join(s.value for s in statuses)
+    hint = "audit and accept tasks first (qaflow audit, qaflow accept), or pass --all-tasks"
+    if not (Path(pool) / DEFAULT_LEDGER).is_file():
+        raise ValueError(f"{pool}: no {wanted} task to evaluate on: the pool has no ledger; {hint}")
+    with Pool.open(pool, create=False) as opened:
+        current = {r.version for r in opened.list() if r.status in statuses}
+    tasks = [t for t in load_tasks(pool) if t.version in current]
+    if not tasks:
+        raise ValueError(f"{pool}: no {wanted} task to evaluate on; {hint}")
+    return tasks
 
 
 def local_model(info: CheckpointInfo) -> LLMConfig:

@@ -135,3 +135,83 @@ def test_the_cache_follows_checkpoint_content_and_task_versions_not_names(tmp_pa
     (checkpoint / "adapter_model.safetensors").write_bytes(b"weights v2")
     fresh = HarnessEvaluator(cache_dir=evaluator.cache_dir, model_for=evaluator.model_for, backend="bwrap")
     assert (fresh(info, b, OFF, 1).solved, fresh.runs) == (1, 3)
+
+
+def _rows(*rows: tuple[str, int, float | None, float]) -> list[CheckpointInfo]:
+    return [CheckpointInfo(path=Path(f"run/{name}"), step=step, eval_loss=loss) for name, step, loss, _ in rows]
+
+
+def test_a_tie_on_tasks_solved_is_reported_with_the_criterion_that_chose(tmp_path: Path, capsys) -> None:
+    write_task(tmp_path / "pool", "t0")
+    tasks = load_tasks(tmp_path / "pool")
+    solved = {"checkpoint-1": 1, "checkpoint-2": 1, "checkpoint-3": 0}
+    tokens = {"checkpoint-1": 50.0, "checkpoint-2": 20.0, "checkpoint-3": 10.0}
+
+    def evaluate(info: CheckpointInfo, run: Sequence[Task], effort: Effort, attempts: int) -> EvalOutcome:
+        return EvalOutcome(solved=solved[info.path.name], attempted=len(run), mean_output_tokens=tokens[info.path.name])
+
+    by_loss = select_checkpoint(
+        _rows(("checkpoint-1", 1, 0.4, 0), ("checkpoint-2", 2, 0.6, 0), ("checkpoint-3", 3, 0.1, 0)),
+        tasks,
+        evaluate,
+        SelectConfig(subset_size=0),
+    )
+    assert by_loss.chosen == "run/checkpoint-1" and by_loss.lowest_loss == "run/checkpoint-3"
+    assert (by_loss.tied, by_loss.tie_break) == (["run/checkpoint-1", "run/checkpoint-2"], "lower validation loss")
+    print_selection(by_loss)
+    out = capsys.readouterr().out.replace("\n", " ")
+    assert "tie: 2 checkpoints (checkpoint-1, checkpoint-2) solve 1 tasks" in out
+    assert "cannot separate them; chosen by lower validation loss" in out
+    same_loss = _rows(("checkpoint-1", 1, 0.5, 0), ("checkpoint-2", 2, 0.5, 0), ("checkpoint-3", 3, 0.5, 0))
+    by_tokens = select_checkpoint(same_loss, tasks, evaluate, SelectConfig(subset_size=0))
+    assert (by_tokens.chosen, by_tokens.tie_break) == ("run/checkpoint-2", "fewer mean output tokens")
+    solved["checkpoint-2"] = 0
+    alone = select_checkpoint(same_loss, tasks, evaluate, SelectConfig(subset_size=0))
+    assert (alone.chosen, alone.tied, alone.tie_break) == ("run/checkpoint-1", [], None)
+    print_selection(alone)
+    assert "tie:" not in capsys.readouterr().out
+
+
+def test_select_evaluates_on_accepted_tasks_and_takes_thinking_budgets_from_the_cli(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from qaflow.cli import app
+    from qaflow.ledger.status import StatusWriter
+    from qaflow.models.records import VersionStatus
+    from qaflow.pool import Pool
+    from sft.local_llm import PROVIDER
+    from sft.select import accepted_tasks
+
+    pool = tmp_path / "pool"
+    write_task(pool, "a")
+    write_task(pool, "b")
+    (tmp_path / "run" / "checkpoint-1").mkdir(parents=True)
+    select = ["sft", "select", str(tmp_path / "run"), "--tasks", str(pool)]
+    unaudited = CliRunner().invoke(app, select)
+    assert unaudited.exit_code == 2
+    assert "no accepted task to evaluate on: the pool has no ledger" in unaudited.output.replace("\n", " ")
+    with Pool.open(pool) as opened:
+        opened.scan()
+    with pytest.raises(ValueError, match=r"pool: no accepted task to evaluate on; audit and accept tasks first"):
+        accepted_tasks(pool)
+    none = CliRunner().invoke(app, select)
+    assert none.exit_code == 2 and "no accepted task" in none.output
+    with Pool.open(pool, create=False) as opened:
+        row = next(r for r in opened.list() if r.name == "test/a")
+        opened.ledger.set_status(row.version, VersionStatus.ACCEPTED, by=StatusWriter.AUDIT, reason="test")
+    assert [t.name for t in accepted_tasks(pool)] == ["test/a"]
+    assert len(load_tasks(pool)) == 2  # --all-tasks: every folder
+
+    bad = CliRunner().invoke(app, [*select, "--thinking-budget", "low=many"])
+    assert bad.exit_code == 2 and "'low=many' is not EFFORT=N" in bad.output
+    endpoint = CliRunner().invoke(app, [*select, "--thinking-budget", "low=8", "--endpoint", "http://x"])
+    assert endpoint.exit_code == 2 and "not to a model served at --endpoint" in endpoint.output
+    evaluator = HarnessEvaluator(cache_dir=tmp_path / "eval", thinking_budgets={L: 8, X: 0})
+    table = evaluator.harness_for(LLMConfig(model=f"{PROVIDER}/m")).efforts
+    assert table.kwargs(f"{PROVIDER}/m", L) == {"enable_thinking": True, "thinking_budget": 8, "effort": "low"}
+    assert table.kwargs(f"{PROVIDER}/m", X)["enable_thinking"] is False
+    # another budget is another cache key: counts at one budget are never read back at another
+    default = HarnessEvaluator(cache_dir=tmp_path / "eval")
+    task = accepted_tasks(pool)[0]
+    keys = {e.cache_key(task, L, 1, e.harness_for(LLMConfig(model=f"{PROVIDER}/m"))) for e in (evaluator, default)}
+    assert len(keys) == 2
