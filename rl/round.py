@@ -60,7 +60,10 @@ class RoundConfig(BaseModel):
     output_dir: Path
     pool: Path | None = Field(None, description="Task pool to collect on with the harness.")
     rollouts: Path | None = Field(None, description="Pre-collected rollouts (parquet file/folder or pool folder).")
-    policy_model: str | None = Field(None, description="Only rollouts whose model is this string (pre-collected).")
+    policy_model: str | None = Field(
+        None,
+        description="Only rollouts whose model is this string (pre-collected); required when they mix models.",
+    )
     efforts: list[Effort] = Field(default_factory=lambda: [Effort.LOW, Effort.MEDIUM, Effort.XHIGH])
     attempts: int = Field(4, ge=1)
     jobs: int = Field(1, ge=1)
@@ -212,7 +215,13 @@ def collect(config: RoundConfig) -> pl.DataFrame:
             frame = read_rollouts(source)
         frame = frame.filter(pl.col("round") == config.round)
         if config.policy_model is not None:
-            frame = frame.filter(pl.col("model") == config.policy_model)
+            return frame.filter(pl.col("model") == config.policy_model)
+        models = sorted(frame["model"].unique().to_list())
+        if len(models) > 1:
+            raise ValueError(
+                f"{source}: the round's rollouts mix {len(models)} models ({', '.join(models)}); set policy_model "
+                "to the one being trained"
+            )
         return frame
     if config.pool is None:
         raise ValueError("a round needs `pool` (collect with the harness) or `rollouts` (pre-collected)")

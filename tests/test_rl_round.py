@@ -294,3 +294,20 @@ def test_a_round_with_the_local_policy_learns_the_rewarded_action(coin_policy: P
     down = session_logprob(after, tokenizer, bad) - session_logprob(before, tokenizer, bad)
     print(f"log-probability of the rewarded session {up:+.3f}, of the unrewarded one {down:+.3f}")
     assert up > 0.1 and down < -0.1
+
+
+def test_pre_collected_rollouts_of_several_models_need_policy_model(tiny: Path, tmp_path: Path) -> None:
+    good, bad = conversation("alpha"), conversation("omega")
+    records = [
+        make_record(task="t", effort="low", attempt=0, messages=good, reward=1.0, tools=[], model="openai/a"),
+        make_record(task="t", effort="low", attempt=1, messages=bad, reward=0.0, tools=[], model="openai/a"),
+        make_record(task="t", effort="low", attempt=0, messages=bad, reward=0.0, tools=[], model="openai/b"),
+    ]
+    write_shard(records, tmp_path / "rollouts")
+    config = RoundConfig.model_validate(
+        {"policy": str(tiny), "output_dir": str(tmp_path / "out"), "rollouts": str(tmp_path / "rollouts")}
+    )
+    with pytest.raises(ValueError, match=r"mix 2 models \(openai/a, openai/b\); set policy_model"):
+        run_round(config)
+    report = run_round(config.model_copy(update={"policy_model": "openai/a"}))
+    assert (report.collected, report.rollouts) == (2, 2)
