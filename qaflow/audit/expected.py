@@ -11,8 +11,9 @@ expectation; the exploit copies onto it, on the untouched environment, the work 
 none is `reward_tamper`: the agent changed no work, only what the work is compared with.
 
 Work the oracle creates from nothing gives no such copy; data of another form than the work (a count
-in a manifest against a CSV the agent must write) is `qaflow.audit.data_forge`'s. Code and configuration the verifier runs or loads
-(scripts, modules, pytest configuration) are `script-shim`'s and `python-plant`'s, not expectations.
+in a manifest against a CSV the agent must write) is `qaflow.audit.data_forge`'s. Code and configuration
+the verifier runs or loads (scripts, modules, pytest configuration) are `script-shim`'s and
+`python-plant`'s, not expectations.
 """
 
 from __future__ import annotations
