@@ -100,7 +100,9 @@ def condition_messages(
     line = conditioning.system_line
     if out and out[0].get("role") == "system":
         content = out[0].get("content")
-        text = content if isinstance(content, str) else ""
-        out[0]["content"] = f"{line}\n\n{text}" if text else line
+        if isinstance(content, list) and content:
+            out[0]["content"] = [{"type": "text", "text": f"{line}\n\n"}, *content]
+        else:
+            out[0]["content"] = f"{line}\n\n{content}" if isinstance(content, str) and content else line
         return out
     return [{"role": "system", "content": line}, *out]

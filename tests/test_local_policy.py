@@ -52,6 +52,24 @@ def test_each_effort_thinks_within_its_budget_and_off_does_not_think(tiny: Path)
         assert budget < reply.usage.completion_tokens <= budget + 1 + 6  # thinking, </think>, the answer
 
 
+def test_through_litellm_the_prompt_is_conditioned_on_the_effort(tiny: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from sft.local_llm import prompt_text
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    for effort in (Effort.LOW, Effort.XHIGH):
+        reply = turn(tiny, effort, max_tokens=1)
+        sampling = LocalSampling.from_params(local_efforts(BUDGETS)[effort])
+        assert sampling.effort == effort
+        text = prompt_text(tokenizer, MESSAGES, None, sampling) + "<think>\n"
+        assert f"Reasoning effort: {effort.value}." in text
+        # the provider prompted exactly that: the `effort` key reached it through litellm
+        assert reply.usage.prompt_tokens == len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    bare = str(tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=False)) + "<think>\n"
+    assert turn(tiny, Effort.LOW, max_tokens=1).usage.prompt_tokens > len(tokenizer(bare)["input_ids"])
+
+
 def test_attempts_differ_by_seed_replay_with_the_same_seed_and_greedy_only_at_temperature_zero(tiny: Path) -> None:
     a, b, again = turn(tiny, Effort.LOW, seed=1), turn(tiny, Effort.LOW, seed=2), turn(tiny, Effort.LOW, seed=1)
     assert a.message != b.message and a.message == again.message

@@ -239,3 +239,24 @@ def test_the_round_cli_counts_what_it_left_out_and_says_when_it_made_no_update(t
         'conditioning low: {"template_kwargs": {"enable_thinking": true}, "system_line": "Reasoning effort: low."}'
         in (text.output.replace("\n", ""))
     )
+
+
+def test_the_line_is_merged_into_the_system_message_or_is_one() -> None:
+    from sft.conditioning import condition_messages
+
+    line = Conditioning(system_line="Reasoning effort: low.")
+    user = {"role": "user", "content": "Fix it."}
+    assert condition_messages([{"role": "system", "content": "Be brief."}, user], line)[0] == {
+        "role": "system",
+        "content": "Reasoning effort: low.\n\nBe brief.",
+    }
+    assert condition_messages([user], line) == [{"role": "system", "content": "Reasoning effort: low."}, user]
+    parts = [{"type": "text", "text": "Be brief."}]
+    assert condition_messages([{"role": "system", "content": parts}], line)[0]["content"] == [
+        {"type": "text", "text": "Reasoning effort: low.\n\n"},
+        *parts,
+    ]
+    stored = [{"role": "system", "content": "Be brief."}]
+    condition_messages(stored, line)
+    assert stored == [{"role": "system", "content": "Be brief."}]  # the stored session is never changed
+    assert condition_messages(stored, Conditioning(template_kwargs={"enable_thinking": False})) == stored
