@@ -141,10 +141,8 @@ def start_adapter(config: RoundConfig) -> tuple[Path | None, str]:
     if config.adapter is None:
         return None, "the base model with a fresh LoRA (no adapter given)"
     folder = Path(config.adapter)
-    if (folder / ADAPTER_FILE).is_file():
-        return folder, f"the adapter {folder}"
     report = folder / REPORT_FILE
-    if report.is_file():
+    if report.is_file():  # the round's report decides, over adapter files an earlier run may have left
         data = json.loads(report.read_text())
         if not data.get("updated", True):
             previous = data.get("start_adapter")
@@ -152,6 +150,8 @@ def start_adapter(config: RoundConfig) -> tuple[Path | None, str]:
             return (Path(previous) if previous else None), (
                 f"{what}, the last real adapter ({folder} made no update: {data.get('reason')})"
             )
+    if (folder / ADAPTER_FILE).is_file():
+        return folder, f"the adapter {folder}"
     raise ValueError(f"adapter {folder}: no {ADAPTER_FILE} and not the folder of a round that made no update")
 
 

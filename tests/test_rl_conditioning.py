@@ -214,7 +214,9 @@ def test_a_round_without_reward_variance_writes_no_adapter_and_the_next_continue
     assert saved["updated"] is False and saved["start_adapter"] == str(tmp_path / "out/round-0")
     assert flat.next_adapter == tmp_path / "out/round-0"
 
-    # round 2 is pointed at round 1's folder, which has no adapter: it continues from round 0's
+    # round 2 is pointed at round 1's folder, which has no adapter: it continues from round 0's (even when an
+    # earlier run of round 1 left adapter files there: the report decides)
+    (folder / "adapter_config.json").write_text("{}")
     after = run_round(round_config(tiny, tmp_path, 2, [1.0, 0.0], adapter=str(folder)))
     assert after.start_adapter == tmp_path / "out/round-0" and "round-1 made no update" in after.start_note
     assert after.updated and (tmp_path / "out/round-2/adapter_model.safetensors").is_file()
