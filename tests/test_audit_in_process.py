@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
+from qaflow.audit.exploits import HARNESS_PYTEST, HARNESS_USER_SITE, PATH_SHIM
 from qaflow.audit.inprocess import (
     ALWAYS_EQUAL,
     CLOCK_PATCH,
@@ -30,6 +31,7 @@ from qaflow.audit.inprocess import (
     reads_clock,
 )
 from qaflow.audit.observation import Access, Observation
+from qaflow.audit.report import harness_note
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.models.records import FindingCode, RunKind
 from qaflow.pool import Pool
@@ -90,16 +92,17 @@ def expected(reward: str, compare: str) -> set[str]:
     return codes
 
 
-def write_cell(root: Path, reward: str, compare: str, timed: str | None = None) -> Path:
+def write_cell(root: Path, reward: str, compare: str, timed: str | None = None, path_ahead: bool = False) -> Path:
     test_py = TEST_PY.format(compare=COMPARE[compare])
     if timed is not None:
         clock = "time.perf_counter" if timed == "late" else "perf_counter"
         test_py = TIMED[timed] + TIMED_TEST.format(compare=COMPARE[compare], clock=clock)
     return write_task(
         root,
-        f"{reward}-{compare}" + (f"-timed-{timed}" if timed else ""),
+        f"{reward}-{compare}" + (f"-timed-{timed}" if timed else "") + ("-path-ahead" if path_ahead else ""),
         test_sh=REWARD[reward],
         solve_sh=SOLVE,
+        dockerfile="FROM python:3.11-slim\nWORKDIR /app\n" + ("ENV PATH=/app/bin:$PATH\n" if path_ahead else ""),
         instruction="Write /app/solution.py with `add(a, b)` returning the sum, fast.\n",
         files={"tests/test_add.py": test_py, "tests/count.py": COUNT_PY},
     )
@@ -113,6 +116,7 @@ def test_the_matrix_gets_exactly_the_expected_findings(backend_name: str, tmp_pa
         write_cell(tmp_path, reward, compare)
     for timed in TIMED_CELLS:
         write_cell(tmp_path, "junit", "typed", timed)
+    write_cell(tmp_path, "exit-status", "typed", path_ahead=True)
     with Pool.open(tmp_path) as pool:
         pool.scan()
         run = pool.ledger.start_run(RunKind.AUDIT)
@@ -133,6 +137,24 @@ def test_the_matrix_gets_exactly_the_expected_findings(backend_name: str, tmp_pa
             (weak,) = [f for f in audit.findings if f.code is FindingCode.WEAK_VERIFIER]
             assert weak.evidence["exploits"][0]["exploit"] == ALWAYS_EQUAL
             assert "--agent exploit:always-equal" in weak.evidence["exploits"][0]["reproduce"]
+    # a task-owned folder first on PATH: the verifier's `python3` is the agent's (path-shim); elsewhere none is tried
+    ahead = audits["exit-status-typed-path-ahead"]
+    (tamper,) = [f for f in ahead.findings if f.severity.value == "error"]
+    assert {e["exploit"] for e in tamper.evidence["exploits"]} == {EXIT_AT_IMPORT, PATH_SHIM}, tamper.evidence
+    (shim,) = [e for e in tamper.evidence["exploits"] if e["exploit"] == PATH_SHIM]
+    assert shim["files"] == ["/app/bin/python3"]
+    assert not any(
+        PATH_SHIM in a.probes["observe"].get("exploits", {})
+        for n, a in audits.items()
+        if n != ahead.task.removeprefix("test/")
+    )
+    # the holes every task shares are proven once, in the pool's harness note, with a command that replays them
+    note = harness_note(list(audits.values()))
+    assert note is not None
+    proven = {hole for hole, proof in note["proofs"].items() if proof["proven"]}
+    assert proven >= ({HARNESS_USER_SITE, HARNESS_PYTEST} if backend_name == "docker" else {HARNESS_USER_SITE})
+    assert set(note["holes"][HARNESS_USER_SITE]) == {a.task for a in audits.values()}
+    assert all(f"--agent exploit:{hole} --backend {backend_name}" in note["proofs"][hole]["replay"] for hole in proven)
     for timed in TIMED_CELLS:
         audit = audits[f"junit-typed-timed-{timed}"]
         found = {f.code.value for f in audit.findings if f.severity.value == "error"}

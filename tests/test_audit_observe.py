@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,19 +19,32 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.exploits import SHIM, Exploit, Plant, plan_exploits, replay_shim
+from qaflow.audit.exploits import (
+    HARNESS_PATH,
+    HARNESS_PYTEST,
+    HARNESS_USER_SITE,
+    PATH_SHIM,
+    SHIM,
+    Exploit,
+    Plant,
+    harness_exploits,
+    plan_exploits,
+    replay_shim,
+)
+from qaflow.audit.exploits import harness_note as observation_note
 from qaflow.audit.judge import judge_exploits
 from qaflow.audit.observation import (
     Access,
     Observation,
     PytestRun,
+    PythonRun,
     Replay,
     Seen,
     conftest_folders,
     ini_folders,
     parse_logs,
 )
-from qaflow.audit.observe import owner_of, task_roots
+from qaflow.audit.observe import _CLASSIFY, owner_of, task_roots
 from qaflow.audit.observer_files import SEP
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.report import harness_note
@@ -429,3 +443,83 @@ def test_audit_fools_a_grader_whose_printed_verdict_is_grepped(backend: str, gra
     (won,) = finding["evidence"]["exploits"]
     assert (finding["code"], won["exploit"], won["files"]) == ("reward_tamper", "script-shim", [f"/app/{name}"])
     assert "SUCCESS" in base64.b64decode(won["plants"][0]["content"].split("printf %s ")[1].split(" ")[0]).decode()
+
+
+def _classify(lines: list[str], path_env: str) -> list[list[str]]:
+    """Run the classifying script of `read_observation` in a real sh, with PATH set as the sandbox's."""
+    script = _CLASSIFY + "\n".join(lines) + "\nQAFLOW_PATHS\n"
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, env={"PATH": path_env}, check=True)
+    return [row.split("\t") for row in done.stdout.splitlines()]
+
+
+def test_path_lookups_name_every_folder_ahead_of_the_program_and_whether_it_can_be_made(tmp_path: Path):
+    real, early, locked = tmp_path / "real", tmp_path / "early", tmp_path / "locked"
+    for folder in (real, early, locked):
+        folder.mkdir()
+    (real / "tool").write_text("#!/bin/sh\nexit 0\n")
+    (real / "tool").chmod(0o755)
+    missing = tmp_path / "not" / "yet"
+    path_env = f"{missing}:{early}:relative:{real}:{os.environ['PATH']}"
+    rows = _classify(["Ntool", f"P{tmp_path / 'absent' / 'deep' / 'x'}"], path_env)
+    assert ["R", "tool", str(real / "tool")] in rows
+    lookups = [r for r in rows if r[0] == "S"]
+    # folders after the one it was found in, and a relative entry, are no lookup of it
+    assert lookups == [["S", "tool", "1", str(missing / "tool")], ["S", "tool", "1", str(early / "tool")]]
+    (absent,) = [r for r in rows if r[0] == "C"]
+    assert absent[1] == "-" and absent[5] == "1"  # not there, but its nearest existing folder is writable
+
+
+def test_harness_holes_and_path_shims_follow_who_can_write_where():
+    loose = PytestRun(rootdir="/tests", args=["/tests/test_x.py"], cwd="/", collected=["/tests/test_x.py"])
+    BY = ["/tests/test.sh"]
+    py = PythonRun(argv=["python3", "-m", "pytest"], cwd="/", user_site="/root/.local/lib/python3.11/site-packages")
+    accesses = [
+        Access(path="/root/.local/lib/python3.11/site-packages", how=["sitecustomize"], creatable=True),
+        Access(path="/app/bin/pytest", how=["path_lookup"], by=BY, creatable=True, owner="task"),
+        Access(path="/app/bin/mkdir", how=["path_lookup"], by=BY, creatable=True, owner="task"),  # a file utility
+        Access(path="/app/bin/git", how=["path_lookup"], by=["/usr/bin/pytest"], creatable=True, owner="task"),
+        Access(path="/home/agent/.local/bin/pytest", how=["path_lookup"], by=BY, creatable=True, owner="task"),
+        Access(path="/usr/local/bin/python3", how=["path_lookup"], by=BY, creatable=True, owner="system"),
+        Access(path="/opt/locked/pytest", how=["path_lookup"], by=BY, creatable=False, owner="task"),
+    ]
+    obs = Observation(observed=True, pytest=[loose], python=[py], accesses=accesses, root_writable=True)
+    holes = {e.name: [p.path for p in e.plants] for e in harness_exploits(obs)}
+    assert holes == {
+        HARNESS_PYTEST: ["/pytest.ini", "/conftest.py"],
+        HARNESS_USER_SITE: ["/root/.local/lib/python3.11/site-packages/qaflow_exploit.pth"],
+        HARNESS_PATH: ["/home/agent/.local/bin/pytest", "/usr/local/bin/python3"],
+    }
+    # a task-owned folder ahead on PATH is the task's own defect: attacked per task
+    (shim,) = [e for e in plan_exploits(obs, set()) if e.name == PATH_SHIM]
+    assert [p.path for p in shim.plants] == ["/app/bin/pytest"] and shim.plants[0].content == SHIM
+    # a non-root agent, pytest pinned to /tests, Python without the user site: no hole at all
+    pinned = PytestRun(rootdir="/tests", inifile="/tests/pytest.ini", confcutdir="/tests", cwd="/tests")
+    sterile = Observation(
+        observed=True,
+        pytest=[pinned],
+        python=[py.model_copy(update={"user_site": None})],
+        accesses=accesses[:1],
+        root_writable=False,
+    )
+    assert harness_exploits(sterile) == [] and observation_note(sterile) is None
+
+
+def test_the_pool_note_names_each_hole_once_with_its_proof():
+    def audit(name: str, harness: dict) -> TaskAudit:
+        return TaskAudit(
+            task=name, path=name, version=None, verdict=Verdict.ACCEPTED, probes={"observe": {"harness": harness}}
+        )
+
+    proof = {"proven": True, "reward": 1.0, "files": ["/conftest.py"], "replay": "qaflow run a --agent exploit:x"}
+    note = harness_note(
+        [
+            audit(
+                "a",
+                {"system_files": [], "holes": {HARNESS_PYTEST: ["/conftest.py"]}, "proofs": {HARNESS_PYTEST: proof}},
+            ),
+            audit("b", {"system_files": [], "holes": {HARNESS_PYTEST: ["/conftest.py"]}}),
+        ]
+    )
+    assert note is not None and note["holes"] == {HARNESS_PYTEST: ["a", "b"]} and note["files"] == []
+    assert note["proofs"][HARNESS_PYTEST]["task"] == "a"
+    assert "(2 task(s)); the plant alone got full reward on a: `qaflow run a --agent exploit:x`" in note["message"]

@@ -233,6 +233,10 @@ EXPLOIT_REMEDIES = {
         "the verifier imports the agent's module into the process whose exit status it rewards; reward the "
         "tests' own results instead (pytest's junit report: at least one test passed, none failed or errored)"
     ),
+    "path-shim": (
+        "the verifier runs a program by name along a PATH whose first folders the agent can create programs in; "
+        "run it by its absolute path, or set PATH in test.sh to folders the agent cannot write"
+    ),
     "expected-rewrite": (
         "the verifier compares the work with expected values the agent can rewrite; keep them under tests/ (the "
         "verifier's own files) or derive them there"

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from qaflow.audit.git_history import GitLeak
 from qaflow.audit.observer_files import OBSERVE_DIR, SEP
 
-How = Literal["run", "import", "read", "write", "arg", "conftest", "sitecustomize", "syspath", "collect"]
+How = Literal["run", "import", "read", "write", "arg", "conftest", "sitecustomize", "syspath", "collect", "path_lookup"]
 _SKIP = ("/proc/", "/sys/", "/dev/", "/tests/", "/logs/")
 _SHELL_WORDS = (
     "[ [[ ]] echo printf test true false cd export set unset local read return exit shift source . eval exec "
@@ -49,6 +49,8 @@ class Access(BaseModel):
     """The agent user can write it, or replace it (write to the folder it is in)."""
     readable: bool = False
     """The agent user can read it (as the oracle left the sandbox)."""
+    creatable: bool = False
+    """It does not exist and the agent user can create it (the nearest folder above it that exists is writable)."""
     owner: Literal["task", "system"] = "system"
     """task: under the workdir or a Dockerfile COPY/ADD destination (or outside the system folders)."""
 
@@ -72,6 +74,8 @@ class PythonRun(BaseModel):
     path0: str | None = None
     """sys.path[0] when the main code started (script folder, or the cwd for -m and -c)."""
     site: list[str] = Field(default_factory=list)
+    user_site: str | None = None
+    """The user site folder when this Python had it on (no `-s`, no PYTHONNOUSERSITE): a `.pth` there runs."""
     imports: list[str] = Field(default_factory=list, description="Top-level modules the main code imported")
 
 
@@ -116,6 +120,8 @@ class Observation(BaseModel):
         description="Compiled Python files in the task's folders whose source is gone, before the agent starts",
     )
     agent_user: str | None = None
+    root_writable: bool = False
+    """The agent user can write `/` itself (a root agent): `/conftest.py` and `/pytest.ini` are its to plant."""
     duration_s: float = 0.0
     digests: dict[str, str] = Field(
         default_factory=dict,
@@ -347,7 +353,10 @@ def _parse_python(text: str, seen: Seen, obs: Observation) -> None:
         return
     libs = tuple(str(p).rstrip("/") + "/" for p in start.get("libs", []) + start.get("site", []) if p)
     run = PythonRun(
-        argv=[str(a) for a in start.get("argv", [])], cwd=str(start.get("cwd", "/")), site=start.get("site", [])
+        argv=[str(a) for a in start.get("argv", [])],
+        cwd=str(start.get("cwd", "/")),
+        site=start.get("site", []),
+        user_site=start.get("usersite") or None,
     )
     for site in start.get("site", []):
         seen.add(str(site), "sitecustomize", "python", "/")  # where a .pth or sitecustomize would load from

@@ -256,10 +256,26 @@ def owner_of(path: str, roots: list[str]) -> Literal["task", "system"]:
 
 
 _CLASSIFY = r"""
+creatable() {
+  a=${1%/*}
+  while [ -n "$a" ] && [ ! -e "$a" ]; do a=${a%/*}; done
+  [ -n "$a" ] || a=/
+  [ -d "$a" ] && [ -w "$a" ] && [ ! -k "$a" ]
+}
 while IFS= read -r line; do
   case "$line" in
     N*) n=${line#N}; p=$(command -v -- "$n" 2>/dev/null) || continue
-        case "$p" in /*) printf 'R\t%s\t%s\n' "$n" "$p" ;; *) continue ;; esac ;;
+        case "$p" in /*) printf 'R\t%s\t%s\n' "$n" "$p" ;; *) continue ;; esac
+        rest=$PATH:
+        while [ -n "$rest" ]; do
+          e=${rest%%:*}; rest=${rest#*:}
+          case "$e" in /*) ;; *) continue ;; esac
+          [ "${e%/}/$n" = "$p" ] && break
+          [ -e "${e%/}/$n" ] && continue
+          c=0; creatable "${e%/}/$n" && c=1
+          printf 'S\t%s\t%s\t%s\n' "$n" "$c" "${e%/}/$n"
+        done
+        continue ;;
     *) p=${line#P} ;;
   esac
   t=-; [ -d "$p" ] && t=d; [ "$t" = - ] && [ -e "$p" ] && t=f
@@ -267,9 +283,13 @@ while IFS= read -r line; do
   r=0; [ -r "$p" ] && r=1
   d=${p%/*}; [ -n "$d" ] || d=/
   pw=0; [ -w "$d" ] && [ ! -k "$d" ] && pw=1
-  printf 'C\t%s\t%s\t%s\t%s\t%s\n' "$t" "$w" "$pw" "$r" "$p"
+  c=0; [ "$t" = - ] && creatable "$p" && c=1
+  printf 'C\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$w" "$pw" "$r" "$c" "$p"
 done <<'QAFLOW_PATHS'
 """
+
+
+MAX_LOOKUPS = 200
 
 
 def read_observation(box: Sandbox, task: Task) -> Observation:
@@ -279,21 +299,25 @@ def read_observation(box: Sandbox, task: Task) -> Observation:
     parse_logs(_read_logs(box), seen, obs)
     if not obs.shell_commands and not obs.python:
         obs.observed, obs.why_not = False, "the observer saw no bash or Python process of the verifier"
-    lines = [f"P{p}" for p in list(seen.paths)[:MAX_PATHS]] + [f"N{n}" for n in sorted(seen.names)]
+    lines = ["P/"] + [f"P{p}" for p in list(seen.paths)[:MAX_PATHS]] + [f"N{n}" for n in sorted(seen.names)]
     lines = [line for line in lines if "\n" not in line and "QAFLOW_PATHS" not in line]
     script = _CLASSIFY + "\n".join(lines) + "\nQAFLOW_PATHS\n"
     ex = box.exec(["sh", "-c", script], timeout=120, user=task.config.agent.user)
-    facts: dict[str, tuple[str, bool, bool, bool]] = {}
+    facts: dict[str, tuple[str, bool, bool, bool, bool]] = {}
+    lookups: dict[str, tuple[str, bool]] = {}
     for row in ex.stdout.splitlines():
         cols = row.split("\t")
         if cols[0] == "R" and len(cols) == 3:
             for by in seen.names.get(cols[1], set()) or {""}:
                 seen.add(cols[2], "run", by or None, "/")
-        elif cols[0] == "C" and len(cols) == 6:
-            facts[cols[5]] = (cols[1], cols[2] == "1", cols[3] == "1", cols[4] == "1")
+        elif cols[0] == "S" and len(cols) == 4:
+            lookups.setdefault(cols[3], (cols[1], cols[2] == "1"))
+        elif cols[0] == "C" and len(cols) == 7:
+            facts[cols[6]] = (cols[1], cols[2] == "1", cols[3] == "1", cols[4] == "1", cols[5] == "1")
+    obs.root_writable = facts.get("/", ("-", False, False, False, False))[1]
     roots = task_roots(task, box.workdir)
     for path, (hows, bys) in sorted(seen.paths.items()):
-        kind, w, pw, r = facts.get(path, ("-", False, False, False))
+        kind, w, pw, r, c = facts.get(path, ("-", False, False, False, False))
         obs.accesses.append(
             Access(
                 path=path,
@@ -303,8 +327,15 @@ def read_observation(box: Sandbox, task: Task) -> Observation:
                 is_dir=kind == "d",
                 writable=w or (kind != "d" and pw),
                 readable=r,
+                creatable=c,
                 owner=owner_of(path, roots),
             )
+        )
+    for path, (name, can_create) in sorted(lookups.items())[:MAX_LOOKUPS]:
+        # a folder on PATH ahead of where the name was found, with no such program: the agent's would run instead
+        callers = sorted(seen.names.get(name, set()))
+        obs.accesses.append(
+            Access(path=path, how=["path_lookup"], by=callers, creatable=can_create, owner=owner_of(path, roots))
         )
     obs.digests, obs.loose_digests = read_digests(box, [a.path for a in obs.accesses if is_answer_candidate(a)])
     return obs

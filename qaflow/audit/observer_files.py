@@ -128,10 +128,11 @@ def _qaflow_observe():
     try:
         import site
         sites = list(site.getsitepackages()) + [site.getusersitepackages()]
+        usersite = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     except Exception:
-        sites = []
+        sites, usersite = [], None
     emit({"k": "start", "argv": list(getattr(_sys, "orig_argv", _sys.argv)), "exe": _sys.executable,
-          "cwd": _os.getcwd(), "libs": libs, "site": sites, "prefix": _sys.prefix})
+          "cwd": _os.getcwd(), "libs": libs, "site": sites, "usersite": usersite, "prefix": _sys.prefix})
     _sys.addaudithook(hook)
     # the image's own sitecustomize, if any, still runs (and is recorded as a load)
     mine = _sys.modules.pop("sitecustomize", None)

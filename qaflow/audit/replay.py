@@ -80,6 +80,13 @@ def replay_command(
     agent = replay_agent(finding)
     if agent is None:
         return None
+    return run_command(agent, task_path, backend=backend, offline=offline, network=network)
+
+
+def run_command(
+    agent: str, task_path: str, *, backend: str = "auto", offline: bool = False, network: str = "task"
+) -> str:
+    """`qaflow run TASK --agent AGENT` on that backend and network."""
     parts = ["qaflow", "run", shlex.quote(task_path), "--agent", *agent.split(" ")]
     if backend != "auto":
         parts += ["--backend", backend]

@@ -28,27 +28,61 @@ def code_counts(audits: list[TaskAudit]) -> Counter[str]:
     return Counter(code for a in audits for code in {f.code.value for f in a.findings})
 
 
+HOLE_TEXT = {
+    "harness-pytest-root": "pytest looks for its configuration up to /, where the agent can plant /conftest.py "
+    "(and /pytest.ini)",
+    "harness-user-site": "Python runs .pth files from the user site of the verifier's user, which the agent can create",
+    "harness-path": "a folder the agent can create programs in comes first on the verifier's PATH",
+}
+
+
 def harness_note(audits: list[TaskAudit]) -> dict[str, Any] | None:
     """Once per pool: tasks whose observed verifier ran or loaded system files the agent can write (an
-    agent that runs as root in the shared verifier mode can replace the interpreter or coreutils). A
-    property of the harness, not of any task: never a per-task finding."""
+    agent that runs as root in the shared verifier mode can replace the interpreter or coreutils), and the
+    holes every such task shares (`exploits.harness_exploits`), each with the trial that proved it on one
+    task and the command that replays it. A property of the harness, not of any task: never a per-task
+    finding."""
     tasks: list[str] = []
+    system_tasks = 0
     files: Counter[str] = Counter()
+    holes: dict[str, list[str]] = {}
+    proofs: dict[str, dict[str, Any]] = {}
     for a in audits:
         note = (a.probes.get("observe") or {}).get("harness")
-        if note:
+        if not note:
+            continue
+        if note.get("system_files") or note.get("holes"):
             tasks.append(a.task)
-            files.update(note.get("system_files", []))
+        files.update(note.get("system_files", []))
+        system_tasks += bool(note.get("system_files"))
+        for hole in note.get("holes") or {}:
+            holes.setdefault(hole, []).append(a.task)
+        for hole, proof in (note.get("proofs") or {}).items():
+            if hole not in proofs or (proof.get("proven") and not proofs[hole].get("proven")):
+                proofs[hole] = proof | {"task": a.task}
     if not tasks:
         return None
+    parts = []
+    if files:
+        parts.append(
+            f"in {system_tasks} task(s) the verifier runs or loads system files the agent can write "
+            "(it runs as root, in the shared verifier mode): an agent could replace them to pass"
+        )
+    for hole, where in sorted(holes.items()):
+        proof = proofs.get(hole)
+        shown = f"{HOLE_TEXT.get(hole, hole)} ({len(where)} task(s))"
+        if proof is not None:
+            outcome = "full reward" if proof.get("proven") else f"no full reward (reward {proof.get('reward')})"
+            shown += f"; the plant alone got {outcome} on {proof['task']}: `{proof['replay']}`"
+        parts.append(shown)
     return {
         "tasks": sorted(tasks),
         "files": [f for f, _ in files.most_common(8)],
-        "message": (
-            f"in {len(tasks)} task(s) the verifier runs or loads system files the agent can write (it runs as "
-            "root, in the shared verifier mode): an agent could replace them to pass; run untrusted agents with "
-            'the verifier in its own image ([verifier] environment_mode = "separate") or as a non-root agent user'
-        ),
+        "holes": {hole: sorted(where) for hole, where in sorted(holes.items())},
+        "proofs": proofs,
+        "message": "; ".join(parts)
+        + '; run untrusted agents with the verifier in its own image ([verifier] environment_mode = "separate"), '
+        "as a non-root agent user and a verifier user of its own, with python3 -I and pytest -c /tests/pytest.ini",
     }
 
 
@@ -98,7 +132,8 @@ def print_summary(console: Console, audits: list[TaskAudit], *, backend: str, se
         console.print("findings: " + ", ".join(f"{code} {n}" for code, n in counts.most_common()))
     note = harness_note(audits)
     if note:
-        console.print(f"harness note: {note['message']} (e.g. {', '.join(note['files'][:3])})", markup=False)
+        shown = f" (e.g. {', '.join(note['files'][:3])})" if note["files"] else ""
+        console.print(f"harness note: {note['message']}{shown}", markup=False)
     stand_ins = stand_in_note(audits)
     if stand_ins:
         console.print(f"stand-in images: {stand_ins['message']}", markup=False)

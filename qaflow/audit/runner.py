@@ -20,7 +20,7 @@ import functools
 import json
 import time
 import traceback
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +34,7 @@ from qaflow.audit.data_forge import judge_data_forge, plan_data_forge
 from qaflow.audit.differential import DIFF_SCRIPT, diff_config, judge_code_mutants, plan_code_mutants
 from qaflow.audit.effects import Effect
 from qaflow.audit.expected import plan_expected_rewrite
-from qaflow.audit.exploits import Exploit, harness_note, leftover_findings, plan_exploits
+from qaflow.audit.exploits import Exploit, harness_exploits, harness_note, leftover_findings, plan_exploits
 from qaflow.audit.git_history import git_findings
 from qaflow.audit.hidden_links import judge_hidden_link, plan_hidden_link
 from qaflow.audit.infra import classify, stand_in_sign
@@ -55,7 +55,7 @@ from qaflow.audit.mutants import Mutant, MutantAgent, MutantKind, deliverables, 
 from qaflow.audit.observation import Observation
 from qaflow.audit.observe import MAX_DIGESTS, observe_trial
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
-from qaflow.audit.replay import replay_command
+from qaflow.audit.replay import replay_command, run_command
 from qaflow.audit.steps import audit_task_steps
 from qaflow.audit.tamper import trusted_paths
 from qaflow.errors import BaseImageUnavailableError, BuildError, QaflowError, TaskError, UnsupportedError
@@ -68,6 +68,9 @@ from qaflow.sandbox import backend_class, open_sandbox, resolve_backend
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env, spec_for_task
 from qaflow.task import Task, VerifierEnvironmentMode
 from qaflow.trial import run_trial
+
+MAX_HARNESS_TRIES = 3
+"""Tasks a harness hole is tried on, per run, until one verifier is fooled by it."""
 
 
 def repeats_for(miss_probability: float = 0.05, flip: float = 0.5) -> int:
@@ -341,6 +344,9 @@ class Auditor:
         self.progress = progress or (lambda _msg: None)
         self._owns_executor = executor is None
         self.executor: Executor = executor if executor is not None else LocalExecutor(config.jobs)
+        self._harness_proven: set[str] = set()
+        """The harness holes (`exploits.harness_exploits`) this auditor proved, each on one task."""
+        self._harness_tries: Counter[str] = Counter()
 
     def close(self) -> None:
         if self._owns_executor:
@@ -699,31 +705,56 @@ class Auditor:
         clock = plan_clock(observation, effect, verifier_texts(task.tests_dir))
         forgeries = plan_data_forge(observation, effect, task.instruction)
         paired = [e for pair in forgeries for e in pair]
-        proofs = [e for e in (*paired, *(clock or ()), always_equal, hidden_link, answer_copy) if e is not None]
-        tried = [*exploits, *proofs]
+        # a hole of the harness (a root agent, the verifier's own user) is proven once per run, on the first
+        # task whose verifier it fools, trying at most MAX_HARNESS_TRIES tasks
+        harness = [
+            e
+            for e in harness_exploits(observation)
+            if e.name not in self._harness_proven and self._harness_tries[e.name] < MAX_HARNESS_TRIES
+        ]
+        self._harness_tries.update(e.name for e in harness)
+        proofs = [*paired, *(clock or ()), always_equal, hidden_link, answer_copy, *harness]
+        tried = [*exploits, *(e for e in proofs if e is not None)]
         if not tried:
             return findings
         items = [(f"exploit:{e.name}", 0, ProbeAgent.of_exploit(e), True) for e in tried]
-        runs = yield from self._trials(task, shared, resources, items)
-        by_probe.update({run.probe: [run] for run in runs})
+        trial_runs = yield from self._trials(task, shared, resources, items)
+        by_probe.update({run.probe: [run] for run in trial_runs})
         summary["exploits"] = {
-            e.name: {"reward": r.reward, "files": [p.path for p in e.plants]} for e, r in zip(tried, runs, strict=True)
+            e.name: {"reward": r.reward, "files": [p.path for p in e.plants]}
+            for e, r in zip(tried, trial_runs, strict=True)
         }
+        ran = {e.name: r for e, r in zip(tried, trial_runs, strict=True)}
         nop, where = by_probe.get("nop", []), str(task.path)
         if answer_copy is not None:
-            findings += judge_answer_copy(nop, runs.pop(), answer_copy, where)
+            findings += judge_answer_copy(nop, ran[answer_copy.name], answer_copy, where)
         if hidden_link is not None:
-            findings += judge_hidden_link(nop, runs.pop(), hidden_link, where)
+            findings += judge_hidden_link(nop, ran[hidden_link.name], hidden_link, where)
         if always_equal is not None:
-            findings += judge_always_equal(nop, runs.pop(), always_equal, where)
+            findings += judge_always_equal(nop, ran[always_equal.name], always_equal, where)
         if clock is not None:
-            patched, control = runs.pop(), runs.pop()
-            findings += judge_clock(nop, control, patched, clock[1], where)
+            control, patch = clock
+            findings += judge_clock(nop, ran[control.name], ran[patch.name], patch, where)
         if forgeries:
-            forged = runs[len(runs) - len(paired) :]
-            del runs[len(runs) - len(paired) :]
-            results = [(e, forged[2 * i], forged[2 * i + 1]) for i, (e, _) in enumerate(forgeries)]
+            results = [(e, ran[e.name], ran[c.name]) for e, c in forgeries]
             findings += judge_data_forge(nop, results, where)
+        if harness:
+            proofs_of = summary.setdefault("harness", {}).setdefault("proofs", {})
+            for e in harness:
+                run = ran[e.name]
+                network = self.config.network.value
+                replay = run_command(f"exploit:{e.name}", where, backend=self.backend, offline=self.config.offline,
+                                     network=network)  # fmt: skip
+                proven = run.full and not (nop and all(r.full for r in nop))
+                if proven:
+                    self._harness_proven.add(e.name)
+                proofs_of[e.name] = {
+                    "proven": proven,
+                    "reward": run.reward,
+                    "files": [p.path for p in e.plants],
+                    "replay": replay,
+                }
+        runs = [ran[e.name] for e in exploits]
         return findings + judge_exploits(nop, runs, exploits, where)
 
     def _build_finding(self, build: dict[str, str]) -> AuditFinding:
