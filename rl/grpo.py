@@ -26,6 +26,12 @@ completion (a `reasoning_content`/`reasoning`/`thinking` message field, else the
 and tokenized with the tokenizer. A missing `<think>` means thinking started in the prompt; a missing
 `</think>` means it never ended (every token after `<think>` is thinking and the reply is empty).
 
+The policy is told its effort, as in collection and in a round's update: `grpo_trainer` renders each row's
+conversational `prompt` to text with the policy's own chat template under the row's effort's conditioning
+(`condition_prompts`, `sft.conditioning.render_prompt`: the template's `reasoning_effort` or `enable_thinking`
+switch, else the system line `Reasoning effort: <effort>.`), so two rows that differ only in effort are
+different prompt tokens. A text `prompt` cannot be conditioned and is refused (give messages).
+
 `grpo_config` sets `scale_rewards="none"`: advantages are reward minus the group mean, not divided by the
 group's standard deviation, so a group whose successes differ only a little in length gets a small push,
 not a unit-variance one (Dr. GRPO). `loss_type` stays TRL's `"dapo"` (token losses normalised by the
@@ -46,6 +52,7 @@ import polars as pl
 from qaflow.models.rollout import EFFORT_RANK
 from rl.reference import reference_table
 from rl.reward import RewardConfig, effort_reward
+from sft.conditioning import render_prompt
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
@@ -240,6 +247,27 @@ def effort_reward_function(
     return EffortReward(tokenizer, config, correct)
 
 
+def conditioned_prompt(tokenizer: Any, prompt: Any, effort: str) -> str:
+    """`prompt` (messages) rendered as the policy is prompted at `effort` (see the module docstring).
+
+    Raises:
+        ValueError: `prompt` is text (it cannot carry the effort's conditioning) or the effort is unknown.
+    """
+    if isinstance(prompt, str):
+        raise ValueError(
+            "a text `prompt` cannot be conditioned on its effort; give it as messages (role/content) so the "
+            "effort is rendered into it (sft.conditioning)"
+        )
+    if str(effort) not in EFFORT_RANK:
+        raise ValueError(f"unknown effort {effort!r}; choose from {', '.join(EFFORT_RANK)}")
+    return render_prompt(tokenizer, prompt, str(effort))
+
+
+def condition_prompts(dataset: Any, tokenizer: Any) -> Any:
+    """`dataset` with every conversational `prompt` rendered under its row's `effort` (a text prompt)."""
+    return dataset.map(lambda row: {"prompt": conditioned_prompt(tokenizer, row["prompt"], row["effort"])})
+
+
 GRPO_DEFAULTS: dict[str, Any] = {
     "scale_rewards": "none",
     "loss_type": "dapo",
@@ -266,14 +294,15 @@ def grpo_trainer(
     correct: Correctness | None = None,
     **kwargs: Any,
 ) -> Any:
-    """A `trl.GRPOTrainer` with the effort-ordered reward as its one reward function."""
+    """A `trl.GRPOTrainer` with the effort-ordered reward as its one reward function, on `train_dataset` with
+    each prompt conditioned on its effort (`condition_prompts`)."""
     from trl import GRPOTrainer
 
     return GRPOTrainer(
         model=model,
         reward_funcs=[effort_reward_function(tokenizer, config=reward_config, correct=correct)],
         args=args if args is not None else grpo_config(),
-        train_dataset=train_dataset,
+        train_dataset=condition_prompts(train_dataset, tokenizer),
         processing_class=tokenizer,
         **kwargs,
     )

@@ -106,3 +106,30 @@ def condition_messages(
             out[0]["content"] = f"{line}\n\n{content}" if isinstance(content, str) and content else line
         return out
     return [{"role": "system", "content": line}, *out]
+
+
+def render_prompt(
+    tokenizer: Any,
+    messages: Sequence[Mapping[str, Any]],
+    effort: Effort | str | None,
+    *,
+    tools: Any = None,
+    thinking: bool | None = None,
+) -> str:
+    """The text the policy is prompted with for `messages` at `effort`: its own chat template under the effort's
+    conditioning, with the generation prompt. `thinking` as in `effort_conditioning` (it also goes to the template
+    as `enable_thinking`, which templates without the switch ignore). The one rendering of collection
+    (`sft.local_llm`) and of the GRPO path (`rl.grpo`)."""
+    conditioning = effort_conditioning(own_template(tokenizer), effort, thinking=thinking)
+    if thinking is None:
+        thinking = effort is not None and Effort(effort) != Effort.OFF
+    template_kwargs = {"enable_thinking": thinking, **conditioning.template_kwargs}
+    return str(
+        tokenizer.apply_chat_template(
+            condition_messages(messages, conditioning),
+            tools=tools,
+            add_generation_prompt=True,
+            tokenize=False,
+            **template_kwargs,
+        )
+    )

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.models.rollout import Effort
-from sft.conditioning import condition_messages, effort_conditioning, own_template
+from sft.conditioning import render_prompt
 from sft.model_source import model_source
 
 if TYPE_CHECKING:
@@ -275,17 +275,7 @@ class _Generated(BaseModel):
 
 def prompt_text(tokenizer: Any, messages: list, tools: Any, sampling: LocalSampling) -> str:
     """The rendered prompt of one turn: the model's own chat template, conditioned on the effort."""
-    conditioning = effort_conditioning(own_template(tokenizer), sampling.effort, thinking=sampling.enable_thinking)
-    template_kwargs = {"enable_thinking": sampling.enable_thinking, **conditioning.template_kwargs}
-    return str(
-        tokenizer.apply_chat_template(
-            condition_messages(messages, conditioning),
-            tools=tools,
-            add_generation_prompt=True,
-            tokenize=False,
-            **template_kwargs,
-        )
-    )
+    return render_prompt(tokenizer, messages, sampling.effort, tools=tools, thinking=sampling.enable_thinking)
 
 
 def generate_turn(loaded: _Loaded, messages: list, tools: Any, sampling: LocalSampling) -> _Generated:

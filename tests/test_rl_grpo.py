@@ -11,8 +11,17 @@ import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from rl.grpo import answer_matches, effort_reward_function, grpo_config, grpo_trainer, split_thinking
+from qaflow.models.rollout import Effort
+from rl.grpo import (
+    answer_matches,
+    condition_prompts,
+    effort_reward_function,
+    grpo_config,
+    grpo_trainer,
+    split_thinking,
+)
 from rl.reward import RewardConfig
+from sft.local_llm import LocalSampling, local_efforts, prompt_text
 from sft.tiny_model import build_tiny_model
 
 
@@ -215,3 +224,19 @@ def test_one_grpo_step_on_cpu(tiny: Path, tmp_path: Path):
     changed = max(float((p.detach() - before[n]).abs().max()) for n, p in model.named_parameters())
     assert changed > 0
     assert torch.isfinite(torch.tensor(log["loss"]))
+
+
+def test_prompts_are_conditioned_on_their_effort(tiny: Path):
+    tok = AutoTokenizer.from_pretrained(tiny)
+    messages = [{"role": "system", "content": "Answer."}, {"role": "user", "content": "What is 1 + 1?"}]
+    rows = Dataset.from_list([{"prompt": messages, "task": "t", "effort": e, "answer": "2"} for e in ("low", "xhigh")])
+    low, xhigh = condition_prompts(rows, tok)["prompt"]
+    ids = [tok(p, add_special_tokens=False)["input_ids"] for p in (low, xhigh)]
+    assert ids[0] != ids[1]  # two rows that differ only in effort are different prompt tokens
+    assert low.startswith("<|im_start|>system\nReasoning effort: low.\n\nAnswer.<|im_end|>")
+    assert "Reasoning effort: xhigh." in xhigh
+    # the prompt the local policy is collected with at that effort, token for token
+    sampling = LocalSampling.from_params(local_efforts()[Effort.LOW])
+    assert low == prompt_text(tok, messages, None, sampling)
+    with pytest.raises(ValueError, match="text `prompt` cannot be conditioned"):
+        condition_prompts(Dataset.from_list([{"prompt": "What is 1 + 1?", "effort": "low"}]), tok)
