@@ -59,6 +59,9 @@ def report_cmd(
         float, typer.Option(min=0.0, help="Relative slack: inverted when lower > higher * (1 + tolerance)")
     ] = 0.0,
     model: Annotated[str | None, typer.Option(help="Only the rollouts of this model")] = None,
+    round_: Annotated[
+        int | None, typer.Option("--round", min=0, help="Only the attempts of this collection round")
+    ] = None,
     show_tasks: Annotated[int, typer.Option(min=0, help="Per-task inversions to list (all are in --json)")] = 30,
 ) -> None:
     """Effort-order report: per-effort numbers and every inversion between efforts.
@@ -84,9 +87,14 @@ def report_cmd(
         usage_error(f"{rollouts}: cannot read rollouts: {e}")
     if model is not None:
         frame = frame.filter(pl.col("model") == model)
+    if round_ is not None:
+        frame = frame.filter(pl.col("round") == round_)
     if frame.is_empty():
-        usage_error(f"{rollouts}: no rollouts" + (f" of model {model}" if model else ""))
-    report = effort_report(frame, on=mode, tolerance=tolerance)
+        which = " ".join(
+            w for w in (f"of model {model}" if model else "", f"in round {round_}" if round_ is not None else "") if w
+        )
+        usage_error(f"{rollouts}: no rollouts" + (f" {which}" if which else ""))
+    report = effort_report(frame, on=mode, tolerance=tolerance, round=round_)
     if png is not None:
         plot_effort_report(report, png)
     if as_json:
@@ -95,8 +103,12 @@ def report_cmd(
     out = console()
     if len(report.models) > 1:
         out.print(f"[yellow]note:[/yellow] {len(report.models)} models mixed; choose one with --model")
+    if len(report.rounds) > 1:
+        rounds = ", ".join(map(str, report.rounds))
+        out.print(f"[yellow]note:[/yellow] rounds {rounds} counted together; choose one with --round")
     if report.errors:
-        out.print(f"note: {report.errors} attempts that ended in an infrastructure or model error are left out")
+        reasons = ", ".join(f"{n} {reason}" for reason, n in report.excluded.items() if n)
+        out.print(f"note: {report.errors} attempts not correctly graded are left out ({reasons})")
     table = Table(title=f"by effort ({report.tasks} tasks)", title_justify="left")
     for col in (
         "effort",

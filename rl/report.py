@@ -15,6 +15,11 @@ more of something than the higher one:
 Every pair is checked, not only neighbours (off thinking more than xhigh is flagged too), overall and per
 task (per-task means, only where both efforts have attempts, or successes with `on="successes"`).
 `tolerance` is relative: a pair is inverted when lower > higher * (1 + tolerance); 0 flags any excess.
+
+Only correctly graded attempts are counted, by the rule a round uses (`rl.graded.split_graded`): failed model
+calls, infrastructure errors, verifier timeouts and attempts without a verifier result are left out and counted
+by reason (`excluded`). `round=N` (`qaflow rl report --round N`) takes that collection round's attempts only;
+otherwise every round is counted together and `rounds` lists them.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ import polars as pl
 from pydantic import BaseModel, Field
 
 from qaflow.models.rollout import EFFORT_RANK
-from qaflow.rollouts.stats import passed_expr, settled_expr
+from qaflow.rollouts.stats import passed_expr
+from rl.graded import exclusion_counts, split_graded
 
 InversionKind = Literal["thinking", "success"]
 OVERALL = "(overall)"
@@ -82,9 +88,13 @@ class EffortReport(BaseModel):
     efforts: list[EffortRow] = Field(default_factory=list)
     inversions: list[Inversion] = Field(default_factory=list)
     pairs: list[PairCount] = Field(default_factory=list)
+    rounds: list[int] = Field(default_factory=list, description="The collection rounds counted.")
     errors: int = 0
-    """Attempts left out: they ended in an infrastructure error or a failed model call, so they say nothing
-    about the effort (`qaflow.rollouts.stats.settled_expr`)."""
+    """Attempts left out: not correctly graded (`rl.graded`: a failed model call, an infrastructure error, a
+    verifier timeout, no verifier result), so they say nothing about the effort."""
+    excluded: dict[str, int] = Field(
+        default_factory=dict, description="Attempts left out by reason (rl.graded.EXCLUSION_REASONS)."
+    )
 
     def table(self) -> pl.DataFrame:
         """The per-effort table, one row per effort in effort order."""
@@ -115,7 +125,7 @@ def _prepared(frame: pl.DataFrame) -> pl.DataFrame:
         timing.str.json_path_match("$.total").cast(pl.Float64, strict=False),
     )
     output = pl.col("usage").list.eval(pl.element().struct.field("completion_tokens")).list.sum().fill_null(0)
-    return frame.filter(pl.col("effort").is_in(list(EFFORT_RANK)), settled_expr(frame)).select(
+    return frame.select(
         "task",
         "model",
         "effort",
@@ -145,13 +155,21 @@ def _inverted(lower: float | None, higher: float | None, tolerance: float) -> bo
 
 
 def effort_report(
-    frame: pl.DataFrame, *, on: Literal["all", "successes"] = "all", tolerance: float = 0.0
+    frame: pl.DataFrame,
+    *,
+    on: Literal["all", "successes"] = "all",
+    tolerance: float = 0.0,
+    round: int | None = None,
 ) -> EffortReport:
-    """The effort-order report of a rollout frame (ROLLOUT_SCHEMA); see the module docstring for the rules."""
+    """The effort-order report of a rollout frame (ROLLOUT_SCHEMA); see the module docstring for the rules.
+    `round`: only that collection round's attempts."""
     if tolerance < 0:
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
-    rows = _prepared(frame)
-    errors = frame.filter(pl.col("effort").is_in(list(EFFORT_RANK)), ~settled_expr(frame)).height
+    frame = frame.filter(pl.col("effort").is_in(list(EFFORT_RANK)))
+    if round is not None:
+        frame = frame.filter(pl.col("round") == round)
+    graded, left_out = split_graded(frame)
+    rows = _prepared(graded)
     thinking_col = "mean_thinking" if on == "all" else "mean_thinking_successes"
     columns = {"thinking": thinking_col, "success": "success_rate"}
 
@@ -163,7 +181,9 @@ def effort_report(
         models=sorted(rows["model"].unique().to_list()),
         tasks=rows["task"].n_unique(),
         efforts=[EffortRow(**r) for r in overall.iter_rows(named=True)],
-        errors=errors,
+        rounds=sorted(frame["round"].unique().to_list()),
+        errors=left_out.height,
+        excluded=exclusion_counts(left_out),
     )
     by_effort = {r.effort: r.model_dump() for r in report.efforts}
     task_values: dict[tuple[str, str], dict[str, Any]] = {

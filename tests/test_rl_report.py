@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -204,3 +205,42 @@ def test_cli_report_usage_errors(tmp_path):
     write_shard(ordered_records(), tmp_path / "s")
     bad_on = CliRunner().invoke(_cli(), ["rl", "report", str(tmp_path / "s"), "--on", "failures"])
     assert bad_on.exit_code == 2
+
+
+def test_round_takes_one_rounds_attempts_and_graded_is_the_rounds_rule(tmp_path):
+    from rl.graded import split_graded
+
+    records = [rec("a/x", "low", i, 100, round=0) for i in range(2)]
+    records += [rec("a/x", "low", i, 900, round=1) for i in range(3)]
+    left_out = [
+        make_record(task="a/x", effort="low", attempt=5 + i, round=1, thinking_tokens=5000, reward=r, **fields)
+        for i, (r, fields) in enumerate(
+            [
+                (0.0, {"stop_reason": "llm_error"}),
+                (None, {"exit_status": "error"}),
+                (None, {"exit_status": "verifier_timeout"}),
+                (None, {"exit_status": "agent_timeout"}),
+            ]
+        )
+    ]
+    frame = records_to_frame(records + left_out)
+    both = effort_report(frame)
+    assert both.rounds == [0, 1] and both.efforts[0].attempts == 5
+    one = effort_report(frame, round=1)
+    assert one.rounds == [1]
+    assert (one.efforts[0].attempts, one.efforts[0].mean_thinking) == (3, 900.0)
+    # the same attempts a round scores: rl.graded's rule, with every reason counted
+    graded, excluded = split_graded(frame.filter(pl.col("round") == 1))
+    assert one.efforts[0].attempts == graded.height and one.errors == excluded.height == 4
+    assert one.excluded == {"llm_error": 1, "error": 1, "verifier_timeout": 1, "no_verifier_result": 1}
+
+    write_shard(records + left_out, tmp_path / "s")
+    out = CliRunner().invoke(_cli(), ["rl", "report", str(tmp_path / "s"), "--round", "0", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["rounds"] == [0] and data["efforts"][0]["attempts"] == 2 and data["errors"] == 0
+    text = CliRunner().invoke(_cli(), ["rl", "report", str(tmp_path / "s")])
+    assert "rounds 0, 1 counted together; choose one with --round" in text.stdout
+    assert "4 attempts not correctly graded are left out (1 llm_error, 1 error, 1 verifier_timeout" in text.stdout
+    missing = CliRunner().invoke(_cli(), ["rl", "report", str(tmp_path / "s"), "--round", "7"])
+    assert missing.exit_code == 2 and "no rollouts in round 7" in missing.output
