@@ -13,7 +13,7 @@ from typing import Literal
 
 import polars as pl
 
-from qaflow.rollouts.stats import passed_expr
+from rl.graded import success_expr
 from rl.reference import GROUP, reference_table
 from rl.reward import RewardConfig, effort_reward
 
@@ -24,7 +24,7 @@ EPS = 1e-6
 def score(frame: pl.DataFrame, config: RewardConfig) -> pl.DataFrame:
     """`frame` with `success`, `reference`, `reference_effort` and `rl_reward` columns."""
     refs = reference_table(frame, config)
-    scored = frame.with_columns(passed_expr().alias("success")).join(refs, on=[*GROUP, "effort"], how="left")
+    scored = frame.with_columns(success_expr().alias("success")).join(refs, on=[*GROUP, "effort"], how="left")
     rewards = [
         effort_reward(s, int(t), r, config)
         for s, t, r in zip(scored["success"], scored["thinking_tokens"], scored["reference"], strict=True)

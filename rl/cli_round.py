@@ -85,6 +85,8 @@ def round_cmd(
     out.print(f"left out (not correctly graded): {left or 'none'}")
     if report.hacked:
         out.print(f"reward hacks scored 0 (a trust edge of the verifier changed): {report.hacked}")
+    if report.timed_out_passed:
+        out.print(f"timed out, then passed by the verifier, scored 0 (a limit was hit): {report.timed_out_passed}")
     u = report.update
     out.print(
         f"context: {u.context_length or 'unlimited'} tokens; {len(u.dropped)} sessions left out, "

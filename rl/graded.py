@@ -10,13 +10,22 @@ policy and is left out, counted by reason:
 - `no_verifier_result`: no reward recorded (an agent timeout the verifier never scored, or any other).
 
 A failure scored 0 for any of these would get a negative advantage for something the policy did not do.
+
+Timed out, then passed. An attempt the agent did not end by itself (a turn, token or wall-time limit: exit
+status `agent_timeout`) is graded, and it is a failure for the effort reward (reward 0, no reference) even when
+the verifier then passed the sandbox: the policy did not finish within its limits, and paying it would reward
+running out the clock (a limit is part of what an effort allows). Such attempts are counted apart
+(`timed_out_passed` in the round report, overall and per effort). `success_expr` is that rule, the one success
+of references and rewards; it is `qaflow.rollouts.stats.passed_expr`, the pass of the pass tables.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
+from qaflow.models.trial import ExitStatus
 from qaflow.rollouts.hacks import rewarded_hack
+from qaflow.rollouts.stats import passed_expr
 
 EXCLUSION_REASONS = ("llm_error", "error", "verifier_timeout", "no_verifier_result")
 
@@ -33,6 +42,18 @@ def exclusion_expr() -> pl.Expr:
         .when(pl.col("reward").is_null())
         .then(pl.lit("no_verifier_result"))
         .otherwise(pl.lit(None, dtype=pl.String))
+    )
+
+
+def success_expr() -> pl.Expr:
+    """A success for the effort reward: exit status ok with full reward (a timed-out pass is a failure)."""
+    return passed_expr()
+
+
+def timed_out_passed_expr() -> pl.Expr:
+    """A graded attempt that hit a limit (exit status agent_timeout) and that the verifier passed anyway."""
+    return (pl.col("exit_status") == ExitStatus.AGENT_TIMEOUT.value) & pl.col("full_reward").cast(pl.Boolean).fill_null(
+        False
     )
 
 

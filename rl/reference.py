@@ -12,7 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from qaflow.models.rollout import EFFORT_RANK
-from qaflow.rollouts.stats import passed_expr
+from rl.graded import success_expr
 from rl.reward import RewardConfig
 
 GROUP = ("task_version", "round", "model")
@@ -21,7 +21,7 @@ GROUP = ("task_version", "round", "model")
 def effort_medians(frame: pl.DataFrame, config: RewardConfig) -> pl.DataFrame:
     """Per group and effort: successes and, when there are enough, the floored median (`own_reference`)."""
     return (
-        frame.filter(passed_expr())
+        frame.filter(success_expr())
         .group_by(*GROUP, "effort")
         .agg(pl.len().alias("successes"), pl.col("thinking_tokens").median().alias("median_thinking"))
         .with_columns(

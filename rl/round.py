@@ -38,7 +38,7 @@ from qaflow.models.frame import read_rollouts, records_to_frame
 from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import EFFORT_RANK, Effort
 from rl.advantage import AdvantageMode, advantages, score
-from rl.graded import exclusion_counts, split_graded, zero_hacks
+from rl.graded import exclusion_counts, split_graded, timed_out_passed_expr, zero_hacks
 from rl.reward import RewardConfig
 from rl.update import Trajectory, UpdateConfig, UpdateStats, load_policy, policy_update
 from sft.conditioning import Conditioning, effort_conditioning, own_template
@@ -112,10 +112,13 @@ class RoundReport(BaseModel):
         default_factory=dict, description="Attempts left out, by reason (rl.graded.EXCLUSION_REASONS)."
     )
     hacked: int = Field(0, description="Rewarded attempts that changed a trust edge of their verifier, scored 0.")
+    timed_out_passed: int = Field(
+        0, description="Graded attempts that hit a limit and that the verifier passed: failures (rl.graded)."
+    )
     by_effort: list[dict[str, Any]] = Field(
         default_factory=list,
-        description="Per effort: attempts, rates, rewards, `conditioning` (what the policy was conditioned on), "
-        "`truncated` and `dropped` (sessions cut or left out of the update for the context length).",
+        description="Per effort: attempts, rates, rewards, `timed_out_passed`, `conditioning` (what the policy was "
+        "conditioned on), `truncated` and `dropped` (sessions cut or left out of the update for the context length).",
     )
     update: UpdateStats = Field(default_factory=UpdateStats)
     updated: bool = Field(True, description="Whether the policy changed (an adapter was written).")
@@ -303,6 +306,7 @@ def run_round(config: RoundConfig) -> RoundReport:
         collected=collected.height,
         excluded=excluded,
         hacked=hacked,
+        timed_out_passed=scored.filter(timed_out_passed_expr()).height,
         by_effort=effort_rows(scored, left_out, stats, conditionings),
         update=stats,
         updated=reason is None,
@@ -330,6 +334,7 @@ def effort_rows(
             pl.col("rl_reward").mean().alias("mean_reward"),
             pl.col("advantage").abs().mean().alias("mean_abs_advantage"),
             pl.col("rl_reward").n_unique().alias("distinct_rewards"),
+            timed_out_passed_expr().sum().alias("timed_out_passed"),
         )
         .with_columns(pl.col("effort").replace_strict(EFFORT_RANK).alias("_rank"))
         .sort("_rank")

@@ -262,3 +262,19 @@ def test_the_line_is_merged_into_the_system_message_or_is_one() -> None:
     condition_messages(stored, line)
     assert stored == [{"role": "system", "content": "Be brief."}]  # the stored session is never changed
     assert condition_messages(stored, Conditioning(template_kwargs={"enable_thinking": False})) == stored
+
+
+def test_the_round_counts_timed_out_passes_apart_and_scores_them_0(tiny: Path, tmp_path: Path) -> None:
+    records = [
+        make_record(task="t", effort="low", attempt=0, tool_steps=1, reward=1.0, tools=[]),
+        make_record(task="t", effort="low", attempt=1, tool_steps=1, reward=1.0, tools=[], exit_status="agent_timeout"),
+        make_record(task="t", effort="low", attempt=2, tool_steps=1, reward=0.0, tools=[], exit_status="agent_timeout"),
+    ]
+    write_shard(records, tmp_path / "rollouts")
+    config = round_config(tiny, tmp_path, 0, [])
+    report = run_round(config.model_copy(update={"rollouts": tmp_path / "rollouts"}))
+    assert report.rollouts == 3 and report.timed_out_passed == 1
+    low = report.by_effort[0]
+    assert (low["timed_out_passed"], low["success_rate"], low["distinct_rewards"]) == (1, pytest.approx(1 / 3), 2)
+    saved = json.loads((tmp_path / "out/round-0/round_report.json").read_text())
+    assert saved["timed_out_passed"] == 1

@@ -16,7 +16,9 @@ from tests.trajectories import make_record
 CONFIG = RewardConfig(min_successes=2, floor=50.0)
 
 
-def attempt(effort: str, k: int, thinking: int, passed: bool = True, task: str = "t", round: int = 0, model: str = "m"):
+def attempt(
+    effort: str, k: int, thinking: int, passed: bool = True, task: str = "t", round: int = 0, model: str = "m", **fields
+):
     return make_record(
         task=task,
         effort=effort,
@@ -25,6 +27,7 @@ def attempt(effort: str, k: int, thinking: int, passed: bool = True, task: str =
         reward=1.0 if passed else 0.0,
         round=round,
         model=model,
+        **fields,
     )
 
 
@@ -117,3 +120,23 @@ def test_advantage_groups_are_task_round_policy_effort() -> None:
         }
     )
     assert advantages(frame)["advantage"].to_list() == [0.5, -0.5, 0.0, 0.0]
+
+
+def test_a_timed_out_attempt_the_verifier_passed_is_a_failure_and_no_reference() -> None:
+    from rl.graded import split_graded, timed_out_passed_expr
+
+    records = [
+        attempt("low", 0, 100),
+        attempt("low", 1, 100, exit_status="agent_timeout"),  # hit a limit; the verifier passed the sandbox
+        attempt("xhigh", 0, 900), attempt("xhigh", 1, 1100),
+        attempt("xhigh", 2, 10, exit_status="agent_timeout"), attempt("xhigh", 3, 10, exit_status="agent_timeout"),
+    ]  # fmt: skip
+    frame = records_to_frame(records)
+    graded, left_out = split_graded(frame)
+    assert graded.height == 6 and left_out.height == 0  # graded: the verifier scored them
+    assert graded.filter(timed_out_passed_expr()).height == 3
+    scored = score(graded, CONFIG).sort("effort", "attempt")
+    assert scored["success"].to_list() == [True, False, True, True, False, False]
+    assert scored["rl_reward"].to_list() == [1.0, 0.0, 1.0, 1.0, 0.0, 0.0]
+    # the timed-out passes do not enter the reference: xhigh's median of 900 and 1100, not of all four
+    assert scored["reference"].to_list()[:2] == [1000.0, 1000.0]
