@@ -8,6 +8,8 @@ and any success (>= 0.5) beats any failure (0). phi(0) = 1 and phi decreases:
 - `exp` (default): phi(x) = exp(-k x); at twice the reference (x = 1, k = 1) a success scores 0.684.
 - `reciprocal`: phi(x) = 1 / (1 + k x).
 - `linear`: phi(x) = max(0, 1 - k x).
+
+A reference is never below `floor` thinking tokens (DEFAULT_FLOOR, 256).
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_FLOOR = 256.0
+"""The default reference floor in thinking tokens: the low effort's thinking budget (`sft.local_llm.DEFAULT_BUDGETS`).
+A real model thinks tens to hundreds of tokens on the easiest turn; a reference of a few dozen (a median of
+short successes) would penalise ordinary thinking, so a reference is never below the lowest effort's budget."""
 
 
 class RewardConfig(BaseModel):
@@ -26,7 +33,12 @@ class RewardConfig(BaseModel):
     )
     k: float = Field(1.0, gt=0, description="Steepness of phi.")
     min_successes: int = Field(2, ge=1, description="Successes at a higher effort needed before it gives a reference.")
-    floor: float = Field(64.0, ge=0, description="A reference is never below this many thinking tokens.")
+    floor: float = Field(
+        DEFAULT_FLOOR,
+        ge=0,
+        description="A reference is never below this many thinking tokens (default 256: the local policy's low "
+        "budget, so thinking within the lowest effort's budget is never penalised).",
+    )
 
 
 def phi(over: float, config: RewardConfig) -> float:

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from qaflow.models.frame import records_to_frame
+from qaflow.models.rollout import Effort
 from rl.advantage import advantages, score
 from rl.reference import reference_table
 from rl.reward import RewardConfig, effort_reward
@@ -140,3 +141,15 @@ def test_a_timed_out_attempt_the_verifier_passed_is_a_failure_and_no_reference()
     assert scored["rl_reward"].to_list() == [1.0, 0.0, 1.0, 1.0, 0.0, 0.0]
     # the timed-out passes do not enter the reference: xhigh's median of 900 and 1100, not of all four
     assert scored["reference"].to_list()[:2] == [1000.0, 1000.0]
+
+
+def test_the_default_floor_is_the_low_budget_of_256_tokens() -> None:
+    from sft.local_llm import DEFAULT_BUDGETS
+
+    config = RewardConfig()
+    assert config.floor == 256.0 == DEFAULT_BUDGETS[Effort.LOW]
+    # xhigh's successes think a median of 40 tokens: low's reference is 256, so 200 thinking tokens cost nothing
+    records = [attempt("low", 0, 200), attempt("low", 1, 512), attempt("xhigh", 0, 30), attempt("xhigh", 1, 50)]
+    scored = score(records_to_frame(records), config).sort("effort", "attempt")
+    assert scored["reference"].to_list()[:2] == [256.0, 256.0]
+    assert scored["rl_reward"].to_list()[:2] == pytest.approx([1.0, 0.5 + 0.5 * math.exp(-1)])
