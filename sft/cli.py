@@ -36,6 +36,16 @@ def train_cmd(
             "--allow-truncation", help="Cut a session longer than the context after its last assistant turn that fits"
         ),
     ] = False,
+    recipe: Annotated[
+        str | None,
+        typer.Option(
+            help="Preset: pi (LoRA all-linear, bf16 where supported, 1 epoch) or openthoughts (full, 4e-5, "
+            "cosine, 7 epochs); the config file and explicit flags win"
+        ),
+    ] = None,
+    epochs: Annotated[float | None, typer.Option(min=0.0, help="Epochs (over the config and the recipe)")] = None,
+    learning_rate: Annotated[float | None, typer.Option(min=0.0, help="Peak learning rate (over both)")] = None,
+    lr_scheduler: Annotated[str | None, typer.Option(help="Schedule, e.g. cosine, linear (over both)")] = None,
 ) -> None:
     """Train with TRL's SFTTrainer (LoRA on all linear layers by default) on an exported SFT dataset.
 
@@ -44,15 +54,30 @@ def train_cmd(
     context (or masking.max_length) is left out and counted, or cut after a whole assistant turn with
     --allow-truncation.
 
-    Example: qaflow sft train sft.yaml
+    Example: qaflow sft train sft.yaml --recipe openthoughts --epochs 3
     """
+    from pydantic import ValidationError
+
     from sft.config import SFTTrainConfig
-    from sft.train import train
+    from sft.recipes import RECIPES, apply_recipe
 
     try:
         config = SFTTrainConfig.load(config_file)
     except ConfigError as e:
         usage_error(str(e))
+    flags = {"epochs": epochs, "learning_rate": learning_rate, "lr_scheduler_type": lr_scheduler}
+    explicit = {k: v for k, v in flags.items() if v is not None}
+    if recipe is not None and recipe not in RECIPES:
+        usage_error(f"--recipe: unknown recipe {recipe!r}; choose from {', '.join(RECIPES)}")
+    try:  # validated again, so a bad flag is one error line
+        merged = apply_recipe(config, recipe, explicit) if recipe else config.model_copy(update=explicit)
+        config = SFTTrainConfig.model_validate(merged.model_dump())
+    except ValidationError as e:
+        usage_error(f"sft train: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}")
+    if recipe is not None:
+        console().print(f"recipe {recipe}: {RECIPES[recipe].source}")
+    from sft.train import train
+
     if allow_truncation:
         masking = config.masking.model_copy(update={"overlong": "truncate_turns"})
         config = config.model_copy(update={"masking": masking})
