@@ -8,6 +8,7 @@ import yaml
 from datasets import Features, List, Value
 
 from curation.export_common import Provenance
+from sft.lengths import TokenLengths
 
 _SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
 
@@ -107,6 +108,17 @@ def audit_section(summary: Mapping[str, Mapping[str, int]]) -> str:
         "audit (`clean`, or the error codes it found; `None`: not known to the pool).\n\n"
     )
     return text + counts_tables(summary)
+
+
+def lengths_section(lengths: TokenLengths) -> str:
+    """The sessions' token-length distribution under one tokenizer and the max_length TRL needs."""
+    rows = [(lengths.sessions, lengths.min, f"{lengths.mean:.0f}", lengths.p50, lengths.p90, lengths.p99, lengths.max)]
+    return (
+        f"Tokens per session under `{lengths.tokenizer}`'s tokenizer (whole sessions with their tools, rendered by "
+        "its training chat template).\n\n"
+        + table(("sessions", "min", "mean", "p50", "p90", "p99", "max"), rows)
+        + f"\n\n{lengths.advice()}: set `SFTConfig(max_length={lengths.needed_max_length})` (or larger)."
+    )
 
 
 def provenance_section(provenance: Provenance) -> str:

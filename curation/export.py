@@ -241,8 +241,12 @@ def export_sft(
     license: str | None = None,
     overwrite: bool = False,
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
+    tokenizer: str | None = None,
 ) -> ExportReport:
     """Write the SFT dataset of a rollout frame to `out_dir` (layout in `curation.export_common`).
+
+    With `tokenizer` (a model folder or hub id), every exported session is counted in its tokens and the card
+    states the distribution and the `max_length` TRL's SFTTrainer needs (`sft.lengths`).
 
     Only rows of accepted task versions of `pool` and of correctly graded attempts are written, unless `gate`
     says otherwise; scripted policies' rows are left out too. The rest are listed in the report with reasons.
@@ -293,6 +297,10 @@ def export_sft(
         notes=notes,
         provenance=provenance or Provenance.for_api([]),
     )
+    if tokenizer is not None:
+        from sft.lengths import model_token_lengths
+
+        report.token_lengths = model_token_lengths([r["messages"] for r in rows], [r["tools"] for r in rows], tokenizer)
     tasks_per_split = {name: len({r["task"] for r in part}) for name, part in parts.items()}
     audit = audit_summary(rows)
 
@@ -333,6 +341,8 @@ def _sft_card(
         steps.append(("export gate and guard", report.rows, len(report.removed)))
         sections.append(("Funnel", cards.table(("step", "kept", "removed"), steps)))
     sections.append(("Removed by the export", cards.removed_table(report.removed_by_reason)))
+    if report.token_lengths is not None:
+        sections.append(("Token lengths", cards.lengths_section(report.token_lengths)))
     if report.notes:
         sections.append(("Notes", "\n".join(f"- {n}" for n in report.notes)))
     if SHAREGPT_DIR in report.configs:

@@ -42,6 +42,7 @@ from qaflow.models.frame import ROLLOUT_SCHEMA
 from qaflow.models.records import TaskRow, VersionStatus, utcnow
 from qaflow.models.rollout import arguments_object
 from qaflow.pool import Pool, PoolError
+from sft.lengths import TokenLengths
 
 ROW_GROUP_ROWS = 100
 """Rows per parquet row group: whole trajectories are large, and readers (the hub viewer) read a group at once."""
@@ -176,6 +177,9 @@ class ExportReport(BaseModel):
     counts: dict[str, dict[str, int]] = Field(default_factory=dict, description="Rows by source, effort, model...")
     notes: list[str] = Field(default_factory=list)
     provenance: Provenance
+    token_lengths: TokenLengths | None = Field(
+        None, description="SFT: tokens per session under a model's tokenizer (`--tokenizer`); None: not counted."
+    )
 
     @computed_field
     @property

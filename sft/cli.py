@@ -289,12 +289,15 @@ def check_cmd(
     """Render every session as training would and count, per role, the tokens that carry loss.
 
     Loss on a system, user or tool token is an error (exit code 1), as is an assistant turn without loss.
+    Also the token-length distribution under the model's tokenizer and the max_length TRL's SFTTrainer
+    needs to keep every session whole (its default of 1,024 cuts longer ones).
 
     Example: qaflow sft check exports/sft --model models/tiny
     """
     from transformers import AutoTokenizer
 
     from sft.check import check_sessions
+    from sft.lengths import token_lengths
     from sft.masking import MaskingConfig
     from sft.templates import training_template
     from sft.train import load_rows
@@ -311,19 +314,18 @@ def check_cmd(
     except ModelPathError as e:
         usage_error(str(e))
     tokenizer = AutoTokenizer.from_pretrained(source)
-    report = check_sessions(
-        rows["messages"],
-        rows["tools"] if "tools" in columns else [None] * len(rows),
-        tokenizer,
-        training_template(tokenizer, template),
-        MaskingConfig(max_length=max_length),
-    )
+    messages = rows["messages"]
+    tools = rows["tools"] if "tools" in columns else [None] * len(rows)
+    rendering = training_template(tokenizer, template)
+    report = check_sessions(messages, tools, tokenizer, rendering, MaskingConfig(max_length=max_length))
+    lengths = token_lengths(messages, tools, tokenizer, rendering, model) if len(rows) else None
     if as_json:
         emit_json(
             {
                 "roles": {k: v.model_dump() for k, v in report.roles.items()},
                 "errors": report.errors,
                 "dropped": report.dropped,
+                "lengths": lengths.model_dump() if lengths else None,
             }
         )
     else:
@@ -333,6 +335,16 @@ def check_cmd(
         for role, count in sorted(report.roles.items()):
             table.add_row(role, str(count.tokens), str(count.loss_tokens))
         console().print(table)
+        if lengths is not None:
+            spread = Table(title=f"session tokens under {escape(model)}", title_justify="left")
+            for col in ("sessions", "min", "mean", "p50", "p90", "p99", "max"):
+                spread.add_column(col)
+            spread.add_row(
+                *(str(v) for v in (lengths.sessions, lengths.min, f"{lengths.mean:.0f}")),
+                *(str(v) for v in (lengths.p50, lengths.p90, lengths.p99, lengths.max)),
+            )
+            console().print(spread)
+            console().print(lengths.advice())
         for error in report.errors[:50]:
             console().print(f"[red]error:[/red] {escape(error)}")
     if not report.ok:

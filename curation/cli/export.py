@@ -113,6 +113,9 @@ def sft(
     license: str | None = typer.Option(None, "--license", help=LICENSE_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the export report as JSON."),
+    tokenizer: str | None = typer.Option(
+        None, "--tokenizer", help="Model whose tokenizer counts each session: the card states the max_length TRL needs."
+    ),
 ) -> None:
     """Write the SFT dataset of ROLLOUTS: `messages` + `tools` + provenance columns, a ShareGPT variant and a card.
 
@@ -127,6 +130,13 @@ def sft(
     from curation.export import GateOptions, Provenance, export_sft, load_funnel
 
     token = _check_before(out, force, push)
+    if tokenizer is not None:
+        from sft.model_source import ModelPathError, model_source
+
+        try:
+            model_source(tokenizer)
+        except ModelPathError as e:
+            usage_error(f"--tokenizer: {e}")
     frame, rollout_pool = _rollouts_and_pool(rollouts, pool)
     split = _split(test_fraction, test_tasks, split_seed)
     gate = GateOptions(
@@ -153,8 +163,11 @@ def sft(
             max_message_chars=max_message_chars,
             license=license,
             overwrite=force,
+            tokenizer=tokenizer,
         )
     )
+    if report.token_lengths is not None and not as_json:
+        console().print(report.token_lengths.advice())
     _finish(report, push, token, private, as_json)
 
 
