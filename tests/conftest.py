@@ -69,3 +69,46 @@ def make_sandbox(backend: str, tmp_path: Path) -> Iterator[SandboxFactory]:
     yield factory
     for box in opened:
         box.close()
+
+
+LABELLED_GROUP = "labelled-audit"
+"""The files that read the session's labelled audits (`tests.audit_runs`): one xdist worker runs them all, so
+each backend's audit runs once."""
+LABELLED_FILES = frozenset(
+    {
+        "test_audit_labels.py",
+        "test_audit_answers.py",
+        "test_audit_git_history.py",
+        "test_audit_expected.py",
+        "test_audit_observe.py",
+        "test_interrupts.py",
+    }
+)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under `pytest -n N --dist loadfile`: each file on one worker (its module fixtures run once), and the files
+    that read the labelled audits together, so each backend's audit runs once."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FilesAndLabelledAudits(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return LABELLED_GROUP if Path(file).name in LABELLED_FILES else file
+
+    return FilesAndLabelledAudits(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tell `tests.audit_runs` which backends' labelled audits this session runs anyway, so tests that need
+    some labelled tasks audited read them from that run."""
+    from tests import audit_runs
+
+    for item in items:
+        if item.nodeid.startswith("tests/test_audit_labels.py::test_audit_finds_exactly_the_labelled_codes["):
+            callspec = getattr(item, "callspec", None)
+            if callspec is not None:
+                audit_runs.SHARED.add(str(callspec.params["backend_name"]))

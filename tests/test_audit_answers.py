@@ -20,7 +20,7 @@ from qaflow.audit.exploits import Exploit, Plant
 from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.cli import app
-from tests.audit_runs import audit_fixtures
+from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, audit_fixtures
 
 ANSWER = b"Ahmed Khan\nBen Ode\n"
 
@@ -93,9 +93,10 @@ FIXTURES = {
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(LABELLED_AUDIT_TIMEOUT_S)  # it may run the session's labelled audit
 def test_audit_proves_answers_in_the_image_and_replays_the_copy(backend: str, tmp_path: Path):
-    audits = audit_fixtures(FIXTURES, backend, tmp_path)
-    pool = tmp_path / "pool"
+    done = audit_fixtures(FIXTURES, backend, tmp_path)
+    audits, pool = done.audits, done.pool
     for name, copy in FIXTURES.items():
         errors = [f for f in audits[name]["findings"] if f["severity"] == "error"]
         if copy is None:

@@ -17,7 +17,7 @@ from qaflow.audit.effects import MIN_LOOSE_BYTES, ChangeKind, Effect, FileChange
 from qaflow.audit.expected import EXPECTED_REWRITE, MAX_REWRITES, plan_expected_rewrite
 from qaflow.audit.observation import Access, Observation, PytestRun
 from qaflow.cli import app
-from tests.audit_runs import audit_fixtures
+from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, audit_fixtures
 
 
 def _access(path: str, *how: str, writable: bool = True) -> Access:
@@ -112,15 +112,17 @@ def test_answer_copy_matches_an_answer_that_differs_only_in_whitespace():
 
 
 @pytest.mark.docker
+@pytest.mark.timeout(LABELLED_AUDIT_TIMEOUT_S)  # it may run the session's labelled audit
 def test_rewrite_fixture_is_proven_and_replays_and_its_control_is_clean(tmp_path: Path):
-    audits = audit_fixtures(["dedupe-contacts", "filter-contacts-allowlist"], "docker", tmp_path)
+    done = audit_fixtures(["dedupe-contacts", "filter-contacts-allowlist"], "docker", tmp_path)
+    audits = done.audits
     (tamper,) = [f for f in audits["dedupe-contacts"]["findings"] if f["code"] == "reward_tamper"]
     (proof,) = tamper["evidence"]["exploits"]
     assert proof["exploit"] == EXPECTED_REWRITE and proof["files"] == ["/srv/qa/contacts.sorted"]
     assert "keep them under tests/" in tamper["message"]
     assert audits["filter-contacts-allowlist"]["findings"] == []
     assert EXPECTED_REWRITE not in audits["filter-contacts-allowlist"]["probes"]["observe"].get("exploits", {})
-    task = tmp_path / "pool" / "dedupe-contacts"
+    task = done.pool / "dedupe-contacts"
     args = ["run", str(task), "--agent", f"exploit:{EXPECTED_REWRITE}", "--backend", "docker", "--network", "none"]
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output

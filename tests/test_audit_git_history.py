@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from qaflow.audit.git_history import MIN_ANSWER_BYTES, answers_in, git_findings, mentions_git
-from tests.audit_runs import audit_fixtures
+from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, audit_fixtures
 
 GOOD = "def wrap(text, width):\n    return [text[i : i + width] for i in range(0, len(text), width)]\n"
 BAD = "def wrap(text, width):\n    return [text]\n"
@@ -90,8 +90,9 @@ def test_mentions_git():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(LABELLED_AUDIT_TIMEOUT_S)  # it may run the session's labelled audit
 def test_audit_finds_the_fix_in_the_images_history_and_spares_the_control(backend: str, tmp_path: Path):
-    audits = audit_fixtures(["fix-word-wrap", "fix-title-case"], backend, tmp_path)
+    audits = audit_fixtures(["fix-word-wrap", "fix-title-case"], backend, tmp_path).audits
     assert audits["fix-title-case"]["findings"] == []
     (finding,) = audits["fix-word-wrap"]["findings"]
     (leak,) = finding["evidence"]["git"]

@@ -17,49 +17,12 @@ from typer.testing import CliRunner
 from qaflow.cli import app
 from qaflow.models.records import FindingCode
 from qaflow.sandbox.docker.images import BASE_IMAGE
-from qaflow.task import tree_hash
+from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, LABELS, SAMPLES, labelled_audit
 from tests.conftest import TASKS_REPO, require_backend
 
-LABELS: dict[str, dict[str, object]] = json.loads((TASKS_REPO / "labels.json").read_text())
-REPEATS = {"bwrap": "3", "docker": "2"}
-"""A coin-flip verifier escapes 3 oracle runs with probability 12.5%, but then its 8 reruns on the observed
-state must agree too and, when they do not, 12 more oracle runs: it escapes with probability < 0.05%. The
-docker audit, of a sample and there to agree with bwrap's, takes 2 (escape < 0.1%)."""
 OFFLINE = ["--offline", "--network", "none"]
-JOBS = "3"
 APT_CONTROL = "books-to-sqlite"
 DEBIAN_MIRROR = "http://deb.debian.org/debian/"
-_AUDITS: dict[str, dict[str, dict]] = {}
-
-
-DOCKER_TOO = [
-    "stock-lookup-service",
-    "fix-leap-year",
-    "word-length-histogram",
-    "timesheet-hours",
-    "word-counts-shape-only",
-]
-"""Where the backends differ most: a service left running, the agent's module in the verifier's process, pytest's
-config chain, a hidden file linked to, mutants of deliverables only."""
-
-
-def _docker_sample() -> list[str]:
-    """The tasks audited on docker as well: each finding code's first two tasks, every task whose label
-    depends on the backend, the network or a warning, every third control (sorted) and `DOCKER_TOO`. bwrap
-    audits them all."""
-    names = sorted(LABELS)
-    chosen = {n for n in names if {"backend_codes", "offline_codes", "warnings"} & set(LABELS[n])}
-    codes = sorted({c for label in LABELS.values() for c in label["codes"]})  # type: ignore[attr-defined]
-    for code in codes:
-        chosen |= set([n for n in names if code in LABELS[n]["codes"]][:2])  # type: ignore[operator]
-    chosen |= set([n for n in names if not LABELS[n]["codes"]][::3])
-    return sorted(chosen | set(DOCKER_TOO))
-
-
-SAMPLES = {"docker": _docker_sample(), "bwrap": sorted(LABELS)}
-"""The pool is audited on both backends; the docker audit takes a covering sample (CI's time)."""
-AUDIT_TIMEOUT_S = 1500
-"""One whole-pool audit (the bundled pool, 6 repeats, offline builds from scratch) on a loaded 2-core machine."""
 
 
 def expected_codes(name: str, backend: str) -> set[str]:
@@ -73,23 +36,10 @@ def expected_codes(name: str, backend: str) -> set[str]:
 
 
 def audit_pool(backend: str, tmp_root: Path) -> dict[str, dict]:
-    """Audit a copy of tasks_repo once per backend per session; returns audits by folder name."""
-    if backend not in _AUDITS:
-        pool = tmp_root / f"pool-{backend}"
-        for name in SAMPLES[backend]:
-            shutil.copytree(TASKS_REPO / name, pool / name)
-        before = {p.name: tree_hash(p) for p in pool.iterdir() if p.is_dir()}
-        report = tmp_root / f"audit-{backend}.json"
-        args = ["audit", str(pool), "--backend", backend, "--repeats", REPEATS[backend], "--jobs", JOBS]
-        args += ["--json", str(report)]
-        args += OFFLINE
-        out = CliRunner().invoke(app, args)
-        assert out.exit_code == 0, out.output
-        assert "accepted" in out.output and "needs_repair" in out.output
-        after = {p.name: tree_hash(p) for p in pool.iterdir() if p.is_dir() and p.name != ".qaflow"}
-        assert after == before, "the audit modified a task folder"
-        _AUDITS[backend] = {Path(a["path"]).name: a for a in json.loads(report.read_text())}
-    return _AUDITS[backend]
+    """The session's audit of the labelled pool on `backend` (`tests.audit_runs.labelled_audit`)."""
+    done = labelled_audit(backend, tmp_root)
+    assert "accepted" in done.output and "needs_repair" in done.output
+    return done.audits
 
 
 def error_codes(audit: dict) -> set[str]:
@@ -107,7 +57,7 @@ def test_labels_cover_every_code_twice_and_controls():
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(AUDIT_TIMEOUT_S)
+@pytest.mark.timeout(LABELLED_AUDIT_TIMEOUT_S)
 @pytest.mark.parametrize("backend_name", [pytest.param("docker", marks=pytest.mark.docker),
                                           pytest.param("bwrap", marks=pytest.mark.bwrap)])  # fmt: skip
 def test_audit_finds_exactly_the_labelled_codes(backend_name: str, tmp_path_factory: pytest.TempPathFactory):
@@ -135,7 +85,7 @@ def test_audit_finds_exactly_the_labelled_codes(backend_name: str, tmp_path_fact
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(2 * AUDIT_TIMEOUT_S)
+@pytest.mark.timeout(2 * LABELLED_AUDIT_TIMEOUT_S)
 @pytest.mark.docker
 @pytest.mark.bwrap
 def test_docker_and_bwrap_agree(tmp_path_factory: pytest.TempPathFactory):
@@ -196,7 +146,7 @@ def _replay(command: str) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.bwrap
-@pytest.mark.timeout(AUDIT_TIMEOUT_S)
+@pytest.mark.timeout(LABELLED_AUDIT_TIMEOUT_S)
 def test_every_trial_finding_names_a_command_that_replays_it(tmp_path_factory: pytest.TempPathFactory):
     """One finding per kind of replay (exploit, mutant, tamper, nop, oracle, rerun) is replayed and gives the
     outcome the finding reports; every finding a trial made names its command."""

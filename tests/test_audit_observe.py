@@ -51,7 +51,8 @@ from qaflow.audit.report import harness_note
 from qaflow.audit.runner import MIN_CONFIRM_RUNS, needs_confirmation
 from qaflow.cli import app
 from qaflow.models.audit import TaskAudit, Verdict
-from qaflow.task import Task, tree_hash
+from qaflow.task import Task
+from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, audit_fixtures
 from tests.conftest import TASKS_REPO
 from tests.taskfactory import write_task
 
@@ -281,17 +282,10 @@ def test_harness_note_is_once_per_pool():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(LABELLED_AUDIT_TIMEOUT_S)  # it may run the session's labelled audit
 def test_audit_proves_the_fixture_exploits_and_spares_the_controls(backend: str, tmp_path: Path):
-    pool = tmp_path / "pool"
-    for name in FIXTURES:
-        shutil.copytree(TASKS_REPO / name, pool / name)
-    before = {name: tree_hash(pool / name) for name in FIXTURES}
-    report = tmp_path / "audit.json"
-    args = ["audit", str(pool), "--backend", backend, "--repeats", "1", "--jobs", "2", "--json", str(report)]
-    out = CliRunner().invoke(app, [*args, "--offline", "--network", "none", "--html", str(tmp_path / "a.html")])
-    assert out.exit_code == 0, out.output
-    assert {name: tree_hash(pool / name) for name in FIXTURES} == before
-    audits = {Path(a["path"]).name: a for a in json.loads(report.read_text())}
+    done = audit_fixtures(FIXTURES, backend, tmp_path)  # the task folders come out untouched
+    audits = done.audits
     for name, (code, won) in FIXTURES.items():
         audit = audits[name]
         observe = audit["probes"]["observe"]
@@ -310,7 +304,7 @@ def test_audit_proves_the_fixture_exploits_and_spares_the_controls(backend: str,
         for exploit, files in won.items():
             assert set(files) <= set(proven[exploit]), (name, proven)
         assert all(e["run"]["reward"] == 1.0 for e in finding["evidence"]["exploits"])
-    assert "trust boundary" in (tmp_path / "a.html").read_text()
+    assert "trust boundary" in done.html.read_text()
 
 
 def _observed_run(full: bool, reruns: list[bool]) -> ProbeRun:

@@ -720,10 +720,13 @@ class Auditor:
         items = [(f"exploit:{e.name}", 0, ProbeAgent.of_exploit(e), True) for e in tried]
         trial_runs = yield from self._trials(task, shared, resources, items)
         by_probe.update({run.probe: [run] for run in trial_runs})
-        summary["exploits"] = {
+        task_exploits = {
             e.name: {"reward": r.reward, "files": [p.path for p in e.plants]}
             for e, r in zip(tried, trial_runs, strict=True)
+            if e not in harness
         }
+        if task_exploits:
+            summary["exploits"] = task_exploits
         ran = {e.name: r for e, r in zip(tried, trial_runs, strict=True)}
         nop, where = by_probe.get("nop", []), str(task.path)
         if answer_copy is not None:

@@ -1,0 +1,43 @@
+"""The verifier-pattern matrix (`tests.verifier_matrix`): a fixed covering sample of its cells, audited on each
+backend, must get exactly the findings its combination implies: every trust edge present is proven, none is
+reported where it is absent. `bench/trust_matrix.py` runs every cell and reports recall and false findings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qaflow.audit.runner import AuditConfig, Auditor
+from qaflow.models.records import RunKind
+from qaflow.pool import Pool
+from tests.conftest import require_backend
+from tests.verifier_matrix import all_cells, covering_sample, write_cell
+
+
+def test_the_sample_covers_every_edge_present_and_absent() -> None:
+    sample = covering_sample()
+    assert len({c.name for c in all_cells()}) == len(all_cells()) >= 40
+    assert set(sample) <= set(all_cells())
+    for field in ("runner", "cwd", "load", "flags", "reward", "path_ahead"):
+        assert {getattr(c, field) for c in sample} == {getattr(c, field) for c in all_cells()}, field
+    assert {bool(c.expected()) for c in sample} == {True, False}
+
+
+@pytest.mark.parametrize("backend_name", [pytest.param("docker", marks=pytest.mark.docker),
+                                          pytest.param("bwrap", marks=pytest.mark.bwrap)])  # fmt: skip
+def test_the_covering_sample_gets_exactly_the_findings_its_cells_imply(backend_name: str, tmp_path: Path) -> None:
+    require_backend(backend_name)
+    cells = {c.name: c for c in covering_sample()}
+    for cell in cells.values():
+        write_cell(tmp_path, cell)
+    with Pool.open(tmp_path) as pool:
+        pool.scan()
+        run = pool.ledger.start_run(RunKind.AUDIT)
+        auditor = Auditor(pool.ledger, run.run_id, AuditConfig(backend=backend_name, jobs=3, repeats=2))
+        try:
+            audits = {a.task.removeprefix("test/"): a for a in auditor.audit(sorted(tmp_path.glob("*-*")))}
+        finally:
+            auditor.close()
+    found = {name: {f.code.value for f in a.findings if f.severity.value == "error"} for name, a in audits.items()}
+    assert found == {name: cell.expected() for name, cell in cells.items()}
