@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from qaflow.repair.rule_files import NOT_TEXT, TaskChanges, TaskFiles
 from qaflow.repair.rules import (
     RULES,
     RuleRepairer,
+    fix_path_ahead,
     fix_pytest_isolation,
     fix_reward_tail,
     read_rule_files,
@@ -767,3 +769,28 @@ def test_controls_get_nothing_from_the_new_rules_without_their_evidence(name: st
     findings = [PLANTED_REWARD, FALSE_PASS, AuditFinding(code=FindingCode.LEAK, message="x", evidence={"files": []})]
     outcome = RuleRepairer().repair(Task.load(work), work, findings, 1)
     assert outcome.gave_up and tree_hash(work) == before
+
+
+def test_path_ahead_drops_the_planted_folders_from_path_before_anything_runs(tmp_path: Path):
+    won = AuditFinding(
+        code=FindingCode.REWARD_TAMPER,
+        message="exploit path-shim got full reward",
+        evidence={"exploits": [{"exploit": "path-shim", "files": ["/app/tools/python3", "/app/tools/pytest"]}]},
+    )
+    script = "#!/bin/bash\nmkdir -p /logs/verifier\ncommand -v python3 > /logs/verifier/which\n"
+    fixed = fix_path_ahead({"tests/test.sh": script, "tests/check.py": "print(1)\n"}, [won])
+    assert set(fixed) == {"tests/test.sh"}
+    assert fixed["tests/test.sh"].startswith("#!/bin/bash\nexport PATH=")
+    assert fixed["tests/test.sh"].endswith(script.removeprefix("#!/bin/bash\n"))
+    assert fix_path_ahead({"tests/test.sh": fixed["tests/test.sh"]}, [won]) == {}  # applied once
+    assert fix_path_ahead({"tests/test.sh": script}, []) == {}  # no proof, no change
+    # the pruned PATH, run by a real bash: the planted folder is gone, the rest is kept in order
+    tools, bin_dir = tmp_path / "tools", tmp_path / "bin"
+    for folder in (tools, bin_dir):
+        folder.mkdir()
+        (folder / "prog").write_text("#!/bin/sh\necho " + folder.name + "\n")
+        (folder / "prog").chmod(0o755)
+    text = fixed["tests/test.sh"].replace("/app/tools", str(tools)).split("\n", 2)[1] + "\nprog\necho $PATH\n"
+    env = {"PATH": f"{tools}:{bin_dir}:/usr/bin:/bin"}
+    done = subprocess.run(["bash", "-c", text], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.splitlines() == ["bin", f"{bin_dir}:/usr/bin:/bin"]

@@ -60,10 +60,18 @@ def exploit_files(findings: Iterable[AuditFinding], exploit: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+DATA_FORGE_EXPLOITS = ("data-zero", "data-empty")
+
+
 def leaked_answers(findings: Iterable[AuditFinding]) -> list[str]:
     """The answer files of `leak` findings proven by copying them onto the outputs, and the expected values
-    a proven `expected-rewrite` exploit rewrote (`reward_tamper`)."""
+    a proven `expected-rewrite`, `data-zero` or `data-empty` exploit rewrote (`reward_tamper`)."""
     found: list[str] = [posixpath.normpath(p) for p in exploit_files(findings, REWRITE_EXPLOIT)]
+    for f in findings:
+        won = f.evidence.get("exploits") if f.code is FindingCode.REWARD_TAMPER else None
+        for e in won if isinstance(won, list) else []:
+            data = e.get("data") if isinstance(e, dict) and e.get("exploit") in DATA_FORGE_EXPLOITS else None
+            found += [posixpath.normpath(p) for p in data or [] if isinstance(p, str) and p.startswith("/")]
     for f in findings:
         copies = f.evidence.get("copies") if f.code is FindingCode.LEAK else None
         for c in copies if isinstance(copies, list) else []:

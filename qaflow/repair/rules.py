@@ -17,6 +17,7 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from shlex import quote as sh_quote
 from typing import Any
 
 from qaflow.models.audit import AuditFinding
@@ -113,6 +114,29 @@ def fix_pytest_isolation(files: TaskFiles, findings: list[AuditFinding]) -> Task
             fixed = sh.pytest_from_tests(fixed or text) or fixed
             if fixed is not None and fixed != text:
                 changes[rel] = fixed
+    return changes
+
+
+PATH_SHIM_EXPLOIT = "path-shim"
+PATH_PRUNE = (
+    "export PATH=\"$(printf '%s' \"$PATH\" | tr ':' '\\n' | grep -vxF{folders} | paste -sd: -)\""
+    "  # qaflow: no agent-writable folder ahead on PATH\n"
+)
+
+
+def fix_path_ahead(files: TaskFiles, findings: list[AuditFinding]) -> TaskFiles:
+    """Where the path-shim exploit won: each test.sh starts by dropping the folders it planted programs in
+    (agent-writable, ahead of the real programs) from PATH, so what it runs by name is the image's."""
+    folders = sorted({p.rsplit("/", 1)[0] for p in exploit_files(findings, PATH_SHIM_EXPLOIT) if p.count("/") > 1})
+    if not folders:
+        return {}
+    line = PATH_PRUNE.format(folders="".join(f" -e {sh_quote(f)}" for f in folders))
+    changes: TaskFiles = {}
+    for rel, text in files.items():
+        if not (_verifier_dir(rel) and rel.endswith("/test.sh")) or "qaflow: no agent-writable folder" in text:
+            continue
+        head, sep, rest = text.partition("\n") if text.startswith("#!") else ("", "", text)
+        changes[rel] = f"{head}{sep}{line}{rest}" if head else f"{line}{rest}"
     return changes
 
 
@@ -227,6 +251,13 @@ RULES: tuple[Rule, ...] = (
         "pytest runs so that it cannot load agent-written files: `python -I -m pytest`, -p no:cacheprovider, "
         "--noconftest (or --confcutdir=/tests)",
         fix_pytest_isolation,
+    ),
+    Rule(
+        "path_ahead",
+        frozenset({FindingCode.REWARD_TAMPER}),
+        "test.sh drops the agent-writable folders ahead on PATH (where path-shim planted programs the verifier runs "
+        "by name) before it runs anything",
+        fix_path_ahead,
     ),
     Rule(
         "answers_into_tests",
