@@ -15,7 +15,7 @@ properties differ from tool to tool without inventing null keys.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,7 @@ from curation.export_guard import DEFAULT_MAX_MESSAGE_CHARS, Rejected, guard_rol
 from curation.export_rl import export_rl
 from curation.export_sharegpt import SHAREGPT_DIR, SHAREGPT_MAPPING, sharegpt_features, sharegpt_row
 from curation.export_tasks import export_tasks, rows_to_task_dir
+from curation.export_transforms import AppliedTransform, Transform, TransformName, apply_transforms, chosen_transforms
 from qaflow.pool import Pool
 
 __all__ = [
@@ -185,9 +186,12 @@ def sft_rows(
     facts: Mapping[str, TaskFacts] | None = None,
     gate: GateOptions | None = None,
     max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
+    transforms: Sequence[Transform] = (),
+    counts: dict[TransformName, int] | None = None,
 ) -> tuple[list[dict[str, Any]], list[Removed]]:
     """The exportable rows of a rollout frame, and the removed ones with their reasons (`facts`: the pool's,
-    by task version; None: no task is checked and the fact columns are null)."""
+    by task version; None: no task is checked and the fact columns are null). Each row's messages go through
+    `transforms` (`curation.export_transforms`); `counts` adds the turns each one changed."""
     gate = gate or GateOptions()
     rows: list[dict[str, Any]] = []
     removed: list[Removed] = []
@@ -199,7 +203,7 @@ def sft_rows(
             check_passed(row, gate)
             check_hack(row, gate)
             tools = guard_rollout(row, max_message_chars=max_message_chars)
-            messages = [message_row(m) for m in row["messages"]]
+            messages = apply_transforms([message_row(m) for m in row["messages"]], transforms, counts)
         except Rejected as e:
             removed.append(_removed(row, e.reason, e.detail))
             continue
@@ -242,11 +246,16 @@ def export_sft(
     overwrite: bool = False,
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
     tokenizer: str | None = None,
+    transforms: Sequence[str] = (),
+    for_template: str | None = None,
 ) -> ExportReport:
     """Write the SFT dataset of a rollout frame to `out_dir` (layout in `curation.export_common`).
 
     With `tokenizer` (a model folder or hub id), every exported session is counted in its tokens and the card
     states the distribution and the `max_length` TRL's SFTTrainer needs (`sft.lengths`).
+
+    `transforms` (names) and `for_template` (a TRL-bundled chat template: the transforms it needs) rewrite each
+    session into a shape that template renders (`curation.export_transforms`); the card names what ran and why.
 
     Only rows of accepted task versions of `pool` and of correctly graded attempts are written, unless `gate`
     says otherwise; scripted policies' rows are left out too. The rest are listed in the report with reasons.
@@ -254,14 +263,21 @@ def export_sft(
     Raises:
         ExportError: the frame is not a rollout frame, `out_dir` is a non-empty folder (without
             `overwrite`), no pool where the gate needs one, or no row is left to export (the error lists
-            the removed rows).
+            the removed rows), an unknown transform, or a template no transform fixes.
     """
     out_dir = Path(out_dir)
+    try:
+        chosen = chosen_transforms(transforms, for_template)
+    except ValueError as e:
+        raise ExportError(out_dir, str(e)) from e
     gate = gate or GateOptions()
     frame = conform_frame(frame)
     prepare_out_dir(out_dir, overwrite=overwrite)
     facts = export_facts(pool, gate, licences)
-    rows, removed = sft_rows(frame, facts=facts, gate=gate, max_message_chars=max_message_chars)
+    changed: dict[TransformName, int] = {}
+    rows, removed = sft_rows(
+        frame, facts=facts, gate=gate, max_message_chars=max_message_chars, transforms=chosen, counts=changed
+    )
     with_default_licence(rows, license)
     if not rows:
         reasons = ", ".join(sorted({r.reason.value for r in removed})) or "the input is empty"
@@ -296,6 +312,8 @@ def export_sft(
         counts={key: value_counts(rows, key) for key in ("source", "licence", "effort", "model")},
         notes=notes,
         provenance=provenance or Provenance.for_api([]),
+        transforms=[AppliedTransform(name=t.name, why=t.why, turns_changed=changed.get(t.name, 0)) for t in chosen],
+        for_template=for_template,
     )
     if tokenizer is not None:
         from sft.lengths import model_token_lengths
@@ -343,6 +361,8 @@ def _sft_card(
     sections.append(("Removed by the export", cards.removed_table(report.removed_by_reason)))
     if report.token_lengths is not None:
         sections.append(("Token lengths", cards.lengths_section(report.token_lengths)))
+    if report.transforms or report.for_template:
+        sections.append(("Template-safe transforms", _transforms_section(report)))
     if report.notes:
         sections.append(("Notes", "\n".join(f"- {n}" for n in report.notes)))
     if SHAREGPT_DIR in report.configs:
@@ -354,6 +374,23 @@ def _sft_card(
         "the audit accepted and that the verifier graded are in it, unless the notes say otherwise."
     )
     return cards.render_card(head, "qaflow SFT trajectories", intro, sections)
+
+
+def _transforms_section(report: ExportReport) -> str:
+    head = (
+        f"Chosen for the chat template `{report.for_template}`. "
+        if report.for_template
+        else "Asked for by name (`--transform`). "
+    )
+    if not report.transforms:
+        return head + "It renders the export as it is: no transform ran."
+    steps = [(f"`{t.name.value}`", t.turns_changed, t.why) for t in report.transforms]
+    return (
+        head
+        + "Every session went through these, in this order, before it was written (`curation/export_transforms.py`); "
+        "every call keeps its id, arguments and result, and `turns` still counts the agent's turns as collected.\n\n"
+        + cards.table(("transform", "assistant turns changed", "what and why"), steps)
+    )
 
 
 def _pick(counts: dict[str, dict[str, int]], *keys: str) -> dict[str, dict[str, int]]:

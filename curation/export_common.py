@@ -36,6 +36,7 @@ from datasets import Dataset, Features, Json, List, Value
 from pydantic import BaseModel, Field, computed_field
 
 import qaflow
+from curation.export_transforms import AppliedTransform
 from qaflow.errors import PathError
 from qaflow.ledger import LedgerError
 from qaflow.models.frame import ROLLOUT_SCHEMA
@@ -180,6 +181,10 @@ class ExportReport(BaseModel):
     token_lengths: TokenLengths | None = Field(
         None, description="SFT: tokens per session under a model's tokenizer (`--tokenizer`); None: not counted."
     )
+    transforms: list[AppliedTransform] = Field(
+        default_factory=list, description="SFT: the template-safe transforms applied to every row, in order."
+    )
+    for_template: str | None = Field(None, description="SFT: the chat template the transforms were chosen for.")
 
     @computed_field
     @property

@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from curation.export_limits import DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_MAX_TASK_FILE_BYTES
+from curation.export_transforms import TransformName, chosen_transforms
 from qaflow.cli.options import PrivateOpt, PushOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.models.frame import RolloutsError, read_rollouts
@@ -49,6 +50,7 @@ TEST_TASKS_HELP = (
 )
 FORCE_HELP = "Replace OUT if it already holds files."
 LICENSE_HELP = "License id for the card's metadata, e.g. apache-2.0."
+TRANSFORM_NAMES = ", ".join(t.value for t in TransformName)
 STATUS_HELP = "Comma-separated statuses of the tasks' current versions (accepted, needs_repair, ...), or 'all'."
 
 
@@ -116,15 +118,29 @@ def sft(
     tokenizer: str | None = typer.Option(
         None, "--tokenizer", help="Model whose tokenizer counts each session: the card states the max_length TRL needs."
     ),
+    transform: list[str] = typer.Option(
+        [],
+        "--transform",
+        metavar="NAME[,NAME]",
+        help=f"Rewrite each session into a template-safe shape ({TRANSFORM_NAMES}; repeatable).",
+    ),
+    for_template: str | None = typer.Option(
+        None,
+        "--for-template",
+        metavar="TEMPLATE",
+        help="A TRL-bundled chat template (e.g. gptoss, llama3_1): apply the transforms it needs.",
+    ),
 ) -> None:
     """Write the SFT dataset of ROLLOUTS: `messages` + `tools` + provenance columns, a ShareGPT variant and a card.
 
     Only attempts on task versions the pool's ledger has as accepted, that the verifier passed (full reward,
     ended ok) and that a model (not a script) produced are written, unless an --include flag says otherwise.
     Rows that cannot be exported (repaired text, broken tool-call structure, oversized messages) are left
-    out too; all are listed with their reason.
+    out too; all are listed with their reason. --transform and --for-template rewrite each session into a
+    shape a chat template renders (parallel calls split, text apart from tool calls); the card names them.
 
     Example: qaflow export sft tasks_repo --out exports/sft --test-fraction 0.1
+    Example: qaflow export sft tasks_repo --out exports/sft-gptoss --for-template gptoss
     Example: qaflow export sft filtered/kept.parquet --pool tasks_repo --funnel filtered/funnel.json --out exports/sft
     """
     from curation.export import GateOptions, Provenance, export_sft, load_funnel
@@ -137,6 +153,11 @@ def sft(
             model_source(tokenizer)
         except ModelPathError as e:
             usage_error(f"--tokenizer: {e}")
+    transforms = [name.strip() for value in transform for name in value.split(",") if name.strip()]
+    try:
+        chosen_transforms(transforms, for_template)
+    except ValueError as e:
+        usage_error(f"--transform/--for-template: {e}")
     frame, rollout_pool = _rollouts_and_pool(rollouts, pool)
     split = _split(test_fraction, test_tasks, split_seed)
     gate = GateOptions(
@@ -164,6 +185,8 @@ def sft(
             license=license,
             overwrite=force,
             tokenizer=tokenizer,
+            transforms=transforms,
+            for_template=for_template,
         )
     )
     if report.token_lengths is not None and not as_json:
