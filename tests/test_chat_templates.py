@@ -4,10 +4,16 @@ A row is exported, loaded back the way TRL users load it (`datasets.load_dataset
 with `tokenizer.apply_chat_template(messages, tools=...)` under every template in `trl/chat_templates`.
 For Qwen3, Qwen2.5 and Llama 3.x the tool-call turn is compared with a hand-written rendering; for every
 template, tool calls are never double-encoded and never silently dropped (`sft.tool_render`).
+
+Harness-shaped rows (one turn with text, reasoning and a call; one with text, reasoning and parallel calls) are
+rendered under every bundled template that knows tool calls, as exported and after the template-safe transforms
+`curation.export_transforms` picks for it: which templates render them right is measured, and must equal that
+module's tables (`AS_IS`, `FOR_TEMPLATE`, `UNFIXABLE`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -16,6 +22,16 @@ import datasets
 import pytest
 
 from curation.export import GateOptions, export_sft
+from curation.export_transforms import (
+    AS_IS,
+    FOR_TEMPLATE,
+    TRANSFORMS,
+    UNFIXABLE,
+    apply_transforms,
+    chosen_transforms,
+    for_template,
+    template_family,
+)
 from qaflow.models.frame import records_to_frame
 from sft.tool_render import tool_call_problems
 from tests.test_export import parallel_record, tiny_tokenizer
@@ -99,9 +115,13 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> datasets.DatasetDict:
     return datasets.load_dataset(str(out), cache_dir=str(out.parent / "hf-cache"))
 
 
+@functools.cache
+def tokenizer() -> Any:
+    return tiny_tokenizer()
+
+
 def render(template: str, row: dict[str, Any], **extra: Any) -> str:
-    tokenizer = tiny_tokenizer()
-    text = tokenizer.apply_chat_template(
+    text = tokenizer().apply_chat_template(
         row["messages"],
         tools=row["tools"],
         chat_template=(TRL_TEMPLATES / template).read_text(),
@@ -190,3 +210,145 @@ def test_string_arguments_are_caught(exported: datasets.DatasetDict) -> None:
     assert tool_call_problems(row["messages"], text) == [
         "message 2 tool call 0 (bash): arguments are rendered double-encoded (a JSON string, not an object)"
     ]
+
+
+def _call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+HARNESS_MIXED = [
+    {"role": "system", "content": "You are a coding agent."},
+    {"role": "user", "content": "Fix the failing test."},
+    {
+        "role": "assistant",
+        "content": "I will run the failing test first.",
+        "reasoning_content": "The failure is probably in the parser.",
+        "tool_calls": [_call("m0", "bash", {"command": "pytest -x tests/test_mixed_alpha.py"})],
+    },
+    {"role": "tool", "tool_call_id": "m0", "content": "1 failed"},
+    {"role": "assistant", "content": "Fixed.", "reasoning_content": "It passes now."},
+]
+"""What the harness records: text, reasoning and a tool call in one assistant turn."""
+HARNESS_PARALLEL = [
+    {"role": "system", "content": "You are a coding agent."},
+    {"role": "user", "content": "Fix the failing test."},
+    {
+        "role": "assistant",
+        "content": "Reading both at once.",
+        "reasoning_content": "Two independent reads.",
+        "tool_calls": [
+            _call("p0", "read", {"path": "/app/src/parallel_first.py"}),
+            _call("p1", "bash", {"command": "grep -rn parallel_second /app"}),
+        ],
+    },
+    {"role": "tool", "tool_call_id": "p0", "content": "x = 1"},
+    {"role": "tool", "tool_call_id": "p1", "content": "/app/b.py:1"},
+    {"role": "assistant", "content": "Both read."},
+]
+"""Parallel calls with text and reasoning in their turn; every argument value is text no other message has."""
+
+
+def tool_templates() -> list[str]:
+    """The bundled templates that know tool calls (their source reads `tool_calls`)."""
+    return sorted(p.name for p in TRL_TEMPLATES.glob("*.jinja") if "tool_calls" in p.read_text())
+
+
+@pytest.fixture(scope="module")
+def harness_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("harness") / "sft"
+    records = [
+        make_record(task="demo/mixed", messages=HARNESS_MIXED),
+        make_record(task="demo/parallel", messages=HARNESS_PARALLEL),
+    ]
+    export_sft(records_to_frame(records), out, gate=GateOptions(include_unaccepted=True), sharegpt=False)
+    return rows(datasets.load_dataset(str(out), cache_dir=str(out.parent / "hf-cache")))
+
+
+def render_problem(template: str, row: dict[str, Any], messages: list[dict[str, Any]]) -> str | None:
+    """None when `template` accepts `messages` and renders every call of the row with its arguments; else why not."""
+    try:
+        text = render(template, {**row, "messages": messages})
+    except Exception as e:  # jinja raises whatever the template says
+        return f"refused: {str(e).splitlines()[0][:80]}"
+    problems = tool_call_problems(row["messages"], text)
+    return problems[0] if problems else None
+
+
+def measure(rows_: dict[str, dict[str, Any]], transforms: Any) -> dict[str, dict[str, str | None]]:
+    """template -> task -> render_problem, with the messages through `transforms(template)`."""
+    return {
+        template: {
+            task: render_problem(template, row, apply_transforms(row["messages"], transforms(template)))
+            for task, row in rows_.items()
+        }
+        for template in tool_templates()
+    }
+
+
+def right(matrix: dict[str, dict[str, str | None]]) -> set[str]:
+    return {template for template, by_task in matrix.items() if not any(by_task.values())}
+
+
+def needed(template: str) -> Any:
+    try:
+        return chosen_transforms([], template)
+    except ValueError:
+        return ()
+
+
+def test_harness_rows_under_every_tool_template(harness_rows: dict[str, dict[str, Any]]) -> None:
+    """As exported, the templates `AS_IS` lists render both rows right and those `FOR_TEMPLATE` lists do not; with
+    the transforms `for_template` picks, every template but the `UNFIXABLE` ones does; all transforms together
+    break no template."""
+    templates = tool_templates()
+    assert len(templates) >= 40
+    as_exported = measure(harness_rows, lambda t: ())
+    with_needed = measure(harness_rows, needed)
+    with_all = measure(harness_rows, lambda t: TRANSFORMS)
+    fixable = {t for t in templates if t.removesuffix(".jinja") not in UNFIXABLE}
+    print(f"\n{len(right(as_exported))} of {len(templates)} tool-call templates render the export as is; with the")
+    print(f"transforms each needs {len(right(with_needed))} of {len(templates)}; unfixable: {sorted(UNFIXABLE)}")
+    for template in sorted(set(templates) - right(as_exported)):
+        print(f"  {template}: {as_exported[template]} -> {[t.name.value for t in needed(template)]}")
+
+    assert right(as_exported) == {t for t in fixable if template_family(t) in AS_IS}
+    assert right(with_needed) == fixable == right(with_all)
+    for template in sorted(fixable):
+        family = template_family(template)
+        assert (family in AS_IS) != (family in FOR_TEMPLATE), template
+        if family in FOR_TEMPLATE:
+            assert for_template(template) == FOR_TEMPLATE[family]
+            # each transform the table names is needed: without it the template still fails
+            for left_out in FOR_TEMPLATE[family]:
+                rest = tuple(t for t in needed(template) if t.name != left_out)
+                assert any(measure_one(harness_rows, template, rest).values()), (template, left_out)
+    refusal = "refused: Cannot pass both content and thinking in an assistant message with tool calls"
+    assert all(p and p.startswith(refusal) for p in as_exported["gptoss.jinja"].values())
+    assert render_problem("gptoss.jinja", harness_rows["demo/parallel"], split_only(harness_rows)) is not None
+    assert as_exported["llama3_1.jinja"] == {
+        "demo/mixed": None,
+        "demo/parallel": "refused: This model only supports single tool-calls at once!",
+    }
+
+
+def measure_one(rows_: dict[str, dict[str, Any]], template: str, transforms: Any) -> dict[str, str | None]:
+    return {
+        task: render_problem(template, row, apply_transforms(row["messages"], transforms))
+        for task, row in rows_.items()
+    }
+
+
+def split_only(rows_: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The parallel row without its text: GPT-OSS takes it, and renders only the first call."""
+    messages = [{**m, "content": ""} if m["tool_calls"] else m for m in rows_["demo/parallel"]["messages"]]
+    return messages
+
+
+def test_unfixable_templates_are_refused_with_the_reason() -> None:
+    for stem, why in UNFIXABLE.items():
+        with pytest.raises(ValueError, match="no transform helps"):
+            for_template(stem)
+        assert why
+    assert for_template("deepseekv3_training.jinja") == ()
+    with pytest.raises(ValueError, match="not a TRL-bundled template with tool calls"):
+        for_template("gemma")
