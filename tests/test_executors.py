@@ -132,11 +132,13 @@ _TIMES = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds)\b")
 
 
 def _comparable(audits: list[Any], root: Path) -> list[dict[str, Any]]:
-    """The audit JSON with timings (and times printed in outputs) and the pool's location left out."""
+    """The audit JSON with timings (and times printed in outputs) and the pool's location left out, and which
+    task proved each harness hole (the first to reach it, which concurrency decides) kept only as the proof."""
     text = json.dumps([a.model_dump(mode="json") for a in audits], sort_keys=True).replace(str(root), "POOL")
     out = json.loads(_TIMES.sub("T", text))
     for audit in out:
         audit.pop("timings")
+        (audit["probes"].get("observe") or {}).get("harness", {}).pop("proofs", None)
     return out
 
 
@@ -150,7 +152,12 @@ def _audit(root: Path, backend: str, executor: Executor | None) -> tuple[list[An
         finally:
             auditor.close()
         pool.ledger.end_run(run.run_id)
-        results = {(r.task_version, r.probe, r.attempt): (r.status, r.reward) for r in pool.ledger.results()}
+        # a harness hole is proven once per run, on whichever task reaches it first
+        results = {
+            (r.task_version, r.probe, r.attempt): (r.status, r.reward)
+            for r in pool.ledger.results()
+            if not r.probe.startswith("exploit:harness-")
+        }
     return audits, results
 
 
