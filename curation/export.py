@@ -287,8 +287,13 @@ def export_sft(
     parts = split_rows(rows, split)
     configs = {"default": {name: dataset_from_rows(part, SFT_FEATURES) for name, part in parts.items()}}
     notes = []
-    if funnel is None and gate.include_failed:
-        note = unfiltered_note(rows)
+    if gate.include_failed:
+        failed = sum(1 for r in rows if not r["full_reward"] or r["exit_status"] != "ok")
+        notes.append(
+            f"exported with --include-failed: {failed} of {len(rows)} sessions are attempts the verifier did not "
+            "pass (no full reward, or not ended ok); SFT on them teaches failures"
+        )
+        note = unfiltered_note(rows) if funnel is None else None
         if note:
             notes.append(note)
     if facts is None:

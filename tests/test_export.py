@@ -177,6 +177,8 @@ def test_sharegpt_variant_maps_roles_calls_and_results(tmp_path: Path) -> None:
 
     # 5 + 2 + 5 tool-calling turns carry "step i" text beside their calls; the parallel one has none.
     assert report.notes == [
+        "exported with --include-failed: 1 of 4 sessions are attempts the verifier did not pass (no full reward, "
+        "or not ended ok); SFT on them teaches failures",
         "1 of 4 rows are attempts without full reward or that did not end ok (timeouts); "
         "was `qaflow filter` run first?",
         "no pool was given: task status, audit verdict and licence columns are null",
@@ -720,7 +722,9 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
         records_to_frame(records), tmp_path / "with-failed", pool=pool_dir, gate=GateOptions(include_failed=True)
     )
     assert with_failed.rows == 4 and RemovalReason.NOT_PASSED not in {r.reason for r in with_failed.removed}
-    assert "1 of 4 rows are attempts without full reward" in (tmp_path / "with-failed" / "README.md").read_text()
+    failed_card = (tmp_path / "with-failed" / "README.md").read_text()
+    assert "1 of 4 rows are attempts without full reward" in failed_card
+    assert "exported with --include-failed: 1 of 4 sessions are attempts the verifier did not pass" in failed_card
 
     again = export_sft(
         records_to_frame(records), tmp_path / "again", pool=pool_dir, split=SplitSpec(test_fraction=0.34)
