@@ -82,7 +82,9 @@ IncludeFailedOpt = Annotated[
     bool,
     typer.Option(
         "--include-failed",
-        help="Also export graded attempts the verifier did not pass (the method trains only on passing sessions).",
+        "--include-failures",
+        help="Also export graded attempts the verifier did not pass (the method trains only on passing sessions); "
+        "the card says how many.",
     ),
 ]
 TestFractionOpt = Annotated[float, typer.Option("--test-fraction", min=0.0, max=0.99, help=TEST_FRACTION_HELP)]
