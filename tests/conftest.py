@@ -71,9 +71,6 @@ def make_sandbox(backend: str, tmp_path: Path) -> Iterator[SandboxFactory]:
         box.close()
 
 
-LABELLED_GROUP = "labelled-audit"
-"""The files that read the session's labelled audits (`tests.audit_runs`): one xdist worker runs them all, so
-each backend's audit runs once."""
 LABELLED_FILES = frozenset(
     {
         "test_audit_labels.py",
@@ -81,23 +78,34 @@ LABELLED_FILES = frozenset(
         "test_audit_git_history.py",
         "test_audit_expected.py",
         "test_audit_observe.py",
-        "test_interrupts.py",
     }
 )
+"""The files that read the session's labelled audits (`tests.audit_runs`)."""
+DOCKER_ONLY = frozenset({"tests/test_audit_expected.py"})
+"""Labelled-audit files whose tests are docker's without a backend in their ids."""
+
+
+def labelled_group(nodeid: str) -> str | None:
+    """The xdist group of a test that reads a labelled audit: one per backend (`labelled-docker`,
+    `labelled-bwrap`), so each backend's audit runs once, on one worker, beside the other's; None for others."""
+    file = nodeid.split("::", 1)[0]
+    if Path(file).name not in LABELLED_FILES:
+        return None
+    docker = "[docker" in nodeid or "-docker" in nodeid or file in DOCKER_ONLY
+    return "labelled-docker" if docker else "labelled-bwrap"
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Under `pytest -n N --dist loadfile`: each file on one worker (its module fixtures run once), and the files
-    that read the labelled audits together, so each backend's audit runs once."""
+    """Under `pytest -n N --dist loadfile`: each file on one worker (its module fixtures run once), but the tests
+    that read a backend's labelled audit together (`labelled_group`)."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class FilesAndLabelledAudits(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            file = nodeid.split("::", 1)[0]
-            return LABELLED_GROUP if Path(file).name in LABELLED_FILES else file
+            return labelled_group(nodeid) or nodeid.split("::", 1)[0]
 
     return FilesAndLabelledAudits(config, log)
 
