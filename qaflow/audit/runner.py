@@ -719,7 +719,7 @@ class Auditor:
             return findings
         items = [(f"exploit:{e.name}", 0, ProbeAgent.of_exploit(e), True) for e in tried]
         trial_runs = yield from self._trials(task, shared, resources, items)
-        by_probe.update({run.probe: [run] for run in trial_runs})
+        by_probe.update({run.probe: [run] for e, run in zip(tried, trial_runs, strict=True) if e not in harness})
         task_exploits = {
             e.name: {"reward": r.reward, "files": [p.path for p in e.plants]}
             for e, r in zip(tried, trial_runs, strict=True)
