@@ -120,7 +120,10 @@ def test_the_matrix_gets_exactly_the_expected_findings(backend_name: str, tmp_pa
     with Pool.open(tmp_path) as pool:
         pool.scan()
         run = pool.ledger.start_run(RunKind.AUDIT)
-        config = AuditConfig(backend=backend_name, jobs=2, repeats=2, verifier_reruns=3)
+        # code mutants have their own tests (test_audit_code_mutants.py); here only the in-process attacks
+        config = AuditConfig(
+            backend=backend_name, jobs=3, repeats=2, verifier_reruns=3, code_mutants=False, max_mutants=4
+        )
         auditor = Auditor(pool.ledger, run.run_id, config)
         try:
             audits = {a.task.removeprefix("test/"): a for a in auditor.audit(sorted(tmp_path.glob("*-*")))}
