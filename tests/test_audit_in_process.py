@@ -36,7 +36,7 @@ from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.models.records import FindingCode, RunKind
 from qaflow.pool import Pool
 from tests.conftest import require_backend
-from tests.taskfactory import write_task
+from tests.taskfactory import JUNIT_COUNTER, write_task
 
 SOLUTION = (
     "def add(a: int, b: int) -> int:\n    return a + b\n\n\nclass Counter:\n    def count(self, xs):\n"
@@ -57,19 +57,6 @@ REWARD = {
     "junit": "#!/bin/bash\ncd /tests\npython3 -m pytest -q -p no:cacheprovider --junitxml=/tmp/junit.xml "
     "/tests/test_add.py\nmkdir -p /logs/verifier\npython3 /tests/count.py /tmp/junit.xml > /logs/verifier/reward.txt\n",
 }
-COUNT_PY = """import sys
-import xml.etree.ElementTree as ET
-
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except (OSError, ET.ParseError):
-    print(0)
-    raise SystemExit(0)
-suites = [root] if root.tag == "testsuite" else list(root)
-tests = sum(int(s.get("tests", 0)) for s in suites)
-bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) + int(s.get("skipped", 0)) for s in suites)
-print(1 if tests > 0 and bad == 0 else 0)
-"""
 TIMED = {
     "late": "import sys\nimport time\n\nsys.path.insert(0, '/app')\nfrom solution import add  # noqa: E402\n",
     "early": "import sys\nfrom time import perf_counter\n\nsys.path.insert(0, '/app')\n"
@@ -104,7 +91,7 @@ def write_cell(root: Path, reward: str, compare: str, timed: str | None = None, 
         solve_sh=SOLVE,
         dockerfile="FROM python:3.11-slim\nWORKDIR /app\n" + ("ENV PATH=/app/bin:$PATH\n" if path_ahead else ""),
         instruction="Write /app/solution.py with `add(a, b)` returning the sum, fast.\n",
-        files={"tests/test_add.py": test_py, "tests/count.py": COUNT_PY},
+        files={"tests/test_add.py": test_py, "tests/count.py": JUNIT_COUNTER},
     )
 
 

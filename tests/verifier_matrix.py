@@ -34,7 +34,7 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.taskfactory import write_task
+from tests.taskfactory import JUNIT_COUNTER, write_task
 
 RUNNERS = ("pytest", "script", "bash")
 CWDS = ("/tests", "/app")
@@ -46,19 +46,6 @@ SOLVE = (
     "#!/bin/bash\ncat > /app/solution.py <<'PY'\nimport sys\n\n\ndef add(a, b):\n    return a + b\n\n\n"
     'if __name__ == "__main__":\n    print(add(int(sys.argv[1]), int(sys.argv[2])))\nPY\n'
 )
-COUNT = """import sys
-import xml.etree.ElementTree as ET
-
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except (OSError, ET.ParseError):
-    print(0)
-    raise SystemExit(0)
-suites = [root] if root.tag == "testsuite" else list(root)
-tests = sum(int(s.get("tests", 0)) for s in suites)
-bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) + int(s.get("skipped", 0)) for s in suites)
-print(1 if tests > 0 and bad == 0 else 0)
-"""
 
 
 @dataclass(frozen=True)
@@ -162,7 +149,7 @@ def write_cell(root: Path, cell: Cell) -> Path:
         junit = " --junitxml=/tmp/junit.xml" if cell.reward == "junit" else ""
         run = f"{python} -m pytest -q -p no:cacheprovider{junit} {target}"
         if cell.reward == "junit":
-            files["tests/count.py"] = COUNT
+            files["tests/count.py"] = JUNIT_COUNTER
             test_sh = prologue + f"{run}\npython3 /tests/count.py /tmp/junit.xml > /logs/verifier/reward.txt\n"
         else:
             test_sh = prologue + f"if {run} > /tmp/verifier.log 2>&1; {verdict}"
