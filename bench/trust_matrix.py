@@ -29,17 +29,8 @@ OFFLINE = ["--offline", "--network", "none"]
 
 
 def edges(cell: Cell) -> list[str]:
-    """The edge kinds a cell has (see tests/verifier_matrix.py), for the per-edge table."""
-    exit_reward = cell.reward == "exit"
-    python_exit = cell.runner in ("pytest", "script") and exit_reward
-    kinds = []
-    if cell.load == "in-process" and python_exit:
-        kinds.append("exit-at-import")
-    if cell.runner == "pytest" and cell.cwd == "/app":
-        kinds.append("pytest-plant")
-    if cell.path_ahead and python_exit:
-        kinds.append("path-shim")
-    return kinds or ["none"]
+    """The edge kinds a cell has (`Cell.edges`), for the per-edge table."""
+    return cell.edges() or ["none"]
 
 
 def timed(cmd: list[str]) -> float:

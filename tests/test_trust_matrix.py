@@ -19,9 +19,11 @@ def test_the_sample_covers_every_edge_present_and_absent() -> None:
     sample = covering_sample()
     assert len({c.name for c in all_cells()}) == len(all_cells()) >= 40
     assert set(sample) <= set(all_cells())
-    for field in ("runner", "cwd", "load", "flags", "reward", "path_ahead"):
+    for field in ("runner", "cwd", "load", "flags", "reward", "path_ahead", "shell"):
         assert {getattr(c, field) for c in sample} == {getattr(c, field) for c in all_cells()}, field
     assert {bool(c.expected()) for c in sample} == {True, False}
+    kinds = {kind for c in all_cells() for kind in c.edges()}
+    assert kinds == {kind for c in sample for kind in c.edges()}  # every edge kind present at least once
 
 
 @pytest.mark.parametrize("backend_name", [pytest.param("docker", marks=pytest.mark.docker),

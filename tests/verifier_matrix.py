@@ -10,7 +10,10 @@ combines:
 - `load`: `in-process` (the check imports the agent's module) or `subprocess` (runs it and reads its output);
 - `flags`: the interpreter's, `""` or `-I` (isolated: no cwd on sys.path, no user site, no PYTHONPATH);
 - `reward`: `exit` (the checker's exit status) or `junit` (pytest's junit report: tests ran, none failed);
-- `path_ahead`: the image puts `/app/tools` (absent, agent-writable) first on PATH.
+- `path_ahead`: the image puts `/app/tools` (absent, agent-writable) first on PATH;
+- `shell`: `plain`, `login` (the checker runs in `bash -lc '...'`, which reads `~/.bash_profile`) or `sourced`
+  (test.sh first sources `~/.bashrc`, as verifiers do for a toolchain's PATH); varied where `flags` is `""`
+  and there is no `path_ahead`.
 
 (Expectations in agent-writable data have a matrix of their own: tests/test_audit_data_forge.py.)
 
@@ -23,7 +26,9 @@ combination alone:
 - conftest/`__init__.py` plant in `/app`: pytest with `/app` as rootdir (any flags, any reward: the plant
   turns every test into a pass);
 - path-shim (`/app/tools/python3`): `path_ahead` with the exit status of the test.sh's own `python3` as the
-  reward (not for `bash`, whose reward is a comparison of what the program printed with a literal).
+  reward (not for `bash`, whose reward is a comparison of what the program printed with a literal);
+- shell-startup (a line in the start-up file that puts exiting shims first on PATH): a `login` or `sourced`
+  shell with the same exit-status reward.
 
 Anything else is a false finding. Each cell's expected error codes are `{"reward_tamper"}` or `set()`.
 """
@@ -41,6 +46,7 @@ CWDS = ("/tests", "/app")
 LOADS = ("in-process", "subprocess")
 FLAGS = ("", "-I")
 REWARDS = ("exit", "junit")
+SHELLS = ("plain", "login", "sourced")
 
 SOLVE = (
     "#!/bin/bash\ncat > /app/solution.py <<'PY'\nimport sys\n\n\ndef add(a, b):\n    return a + b\n\n\n"
@@ -56,6 +62,7 @@ class Cell:
     flags: str
     reward: str
     path_ahead: bool
+    shell: str = "plain"
 
     @property
     def name(self) -> str:
@@ -66,30 +73,37 @@ class Cell:
             "isolated" if self.flags else "plain",
         ]
         parts += [self.reward, "path" if self.path_ahead else "nopath"]
-        return "-".join(parts)
+        return "-".join(parts + ([self.shell] if self.shell != "plain" else []))
 
     def valid(self) -> bool:
         """bash reads the program's output (never imports it) and rewards its own comparison."""
+        if self.shell != "plain" and (self.flags or self.path_ahead):
+            return False
         if self.runner == "bash":
             return self.load == "subprocess" and self.reward == "exit" and self.flags == ""
         return self.runner == "pytest" or self.reward == "exit"
 
-    def expected(self) -> set[str]:
-        """The error codes a sound audit finds (see the module doc)."""
+    def edges(self) -> list[str]:
+        """The trust edges this cell's verifier has (see the module doc)."""
         exit_reward = self.reward == "exit"
         python_exit = self.runner in ("pytest", "script") and exit_reward
-        edges = [
-            self.load == "in-process" and python_exit,
-            self.runner == "pytest" and self.cwd == "/app" and not self.flags and exit_reward,
-            self.runner == "pytest" and self.cwd == "/app",
-            self.path_ahead and python_exit,
-        ]
-        return {"reward_tamper"} if any(edges) else set()
+        kinds = {
+            "exit-at-import": self.load == "in-process" and python_exit,
+            "sys-path-shadow": self.runner == "pytest" and self.cwd == "/app" and not self.flags and exit_reward,
+            "pytest-plant": self.runner == "pytest" and self.cwd == "/app",
+            "path-shim": self.path_ahead and python_exit,
+            "shell-startup": self.shell != "plain" and python_exit,
+        }
+        return [kind for kind, present in kinds.items() if present]
+
+    def expected(self) -> set[str]:
+        """The error codes a sound audit finds: `reward_tamper` where the cell has an edge."""
+        return {"reward_tamper"} if self.edges() else set()
 
 
 def all_cells() -> list[Cell]:
-    cells = [Cell(*combo) for combo in itertools.product(RUNNERS, CWDS, LOADS, FLAGS, REWARDS, (False, True))]
-    return [c for c in cells if c.valid()]
+    combos = itertools.product(RUNNERS, CWDS, LOADS, FLAGS, REWARDS, (False, True), SHELLS)
+    return [c for c in (Cell(*combo) for combo in combos) if c.valid()]
 
 
 def covering_sample() -> list[Cell]:
@@ -100,9 +114,13 @@ def covering_sample() -> list[Cell]:
         Cell("pytest", "/tests", "in-process", "", "exit", False),  # exit-at-import
         Cell("pytest", "/tests", "in-process", "-I", "junit", False),  # in-process, junit, isolated: sound
         Cell("pytest", "/app", "subprocess", "-I", "junit", False),  # pytest from /app: a planted package
+        Cell("pytest", "/app", "subprocess", "", "exit", False),  # and without -I: a module shadowing pytest too
         Cell("script", "/app", "subprocess", "-I", "exit", True),  # path-shim
         Cell("script", "/app", "subprocess", "-I", "exit", False),  # its twin without the PATH: sound
         Cell("bash", "/tests", "subprocess", "", "exit", True),  # bash compares output: the PATH gives nothing
+        Cell("pytest", "/tests", "subprocess", "", "exit", False, "login"),  # shell-startup: ~/.bash_profile
+        Cell("pytest", "/tests", "subprocess", "", "junit", False, "login"),  # its junit twin: sound
+        Cell("script", "/tests", "subprocess", "", "exit", False, "sourced"),  # shell-startup: ~/.bashrc
     ]
 
 
@@ -132,12 +150,18 @@ def write_cell(root: Path, cell: Cell) -> Path:
     )
     python = f"python3 {cell.flags}".strip()
     prologue = f"#!/bin/bash\nmkdir -p /logs/verifier\ncd {cell.cwd}\n"
+    if cell.shell == "sourced":
+        prologue += 'source "$HOME/.bashrc" 2>/dev/null || true\n'
+
+    def shell(command: str) -> str:
+        return f"bash -lc '{command}'" if cell.shell == "login" else command
+
     verdict = "then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
     if cell.runner == "bash":
-        test_sh = prologue + f'if [ "$(python3 /app/solution.py 2 3)" = 5 ]; {verdict}'
+        test_sh = prologue + f'if [ "$({shell("python3 /app/solution.py 2 3")})" = 5 ]; {verdict}'
     elif cell.runner == "script":
         files["tests/check.py"] = _check_lines(cell) + "\n\ncheck()\n"
-        test_sh = prologue + f"if {python} /tests/check.py > /tmp/verifier.log 2>&1; {verdict}"
+        test_sh = prologue + f"if {shell(python + ' /tests/check.py')} > /tmp/verifier.log 2>&1; {verdict}"
     else:
         files["tests/test_add.py"] = _check_lines(cell) + "\n\ndef test_add():\n    check()\n"
         target = "/tests/test_add.py"
@@ -147,7 +171,7 @@ def write_cell(root: Path, cell: Cell) -> Path:
             )
             target = "tests/test_add.py"
         junit = " --junitxml=/tmp/junit.xml" if cell.reward == "junit" else ""
-        run = f"{python} -m pytest -q -p no:cacheprovider{junit} {target}"
+        run = shell(f"{python} -m pytest -q -p no:cacheprovider{junit} {target}")
         if cell.reward == "junit":
             files["tests/count.py"] = JUNIT_COUNTER
             test_sh = prologue + f"{run}\npython3 /tests/count.py /tmp/junit.xml > /logs/verifier/reward.txt\n"

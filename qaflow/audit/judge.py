@@ -237,6 +237,11 @@ EXPLOIT_REMEDIES = {
         "the verifier runs a program by name along a PATH whose first folders the agent can create programs in; "
         "run it by its absolute path, or set PATH in test.sh to folders the agent cannot write"
     ),
+    "shell-startup": (
+        "a shell of the verifier reads start-up files in the agent's home (a login or interactive bash, or a "
+        "`source` of them); run it as a plain non-login shell (`bash -c`, no -l/-i) that sources nothing the "
+        "agent can write"
+    ),
     "expected-rewrite": (
         "the verifier compares the work with expected values the agent can rewrite; keep them under tests/ (the "
         "verifier's own files) or derive them there"

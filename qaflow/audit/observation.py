@@ -2,7 +2,9 @@
 runs the observed verifier; this module only reads what its observer wrote: pure, testable offline).
 
 Shell trace lines (`+<SEP>script<SEP>cwd<SEP> words`) give the programs each bash ran (a bare name is
-resolved through PATH in the sandbox afterwards) and the path-like words it passed; the Python logs give
+resolved through PATH in the sandbox afterwards) and the path-like words it passed; each bash's first line
+(`#start<SEP>HOME<SEP>login`) and the shells it started (`bash -l`, `bash -i`, `sh -l`) or files it sourced
+give the shell start-up files it would read (`startup`, whether they exist or not); the Python logs give
 the interpreter's argv, the main script or module with sys.path[0], code it executed and who imported
 it, files it opened, processes it spawned; the pytest logs give rootdir, inifile, confcutdir, the
 conftests loaded and the files collected, from which `conftest_folders`/`ini_folders` say where pytest
@@ -22,7 +24,9 @@ from pydantic import BaseModel, Field
 from qaflow.audit.git_history import GitLeak
 from qaflow.audit.observer_files import OBSERVE_DIR, SEP
 
-How = Literal["run", "import", "read", "write", "arg", "conftest", "sitecustomize", "syspath", "collect", "path_lookup"]
+How = Literal[
+    "run", "import", "read", "write", "arg", "conftest", "sitecustomize", "syspath", "collect", "path_lookup", "startup"
+]
 _SKIP = ("/proc/", "/sys/", "/dev/", "/tests/", "/logs/")
 _SHELL_WORDS = (
     "[ [[ ]] echo printf test true false cd export set unset local read return exit shift source . eval exec "
@@ -120,6 +124,9 @@ class Observation(BaseModel):
         description="Compiled Python files in the task's folders whose source is gone, before the agent starts",
     )
     agent_user: str | None = None
+    programs: list[str] = Field(
+        default_factory=list, description="Programs the verifier's shells ran by name, that PATH resolved"
+    )
     root_writable: bool = False
     """The agent user can write `/` itself (a root agent): `/conftest.py` and `/pytest.ini` are its to plant."""
     duration_s: float = 0.0
@@ -267,7 +274,14 @@ def parse_logs(logs: dict[str, str], seen: Seen, obs: Observation) -> None:
 
 
 def _parse_trace(text: str, seen: Seen, obs: Observation) -> None:
+    home = ""
     for line in text.splitlines():
+        if line.startswith("#start" + SEP):
+            fields = line.split(SEP)
+            home = fields[1] if len(fields) > 1 and fields[1].startswith("/") else ""
+            if home and len(fields) > 2 and fields[2] == "login":
+                seen.add(posixpath.join(home, ".bash_profile"), "startup", None)
+            continue
         m = _TRACE.match(line)
         if not m:
             continue
@@ -284,6 +298,7 @@ def _parse_trace(text: str, seen: Seen, obs: Observation) -> None:
         if not words:
             continue
         seen.program(words[0], source or None, cwd)
+        _startup_files(words, home, cwd, source or None, seen)
         _note_opaque(obs, [w for w in _program_words(words) if _opaque(w)])
         _script_run(words, cwd, source or None, seen, obs)
         _pytest_targets(words, cwd, source or None, seen)
@@ -291,6 +306,37 @@ def _parse_trace(text: str, seen: Seen, obs: Observation) -> None:
             for part in word.split("=", 1)[-1:]:
                 if part.startswith(("/", "./", "../")) or ("/" in part and not part.startswith("-")):
                     seen.add(part, "arg", source or None, cwd)
+
+
+STARTUP_FILES = {("bash", "login"): ".bash_profile", ("bash", "interactive"): ".bashrc", ("sh", "login"): ".profile"}
+"""The home file each kind of shell reads at start-up (a login bash reads the first of ~/.bash_profile,
+~/.bash_login and ~/.profile that exists: one planted at ~/.bash_profile comes first)."""
+
+
+def _startup_files(words: list[str], home: str, cwd: str, by: str | None, seen: Seen) -> None:
+    """The start-up files a command makes a shell read: a file it sources (`source F`, `. F`), and the home
+    file of a login or interactive shell it starts (`bash -l`, `bash --login`, `bash -i`, `sh -l`)."""
+    if words[0] in ("source", ".") and len(words) > 1:
+        seen.add(words[1], "startup", by, cwd)
+        return
+    shell = {"bash": "bash", "sh": "sh", "dash": "sh"}.get(posixpath.basename(words[0]))
+    if shell is None or not home:
+        return
+    kinds: set[str] = set()
+    for word in words[1:]:
+        if word == "--login":
+            kinds.add("login")
+        elif word.startswith("-") and not word.startswith("--") and word[1:].isalpha():
+            kinds |= {"login"} if "l" in word else set()
+            kinds |= {"interactive"} if "i" in word else set()
+            if "c" in word:
+                break
+        elif not word.startswith("-"):
+            break
+    for kind in sorted(kinds):
+        name = STARTUP_FILES.get((shell, kind))
+        if name:
+            seen.add(posixpath.join(home, name), "startup", by)
 
 
 def _pytest_targets(words: list[str], cwd: str, by: str | None, seen: Seen) -> None:

@@ -308,6 +308,7 @@ def read_observation(box: Sandbox, task: Task) -> Observation:
     for row in ex.stdout.splitlines():
         cols = row.split("\t")
         if cols[0] == "R" and len(cols) == 3:
+            obs.programs.append(cols[1])
             for by in seen.names.get(cols[1], set()) or {""}:
                 seen.add(cols[2], "run", by or None, "/")
         elif cols[0] == "S" and len(cols) == 4:

@@ -28,6 +28,8 @@ if [ -z "${QAFLOW_OBSERVE_INIT-}" ]; then
   export PYTHONPATH="${QAFLOW_OBSERVE_PY}${PYTHONPATH:+:$PYTHONPATH}"
 fi
 if exec {QAFLOW_OBSERVE_FD}>>"${QAFLOW_OBSERVE_LOG}/sh.$$.trace"; then
+  shopt -q login_shell && QAFLOW_LOGIN=login || QAFLOW_LOGIN=
+  printf '#start\x1f%s\x1f%s\n' "$HOME" "$QAFLOW_LOGIN" >&"$QAFLOW_OBSERVE_FD"
   BASH_XTRACEFD=$QAFLOW_OBSERVE_FD
   PS4=$'+\x1f${BASH_SOURCE[0]-}\x1f${PWD}\x1f '
   set -x

@@ -12,6 +12,7 @@ when no rule applied; like any repair, its result counts only after a fresh audi
 from __future__ import annotations
 
 import copy
+import posixpath
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +24,7 @@ from typing import Any
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode
 from qaflow.repair import shell_fixes as sh
+from qaflow.repair import sterile
 from qaflow.repair.base import RepairOutcome
 from qaflow.repair.image_rules import (
     DOCKERFILE,
@@ -138,6 +140,35 @@ def fix_path_ahead(files: TaskFiles, findings: list[AuditFinding]) -> TaskFiles:
         head, sep, rest = text.partition("\n") if text.startswith("#!") else ("", "", text)
         changes[rel] = f"{head}{sep}{line}{rest}" if head else f"{line}{rest}"
     return changes
+
+
+EXIT_AT_IMPORT_EXPLOIT = "exit-at-import"
+STERILE_EXPLOITS = (EXIT_AT_IMPORT_EXPLOIT,)
+"""Exploits the sterile runner closes: the agent's module ending the verifier's pytest early with status 0."""
+
+
+def fix_sterile_verifier(files: TaskFiles, findings: list[AuditFinding]) -> TaskFiles:
+    """Where an agent module imported by the verifier's pytest ended it early with status 0 and got the reward:
+    every pytest command of the verifier's scripts runs through the sterile runner (`qaflow.repair.sterile`),
+    which passes only on pytest's junit report (at least one test passed, none failed or errored) and takes
+    pytest's configuration from /tests only."""
+    if not any(exploit_files(findings, name) for name in STERILE_EXPLOITS):
+        return {}
+    return sterile.sterile_changes(files)
+
+
+SHELL_STARTUP_EXPLOIT = "shell-startup"
+HOME_STARTUP = (".bash_profile", ".bashrc", ".profile")
+
+
+def fix_startup_shell(files: TaskFiles, findings: list[AuditFinding]) -> TaskFiles:
+    """Where shell-startup won through a home start-up file (a login or interactive shell of the verifier's):
+    the verifier's scripts start their shells without `-l`/`--login`/`-i`. A file test.sh sources is left to
+    the task's author (set PATH in test.sh instead)."""
+    planted = exploit_files(findings, SHELL_STARTUP_EXPLOIT)
+    if not any(posixpath.basename(p) in HOME_STARTUP for p in planted):
+        return {}
+    return _each(files, _is_shell, sh.no_startup_shell)
 
 
 def shows_missing_reward(finding: AuditFinding) -> bool:
@@ -258,6 +289,21 @@ RULES: tuple[Rule, ...] = (
         "test.sh drops the agent-writable folders ahead on PATH (where path-shim planted programs the verifier runs "
         "by name) before it runs anything",
         fix_path_ahead,
+    ),
+    Rule(
+        "sterile_verifier",
+        frozenset({FindingCode.REWARD_TAMPER}),
+        "pytest runs through a runner in tests/ that passes only on its junit report (at least one test passed, "
+        "none failed or errored), with its configuration from /tests only (-c, --rootdir, --confcutdir), no cache "
+        "and no user site: a module of the agent's that ends pytest early no longer pays",
+        fix_sterile_verifier,
+    ),
+    Rule(
+        "startup_shell",
+        frozenset({FindingCode.REWARD_TAMPER}),
+        "the verifier's shells start without -l/--login/-i (a login or interactive shell reads start-up files in the "
+        "agent's home, where shell-startup put its shims first on PATH)",
+        fix_startup_shell,
     ),
     Rule(
         "answers_into_tests",

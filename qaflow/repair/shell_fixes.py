@@ -332,10 +332,10 @@ _PY_PYTEST_RE = re.compile(
 )
 _BARE_PYTEST_RE = re.compile(r"(?<![\w./${}-])(?:[\w./${}-]*/)?(?:pytest|py\.test)(?![\w.-])")
 _ASSIGNS = r"(?P<assign>(?:[A-Za-z_]\w*=(?:'[^']*'|\"[^\"]*\"|\S*)[ \t]+)*)"
-_COMMAND_START = r"(?:^|[;&|({!]|\b(?P<kw>then|do|else|exec|time|command|env)\b)[ \t]*"
+_COMMAND_START = r"(?:^|[;&|({!]|\b(?P<kw>then|do|else|if|elif|while|until|exec|time|command|env)\b)[ \t]*"
 _AT_COMMAND_RE = re.compile(rf"{_COMMAND_START}{_ASSIGNS}$")
 _TIMEOUT_RE = re.compile(
-    rf"{_COMMAND_START}{_ASSIGNS}timeout(?:[ \t]+(?:-\S+|[A-Z]+))*[ \t]+\d+(?:\.\d+)?[smhd]?[ \t]+$"
+    rf"{_COMMAND_START}{_ASSIGNS}timeout(?:[ \t]+(?:-[ks][ \t]*(?!-)\S+|-\S+|[A-Z]+))*[ \t]+\d+(?:\.\d+)?[smhd]?[ \t]+$"
 )
 _RUNNER_RE = re.compile(rf"{_COMMAND_START}{_ASSIGNS}(?:uv|poetry|pipenv)[ \t]+run[ \t]+$")
 _END_OF_COMMAND_RE = re.compile(r";|&&|\|\||\||\)|(?<![<>&])&(?![>&])")
@@ -581,5 +581,41 @@ def status_not_one_is_failure(text: str) -> str | None:
 
             code = rx.sub(fill, code)
         return code
+
+    return _map_commands(text, fix)
+
+
+# --- shells that read start-up files ----------------------------------------------------------
+
+_SHELL_OPTS_RE = re.compile(
+    rf"{_COMMAND_START}{_ASSIGNS}(?P<shell>(?:[\w./-]*/)?(?:bash|sh|dash))(?P<opts>(?:[ \t]+(?:--login|-[A-Za-z]+))+)"
+    r"(?=[ \t]|$)"
+)
+
+
+def _plain_opts(opts: str) -> str:
+    words = []
+    for word in opts.split():
+        if word == "--login":
+            continue
+        if not word.startswith("--"):
+            word = "-" + word[1:].replace("l", "").replace("i", "")
+            if word == "-":
+                continue
+        words.append(word)
+    return "".join(f" {w}" for w in words)
+
+
+def no_startup_shell(text: str) -> str | None:
+    """Each `bash`/`sh` the script starts as a login or interactive shell (`-l`, `--login`, `-i`, in any short
+    option cluster: `bash -lc`) started without it, so it reads no start-up file the agent can write."""
+
+    def fix(code: str, _i: int, _codes: list[str]) -> str:
+        def sub(m: re.Match[str]) -> str:
+            if quoted_at(code, m.start("shell")):
+                return m.group(0)
+            return m.group(0)[: m.start("opts") - m.start()] + _plain_opts(m["opts"])
+
+        return _SHELL_OPTS_RE.sub(sub, code)
 
     return _map_commands(text, fix)

@@ -63,6 +63,35 @@ MASKED = (
 """Host paths under /etc that a sandbox sees empty: files as /dev/null, folders as an empty folder."""
 
 
+def login_profile(python_bin: str) -> str:
+    """A host file with the host's /etc/profile and then the stand-in Python's bin folder put back first on
+    PATH, bound over /etc/profile: a login shell resets PATH there, and the Python a `python:3.x` image keeps
+    in /usr/local/bin lives outside the standard folders here (made if missing or different)."""
+    try:
+        with open("/etc/profile", encoding="utf-8", errors="surrogateescape") as f:
+            host = f.read()
+    except OSError:
+        host = ""
+    quoted = python_bin.replace("'", "'\\''")
+    text = (
+        f"{host.rstrip()}\n\n# qaflow (bwrap): the stand-in Python stays first on PATH in a login shell\n"
+        f"case \":$PATH:\" in *':{quoted}:'*) ;; *) PATH='{quoted}':\"$PATH\"; export PATH ;; esac\n"
+    )
+    path = os.path.join(tempfile.gettempdir(), f"qaflow-profile-{os.getuid()}")
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            if f.read() == text and os.lstat(path).st_uid == os.getuid():
+                return path
+    except OSError:
+        pass
+    fd, tmp = tempfile.mkstemp(dir=tempfile.gettempdir(), prefix=".qaflow-profile-")
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write(text)
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, path)
+    return path
+
+
 def empty_dir() -> str:
     """A host folder that is empty and owned by us (made if missing), the source of folder masks."""
     path = os.path.join(tempfile.gettempdir(), f"qaflow-empty-{os.getuid()}")
@@ -85,12 +114,16 @@ class HostRoot:
     python_bin: str | None
     """The host Python's bin folder when it lives outside /usr (put first on PATH)."""
     masks: tuple[tuple[str, str], ...] = ()
-    """(container path, host source) of the masked secrets (`MASKED`); their --ro-binds are in `args`."""
+    """(container path, host source) of host files a sandbox sees replaced: the masked secrets (`MASKED`) and
+    /etc/profile (`login_profile`); their --ro-binds are in `args`."""
 
     def ensure(self) -> None:
-        """Re-make the empty folder that folder masks bind (a temp cleaner may have removed it)."""
+        """Re-make the empty folder that folder masks bind, and the login profile (a temp cleaner may have
+        removed them)."""
         if any(os.path.basename(source).startswith("qaflow-empty-") for _, source in self.masks):
             empty_dir()
+        if self.python_bin and any(path == "/etc/profile" for path, _ in self.masks):
+            login_profile(self.python_bin)
 
 
 @functools.cache
@@ -126,6 +159,10 @@ def host_root() -> HostRoot:
         source = empty_dir() if os.path.isdir(path) else "/dev/null"
         args += ["--ro-bind", source, path]
         masks.append((path, source))
+    if python_bin and os.path.isfile("/etc/profile") and any(under("/etc/profile", p) for p in pieces):
+        source = login_profile(python_bin)
+        args += ["--ro-bind", source, "/etc/profile"]
+        masks.append(("/etc/profile", source))
     return HostRoot(tuple(args), tuple(pieces), python_bin, tuple(masks))
 
 

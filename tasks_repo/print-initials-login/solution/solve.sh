@@ -1,0 +1,7 @@
+#!/bin/bash
+cat > /app/initials.py <<'PY'
+import sys
+
+for name in sys.argv[1:]:
+    print("".join(part[0].upper() + "." for part in name.split()))
+PY
