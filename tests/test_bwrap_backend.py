@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import threading
 import time
 import uuid
@@ -17,7 +18,7 @@ from qaflow.errors import BuildError, SandboxError, UnsupportedError
 from qaflow.sandbox import Limits, SandboxSpec
 from qaflow.sandbox.bwrap import cgroups
 from qaflow.sandbox.bwrap.backend import BwrapBackend, BwrapSandbox
-from qaflow.sandbox.bwrap.rootfs import host_root
+from qaflow.sandbox.bwrap.rootfs import host_pytest_plugins, host_root
 from qaflow.task import tree_hash
 from tests.conftest import require_backend
 
@@ -312,6 +313,33 @@ def test_host_secrets_are_masked_and_global_proc_files_read_only(open_box):
     size, listed, sys_mount = res.stdout.split()
     assert (size, listed) == ("0", "0")
     assert sys_mount.startswith("ro,"), "the host's sysctls must not be writable"
+
+
+@pytest.mark.parametrize("layout", ["lib/python3.11/site-packages", "lib/python3/dist-packages"])
+def test_host_pytest_plugins_are_the_distributions_that_register_one(tmp_path: Path, layout: str):
+    site = tmp_path / layout
+    sections = {
+        "pytest-9.0.3": "[console_scripts]\npytest = pytest:console_main\n",
+        "hypothesis-6.1": "[console_scripts]\nhypothesis = x:main\n\n[pytest11]\nhypothesispytest = _p\n",
+        "pytest_benchmark-5.2": "[pytest11]\nbenchmark = pytest_benchmark.plugin\n",
+        "rich-13": "[rich.x]\npytest11 = not.a.section\n",
+    }
+    for dist, text in sections.items():
+        (site / f"{dist}.dist-info").mkdir(parents=True)
+        (site / f"{dist}.dist-info" / "entry_points.txt").write_text(text)
+    (site / "plain-1.dist-info").mkdir()
+    found = [Path(p).parent.name for p in host_pytest_plugins(str(tmp_path))]
+    assert found == ["hypothesis-6.1.dist-info", "pytest_benchmark-5.2.dist-info"]
+
+
+def test_the_host_pythons_pytest_plugins_are_not_loaded_in_a_sandbox(open_box):
+    box = open_box()
+    masked = [path for path, source in host_root().masks if path.endswith("entry_points.txt")]
+    assert masked == [
+        p for p in host_pytest_plugins(sys.base_prefix) if any(p.startswith(x + "/") for x in host_root().pieces)
+    ]
+    res = box.exec("python3 -c 'import importlib.metadata as m; print(len(m.entry_points(group=\"pytest11\")))'")
+    assert res.ok and res.stdout.split() == ["0"], res.stdout + res.stderr
 
 
 def test_file_size_limit(open_box):

@@ -8,7 +8,9 @@ can never make a host-side read or write land outside the sandbox's own folders.
 
 Secrets of the host's /etc (password hashes, ssh host keys, TLS private keys, sudoers, docker
 and containerd configs: `MASKED`) are masked read-only, by /dev/null or an empty folder, both
-inside the sandbox and for the host-side reads here.
+inside the sandbox and for the host-side reads here. So are the pytest plugins the host Python's own
+distributions register (`host_pytest_plugins`): an image has only the plugins its Dockerfile installs, and a
+host plugin such as hypothesis's costs every pytest run here most of a second.
 
 This is safe because no sandboxed process outlives an exec (each exec is its own pid namespace):
 between execs nothing can swap a checked path for a link. Do not run put/get concurrently with
@@ -92,6 +94,24 @@ def login_profile(python_bin: str) -> str:
     return path
 
 
+def host_pytest_plugins(prefix: str) -> list[str]:
+    """The `entry_points.txt` files, under the host Python's `prefix`, of distributions that register a pytest
+    plugin (a `[pytest11]` section; pytest itself registers none): pytest would load each in every run."""
+    found = []
+    for pattern in (
+        "lib/python3*/site-packages/*.dist-info/entry_points.txt",
+        "lib/python3/dist-packages/*.dist-info/entry_points.txt",
+    ):
+        for entry_points in sorted(Path(prefix).glob(pattern)):
+            try:
+                text = entry_points.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if any(line.strip() == "[pytest11]" for line in text.splitlines()):
+                found.append(str(entry_points))
+    return found
+
+
 def empty_dir() -> str:
     """A host folder that is empty and owned by us (made if missing), the source of folder masks."""
     path = os.path.join(tempfile.gettempdir(), f"qaflow-empty-{os.getuid()}")
@@ -159,6 +179,10 @@ def host_root() -> HostRoot:
         source = empty_dir() if os.path.isdir(path) else "/dev/null"
         args += ["--ro-bind", source, path]
         masks.append((path, source))
+    for path in host_pytest_plugins(prefix):
+        if any(under(path, p) for p in pieces):
+            args += ["--ro-bind", "/dev/null", path]
+            masks.append((path, "/dev/null"))
     if python_bin and os.path.isfile("/etc/profile") and any(under("/etc/profile", p) for p in pieces):
         source = login_profile(python_bin)
         args += ["--ro-bind", source, "/etc/profile"]
