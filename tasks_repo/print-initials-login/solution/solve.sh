@@ -1,5 +1,5 @@
 #!/bin/bash
-cat > /app/initials.py <<'PY'
+cat > /app/monogram.py <<'PY'
 import sys
 
 for name in sys.argv[1:]:
