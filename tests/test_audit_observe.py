@@ -480,7 +480,10 @@ def test_harness_holes_and_path_shims_follow_who_can_write_where():
     holes = {e.name: [p.path for p in e.plants] for e in harness_exploits(obs)}
     assert holes == {
         HARNESS_PYTEST: ["/pytest.ini", "/conftest.py"],
-        HARNESS_USER_SITE: ["/root/.local/lib/python3.11/site-packages/qaflow_exploit.pth"],
+        HARNESS_USER_SITE: [
+            "/root/.local/lib/python3.11/site-packages/qaflow_exploit.pth",
+            "/root/.local/lib/python3.11/site-packages/qaflow_exploit_force.py",
+        ],
         HARNESS_PATH: ["/home/agent/.local/bin/pytest", "/usr/local/bin/python3"],
     }
     # a task-owned folder ahead on PATH is the task's own defect: attacked per task
