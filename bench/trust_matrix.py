@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.verifier_matrix import Cell, all_cells, write_cell  # noqa: E402
+from tests.verifier_matrix import Cell, all_cells, runs_on, write_cell  # noqa: E402
 
 QAFLOW = str(Path(sys.executable).parent / "qaflow")
 OFFLINE = ["--offline", "--network", "none"]
@@ -49,7 +49,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=1, help="audit every Nth cell")
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
-    cells = all_cells()[:: args.every]
+    cells = [c for c in all_cells() if runs_on(c, args.backend)][:: args.every]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for name in ("check", "audit"):

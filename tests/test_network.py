@@ -247,6 +247,31 @@ def test_bwrap_refuses_system_package_installs(bwrap_nets: list[bool], tmp_path:
     assert bwrap_nets == [], "refused before any RUN step ran"
 
 
+@pytest.mark.bwrap
+@pytest.mark.parametrize(
+    ("run", "tool"),
+    [
+        ("useradd -m agent && chown agent /app", "useradd"),
+        ("groupadd -r ci; adduser --disabled-password --gecos '' --ingroup ci ci", "groupadd"),
+        ("/usr/sbin/usermod -aG sudo root", "usermod"),
+    ],
+)
+def test_bwrap_refuses_changes_to_the_images_users(bwrap_nets: list[bool], tmp_path: Path, run: str, tool: str):
+    from qaflow.sandbox.bwrap.backend import BwrapBackend
+
+    task = _task(tmp_path, dockerfile=f"FROM debian:12\nWORKDIR /app\nRUN true\nRUN {run}\n")
+    with pytest.raises(UnsupportedError) as info:
+        BwrapBackend().build(spec_for_task(task, network=TASK))
+    assert str(info.value) == (
+        f"the bwrap backend cannot add or change the image's users and groups ({tool} in environment/Dockerfile "
+        "line 4: the host's /etc is the sandbox's, read-only); use the docker backend"
+    )
+    assert bwrap_nets == [], "refused before any RUN step ran"
+    # a name that only contains one is no account change
+    ok = _task(tmp_path / "ok", dockerfile="FROM debian:12\nWORKDIR /app\nRUN echo my-useradd-notes > notes.txt\n")
+    BwrapBackend().build(spec_for_task(ok, network=TASK))
+
+
 # ----- docker ---------------------------------------------------------------------------------------
 
 

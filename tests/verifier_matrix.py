@@ -13,7 +13,9 @@ combines:
 - `path_ahead`: the image puts `/app/tools` (absent, agent-writable) first on PATH;
 - `shell`: `plain`, `login` (the checker runs in `bash -lc '...'`, which reads `~/.bash_profile`) or `sourced`
   (test.sh first sources `~/.bashrc`, as verifiers do for a toolchain's PATH); varied where `flags` is `""`
-  and there is no `path_ahead`.
+  and there is no `path_ahead`;
+- `user`: the agent's: `root`, or `agent` (a non-root user who owns `/app`; the verifier stays root), varied
+  where `flags` is `""`. Only docker runs a non-root agent of the image's own (bwrap declines a `RUN useradd`).
 
 (Expectations in agent-writable data have a matrix of their own: tests/test_audit_data_forge.py.)
 
@@ -47,6 +49,7 @@ LOADS = ("in-process", "subprocess")
 FLAGS = ("", "-I")
 REWARDS = ("exit", "junit")
 SHELLS = ("plain", "login", "sourced")
+USERS = ("root", "agent")
 
 SOLVE = (
     "#!/bin/bash\ncat > /app/solution.py <<'PY'\nimport sys\n\n\ndef add(a, b):\n    return a + b\n\n\n"
@@ -63,6 +66,7 @@ class Cell:
     reward: str
     path_ahead: bool
     shell: str = "plain"
+    user: str = "root"
 
     @property
     def name(self) -> str:
@@ -73,11 +77,14 @@ class Cell:
             "isolated" if self.flags else "plain",
         ]
         parts += [self.reward, "path" if self.path_ahead else "nopath"]
-        return "-".join(parts + ([self.shell] if self.shell != "plain" else []))
+        parts += [self.shell] if self.shell != "plain" else []
+        return "-".join(parts + (["agentuser"] if self.user != "root" else []))
 
     def valid(self) -> bool:
         """bash reads the program's output (never imports it) and rewards its own comparison."""
         if self.shell != "plain" and (self.flags or self.path_ahead):
+            return False
+        if self.user != "root" and self.flags:
             return False
         if self.runner == "bash":
             return self.load == "subprocess" and self.reward == "exit" and self.flags == ""
@@ -92,7 +99,7 @@ class Cell:
             "sys-path-shadow": self.runner == "pytest" and self.cwd == "/app" and not self.flags and exit_reward,
             "pytest-plant": self.runner == "pytest" and self.cwd == "/app",
             "path-shim": self.path_ahead and python_exit,
-            "shell-startup": self.shell != "plain" and python_exit,
+            "shell-startup": self.shell != "plain" and python_exit and self.user == "root",
         }
         return [kind for kind, present in kinds.items() if present]
 
@@ -102,7 +109,7 @@ class Cell:
 
 
 def all_cells() -> list[Cell]:
-    combos = itertools.product(RUNNERS, CWDS, LOADS, FLAGS, REWARDS, (False, True), SHELLS)
+    combos = itertools.product(RUNNERS, CWDS, LOADS, FLAGS, REWARDS, (False, True), SHELLS, USERS)
     return [c for c in (Cell(*combo) for combo in combos) if c.valid()]
 
 
@@ -121,7 +128,15 @@ def covering_sample() -> list[Cell]:
         Cell("pytest", "/tests", "subprocess", "", "exit", False, "login"),  # shell-startup: ~/.bash_profile
         Cell("pytest", "/tests", "subprocess", "", "junit", False, "login"),  # its junit twin: sound
         Cell("script", "/tests", "subprocess", "", "exit", False, "sourced"),  # shell-startup: ~/.bashrc
+        # a non-root agent owning /app: /app's edges stay, root's start-up files are out of its reach
+        Cell("pytest", "/app", "subprocess", "", "exit", False, "plain", "agent"),
+        Cell("pytest", "/tests", "subprocess", "", "exit", False, "login", "agent"),
     ]
+
+
+def runs_on(cell: Cell, backend: str) -> bool:
+    """bwrap runs no agent user of the image's own (it declines the Dockerfile's `RUN useradd`)."""
+    return backend == "docker" or cell.user == "root"
 
 
 def _check_lines(cell: Cell) -> str:
@@ -144,6 +159,8 @@ def _check_lines(cell: Cell) -> str:
 def write_cell(root: Path, cell: Cell) -> Path:
     files: dict[str, str] = {}
     docker = "FROM python:3.11-slim\nWORKDIR /app\n" + ("ENV PATH=/app/tools:$PATH\n" if cell.path_ahead else "")
+    if cell.user != "root":
+        docker += f"RUN useradd -m {cell.user} && chown {cell.user} /app\n"
     instruction = (
         "Write /app/solution.py defining add(a, b), which returns the sum of two integers; run as a script with two "
         "integers, it prints their sum.\n"
@@ -177,6 +194,10 @@ def write_cell(root: Path, cell: Cell) -> Path:
             test_sh = prologue + f"{run}\npython3 /tests/count.py /tmp/junit.xml > /logs/verifier/reward.txt\n"
         else:
             test_sh = prologue + f"if {run} > /tmp/verifier.log 2>&1; {verdict}"
-    return write_task(
+    task = write_task(
         root, cell.name, test_sh=test_sh, solve_sh=SOLVE, dockerfile=docker, instruction=instruction, files=files
     )
+    if cell.user != "root":
+        toml = task / "task.toml"
+        toml.write_text(toml.read_text().replace("[agent]\n", f'[agent]\nuser = "{cell.user}"\n', 1))
+    return task

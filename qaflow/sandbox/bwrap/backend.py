@@ -15,8 +15,9 @@ absent) and copied into each new sandbox, so a second open runs no RUN step. RUN
 the sandbox (with network unless `spec.build_network` is off) and can only write to the writable
 paths; one that fails on a read-only file system is an `UnsupportedError` (it needs the docker
 backend), any other failure a `BuildError`. A RUN that installs system packages (apt, apk, yum,
-dnf, ...) is refused before any step runs: the host's root, read-only, is the base; so is a FROM image
-whose userland the host's root does not reproduce (another Python or distribution, see `base_image`).
+dnf, ...) or edits the image's users (useradd, adduser, ...) is refused before any step runs: the
+host's root, read-only, is the base; so is a FROM image whose userland the host's root does not
+reproduce (another Python or distribution, see `base_image`).
 """
 
 from __future__ import annotations
@@ -268,9 +269,16 @@ _PACKAGE_INSTALL = re.compile(
 """A system package manager's install (`apt-get -y install`, `apk add`, ...) in a RUN's shell text."""
 
 
+_ACCOUNT_CHANGE = re.compile(
+    r"(?:^|[\s;&|(/`])(?P<tool>useradd|adduser|groupadd|addgroup|usermod|groupmod|chpasswd|userdel|groupdel)\b"
+)
+"""A command that edits /etc/passwd or /etc/group (a task's own agent or verifier user) in a RUN's shell text."""
+
+
 def _refuse_package_installs(plan: BuildPlan) -> None:
     """Raises:
-    UnsupportedError: for the first RUN that installs system packages, naming it and its line."""
+    UnsupportedError: for the first RUN that installs system packages or edits the image's users and groups,
+    naming it and its line."""
     for step in plan.steps:
         if not isinstance(step, Run):
             continue
@@ -281,6 +289,13 @@ def _refuse_package_installs(plan: BuildPlan) -> None:
             raise UnsupportedError(
                 f"the bwrap backend cannot install system packages ({match['tool']} {match['verb']} in {where}); "
                 "use the docker backend"
+            )
+        account = _ACCOUNT_CHANGE.search(text)
+        if account:
+            where = f"{plan.dockerfile.parent.name}/{plan.dockerfile.name} line {step.line}"
+            raise UnsupportedError(
+                f"the bwrap backend cannot add or change the image's users and groups ({account['tool']} in "
+                f"{where}: the host's /etc is the sandbox's, read-only); use the docker backend"
             )
 
 
