@@ -190,6 +190,13 @@ def test_only_modules_the_solution_wrote_and_the_verifier_imported_are_planted()
     exploits = {e.name: [p.path for p in e.plants] for e in plan_in_process(obs, effect)}
     assert exploits == {EXIT_AT_IMPORT: ["/app/solution.py"], ALWAYS_EQUAL: ["/app/solution.py"]}
     assert plan_in_process(obs, None) == [] and plan_in_process(Observation(), effect) == []
+    # a Python the observer cannot see into (`python3 -I`): the modules the verifier's sources import by name
+    blind = Observation(observed=True, opaque_programs=[], accesses=[])
+    sources = ["import sys\nsys.path.insert(0, '/app')\nfrom solution import add\n", "import helpers, json\n"]
+    named = {e.name: [p.path for p in e.plants] for e in plan_in_process(blind, effect, sources)}
+    assert named == {EXIT_AT_IMPORT: ["/app/solution.py"], ALWAYS_EQUAL: ["/app/solution.py"]}
+    assert plan_in_process(blind, effect, ["import solutions\n# from solution import add\n"]) == []
+    assert plan_in_process(Observation(), effect, sources) == []  # nothing observed at all: no plan
 
 
 def _run_module(tmp_path: Path, source: str, caller: str) -> str:

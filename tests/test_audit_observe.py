@@ -231,11 +231,13 @@ def test_python_plants_for_a_loose_pytest_run():
         ),
     }
     facts = {"/app": (True, True), "/app/tests": (True, True), "/usr/lib/py": (True, True)}
-    (plant,) = plan_exploits(_observed(logs, facts, ["/app"]), set())
+    plant, shadow = plan_exploits(_observed(logs, facts, ["/app"]), set())
     paths = [p.path for p in plant.plants]
     assert plant.name == "python-plant"
     # / is the harness note's; the collected folder's __init__.py is imported with its tests
-    assert paths == ["/app/conftest.py", "/app/tests/conftest.py", "/app/tests/__init__.py", "/app/pytest.py"]
+    assert paths == ["/app/conftest.py", "/app/tests/conftest.py", "/app/tests/__init__.py"]
+    # a trial of its own: the shadow ends pytest before the forcing conftest could write its junit report
+    assert shadow.name == "module-shadow" and [p.path for p in shadow.plants] == ["/app/pytest.py"]
     assert "/usr/lib/py/qaflow_exploit.pth" not in paths  # a system site folder: the harness note's business
 
 

@@ -30,6 +30,7 @@ reads pytest's report stays clean.
 from __future__ import annotations
 
 import ast
+import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -193,10 +194,38 @@ def _base(annotation: ast.expr | None) -> str:
     return name if name in _SUBCLASSABLE else "object"
 
 
-def plan_in_process(observation: Observation, effect: Effect | None) -> list[Exploit]:
-    """The exit-at-import and always-equal exploits over the modules the verifier imported (none when it
-    imported no module the reference solution wrote)."""
-    modules = imported_modules(observation, effect)
+def named_modules(effect: Effect | None, verifier_sources: Iterable[str]) -> dict[str, bytes]:
+    """The Python modules the reference solution wrote that the verifier's own sources import by name
+    (`import solution`, `from solution import add`): what a Python the observer cannot see into (`-I`, `-E`)
+    imports. path -> the oracle's bytes."""
+    if effect is None or not effect.ok:
+        return {}
+    sources = list(verifier_sources)
+    found: dict[str, bytes] = {}
+    for c in effect.written:
+        if c.file_type != "file" or c.content is None or not c.path.endswith(".py"):
+            continue
+        base = posixpath.basename(c.path)
+        name = posixpath.basename(posixpath.dirname(c.path)) if base == "__init__.py" else base[:-3]
+        if not name.isidentifier():
+            continue
+        imports = re.compile(rf"^\s*(?:from\s+{name}(?:\.\w+)*\s+import\b|import\s+(?:[\w.]+\s*,\s*)*{name}\b)", re.M)
+        if any(imports.search(text) for text in sources):
+            found[c.path] = c.content
+    return dict(sorted(found.items())[:MAX_MODULES])
+
+
+def plan_in_process(
+    observation: Observation, effect: Effect | None, verifier_sources: Iterable[str] = ()
+) -> list[Exploit]:
+    """The exit-at-import and always-equal exploits over the modules the verifier imported, as observed or, for
+    a Python the observer cannot see into, as its sources name them (none when it imports no module the
+    reference solution wrote). Judged by running, so a module named but never imported costs one trial."""
+    modules = imported_modules(observation, effect) if observation.observed else {}
+    if observation.observed:
+        for path, data in named_modules(effect, verifier_sources).items():
+            modules.setdefault(path, data)
+        modules = dict(sorted(modules.items())[:MAX_MODULES])
     if not modules:
         return []
     why = "the verifier imports it into its own process"

@@ -696,13 +696,14 @@ class Auditor:
         exploits: list[Exploit] = plan_exploits(observation, changed)
         rewrite = plan_expected_rewrite(observation, effect, task.instruction)
         exploits += [rewrite] if rewrite is not None else []
-        in_process = {e.name: e for e in plan_in_process(observation, effect)}
+        sources = verifier_texts(task.tests_dir)
+        in_process = {e.name: e for e in plan_in_process(observation, effect, sources)}
         if EXIT_AT_IMPORT in in_process:
             exploits.append(in_process[EXIT_AT_IMPORT])
         always_equal = in_process.get(ALWAYS_EQUAL)
         answer_copy = plan_answer_copy(observation, effect, task.instruction)
         hidden_link = plan_hidden_link(task, effect)
-        clock = plan_clock(observation, effect, verifier_texts(task.tests_dir))
+        clock = plan_clock(observation, effect, sources)
         forgeries = plan_data_forge(observation, effect, task.instruction)
         paired = [e for pair in forgeries for e in pair]
         # a hole of the harness (a root agent, the verifier's own user) is proven once per run, on the first

@@ -40,6 +40,7 @@ DOCKERFILE = ENVIRONMENT + "Dockerfile"
 SHIM_EXPLOIT = "script-shim"
 REWRITE_EXPLOIT = "expected-rewrite"
 PLANT_EXPLOIT = "python-plant"
+SHADOW_EXPLOIT = "module-shadow"
 COPY_FLAGS = frozenset({"--chown", "--chmod", "--link"})
 ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".zip")
 

@@ -29,6 +29,7 @@ from qaflow.repair.base import RepairOutcome
 from qaflow.repair.image_rules import (
     DOCKERFILE,
     PLANT_EXPLOIT,
+    SHADOW_EXPLOIT,
     exploit_files,
     fix_answers_into_tests,
     fix_grader_into_tests,
@@ -99,10 +100,10 @@ def fix_reward_tail(files: TaskFiles, _findings: list[AuditFinding]) -> TaskFile
 
 
 def fix_pytest_isolation(files: TaskFiles, findings: list[AuditFinding]) -> TaskFiles:
-    """Where the python-plant exploit won: every pytest run of the verifier's scripts made unable to
+    """Where the python-plant or module-shadow exploit won: every pytest run of the verifier's scripts made unable to
     load what the agent wrote (`shell_fixes.isolate_pytest`), and run on the /tests copy of a test file
     it copied out of /tests (`shell_fixes.pytest_from_tests`)."""
-    if not exploit_files(findings, PLANT_EXPLOIT):
+    if not exploit_files(findings, PLANT_EXPLOIT) and not exploit_files(findings, SHADOW_EXPLOIT):
         return {}
     conftest = any(_verifier_dir(rel) and rel.rsplit("/", 1)[-1] == "conftest.py" for rel in files)
     pythonpath = re.compile(r"\bPYTHONPATH\b")
