@@ -128,6 +128,8 @@ def covering_sample() -> list[Cell]:
         Cell("pytest", "/tests", "subprocess", "", "exit", False, "login"),  # shell-startup: ~/.bash_profile
         Cell("pytest", "/tests", "subprocess", "", "junit", False, "login"),  # its junit twin: sound
         Cell("script", "/tests", "subprocess", "", "exit", False, "sourced"),  # shell-startup: ~/.bashrc
+        Cell("pytest", "/app", "subprocess", "", "junit", False),  # a forcing conftest, junit report rewritten
+        Cell("script", "/tests", "in-process", "-I", "exit", False),  # exit-at-import where the observer is blind
         # a non-root agent owning /app: /app's edges stay, root's start-up files are out of its reach
         Cell("pytest", "/app", "subprocess", "", "exit", False, "plain", "agent"),
         Cell("pytest", "/tests", "subprocess", "", "exit", False, "login", "agent"),
