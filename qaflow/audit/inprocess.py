@@ -221,7 +221,7 @@ def plan_in_process(
     """The exit-at-import and always-equal exploits over the modules the verifier imported, as observed or, for
     a Python the observer cannot see into, as its sources name them (none when it imports no module the
     reference solution wrote). Judged by running, so a module named but never imported costs one trial."""
-    modules = imported_modules(observation, effect) if observation.observed else {}
+    modules = imported_modules(observation, effect)
     if observation.observed:
         for path, data in named_modules(effect, verifier_sources).items():
             modules.setdefault(path, data)

@@ -179,7 +179,7 @@ class BwrapBackend:
         else:
             plan = plan_build(spec.dockerfile, spec.context_dir, base_env=base_env())
             _refuse_other_userland(spec, plan.base)
-            _refuse_package_installs(plan)
+            _refuse_system_changes(plan)
         self.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         work = Path(tempfile.mkdtemp(prefix=f".build-{os.getpid()}-", dir=self.cache_dir))
         try:
@@ -275,7 +275,7 @@ _ACCOUNT_CHANGE = re.compile(
 """A command that edits /etc/passwd or /etc/group (a task's own agent or verifier user) in a RUN's shell text."""
 
 
-def _refuse_package_installs(plan: BuildPlan) -> None:
+def _refuse_system_changes(plan: BuildPlan) -> None:
     """Raises:
     UnsupportedError: for the first RUN that installs system packages or edits the image's users and groups,
     naming it and its line."""
@@ -283,16 +283,15 @@ def _refuse_package_installs(plan: BuildPlan) -> None:
         if not isinstance(step, Run):
             continue
         text = " ".join(step.argv)
+        where = f"{plan.dockerfile.parent.name}/{plan.dockerfile.name} line {step.line}"
         match = next((m for m in _PACKAGE_INSTALL.finditer(text) if (m["tool"] == "apk") == (m["verb"] == "add")), None)
         if match:
-            where = f"{plan.dockerfile.parent.name}/{plan.dockerfile.name} line {step.line}"
             raise UnsupportedError(
                 f"the bwrap backend cannot install system packages ({match['tool']} {match['verb']} in {where}); "
                 "use the docker backend"
             )
         account = _ACCOUNT_CHANGE.search(text)
         if account:
-            where = f"{plan.dockerfile.parent.name}/{plan.dockerfile.name} line {step.line}"
             raise UnsupportedError(
                 f"the bwrap backend cannot add or change the image's users and groups ({account['tool']} in "
                 f"{where}: the host's /etc is the sandbox's, read-only); use the docker backend"
