@@ -24,8 +24,9 @@ LABELS: dict[str, dict[str, object]] = json.loads((TASKS_REPO / "labels.json").r
 OFFLINE = ["--offline", "--network", "none"]
 REPEATS = {"bwrap": "3", "docker": "2"}
 """A coin-flip verifier escapes 3 oracle runs with probability 12.5%, but then its 8 reruns on the observed
-state must agree too and, when they do not, 12 more oracle runs: it escapes with probability < 0.05%. The
-docker audit, of a sample and there to agree with bwrap's, takes 2 (escape < 0.1%)."""
+state must agree too and, when they do not, two rounds of 8 more oracle trials (the second because the reruns
+gave both outcomes) must all agree with the first trial: it escapes with probability about 2 x 0.5^17 < 0.002%.
+The docker audit, of a sample and there to agree with bwrap's, takes 2."""
 JOBS = "3"
 LABELLED_AUDIT_TIMEOUT_S = 1500
 """One whole-pool audit (the bundled pool, offline builds from scratch) on a loaded 2-core machine."""

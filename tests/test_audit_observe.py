@@ -48,7 +48,7 @@ from qaflow.audit.observe import _CLASSIFY, owner_of, task_roots
 from qaflow.audit.observer_files import SEP
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.report import harness_note
-from qaflow.audit.runner import MIN_CONFIRM_RUNS, needs_confirmation
+from qaflow.audit.runner import MIN_CONFIRM_RUNS, confirms_again, needs_confirmation
 from qaflow.cli import app
 from qaflow.models.audit import TaskAudit, Verdict
 from qaflow.task import Task
@@ -326,6 +326,19 @@ def test_verifier_reruns_decide_when_to_confirm_with_more_oracle_runs():
     # no reruns (a verifier that ran in a view, or reruns off): the observed run is the sign
     assert needs_confirmation(passing, _observed_run(False, []))
     assert not needs_confirmation(passing, _observed_run(True, []))
+
+
+def test_reruns_that_give_both_outcomes_earn_a_second_round_of_confirming_trials():
+    failing = [_run("oracle", False)] * 9
+    coin = _observed_run(False, [True, False, False, True, True, False, True, False])
+    changes_what_it_checks = _observed_run(False, [True] * 8)
+    assert confirms_again(failing[:1], coin, 0) and confirms_again(failing[:1], changes_what_it_checks, 0)
+    # the first round agreed with the first trial: only a verifier that decides by chance gets a second
+    assert confirms_again(failing, coin, 1)
+    assert not confirms_again(failing, changes_what_it_checks, 1)
+    assert not confirms_again(failing, coin, 2)
+    # a round that disagreed settles it: the judge says flaky
+    assert not confirms_again([*failing, _run("oracle", True)], coin, 1)
 
 
 STATEFUL_VERIFIER = (

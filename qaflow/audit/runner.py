@@ -146,6 +146,16 @@ def needs_confirmation(oracle: list[ProbeRun], observe_run: ProbeRun) -> bool:
     return len(outcomes) == 1 and not set(reruns or [observe_run.full]) <= outcomes
 
 
+def confirms_again(oracle: list[ProbeRun], observe_run: ProbeRun, rounds_done: int) -> bool:
+    """Whether another round of confirming oracle trials runs: the first when `needs_confirmation`, a
+    second when the first left every trial agreeing while the verifier's reruns on one unchanged state
+    gave both outcomes (chance decides there, as no verifier that only changes what it checks does)."""
+    if rounds_done == 0:
+        return needs_confirmation(oracle, observe_run)
+    mixed = len(set(verifier_reruns(observe_run))) > 1
+    return rounds_done == 1 and mixed and needs_confirmation(oracle, observe_run)
+
+
 def escalations(
     nop: list[ProbeRun], oracle: list[ProbeRun], observe_run: ProbeRun, effect: Effect | None, repeats: int
 ) -> list[str]:
@@ -654,19 +664,23 @@ class Auditor:
         observe_run: ProbeRun,
         probes: dict[str, object],
     ) -> Generator[list[_Work], list[Any], list[ProbeRun]]:
-        """The oracle runs, with 2 x repeats (at least `MIN_CONFIRM_RUNS`) more when `needs_confirmation`.
+        """The oracle runs, with rounds of 2 x repeats (at least `MIN_CONFIRM_RUNS`) more while `confirms_again`.
 
-        N runs miss a coin-flip verifier with probability 2 x 0.5^N; the reruns make that rare for the
-        price of a few verifier runs, and only full trials decide `flaky` (a verifier that changes the
-        state it checks disagrees with its reruns and is still judged on trials alone)."""
+        N trials that all agree miss a coin-flip verifier with probability 2 x 0.5^N; the reruns make that
+        rare for the price of a few verifier runs, and only full trials decide `flaky` (a verifier that
+        changes the state it checks disagrees with its reruns and is still judged on trials alone)."""
         reruns = verifier_reruns(observe_run)
         probes["verifier_reruns"] = {"runs": len(reruns), "full": sum(reruns)}
-        if not needs_confirmation(oracle, observe_run):
-            return oracle
         extra = max(2 * self.config.repeats, MIN_CONFIRM_RUNS)
-        items = [("oracle", i, ProbeAgent.oracle(), True) for i in range(len(oracle), len(oracle) + extra)]
-        more = yield from self._trials(task, shared, resources, items)
-        probes["oracle_confirm"] = {"extra_runs": len(more), "full": sum(r.full for r in more)}
+        more: list[ProbeRun] = []
+        rounds = 0
+        while confirms_again([*oracle, *more], observe_run, rounds):
+            start = len(oracle) + len(more)
+            items = [("oracle", i, ProbeAgent.oracle(), True) for i in range(start, start + extra)]
+            more += yield from self._trials(task, shared, resources, items)
+            rounds += 1
+        if rounds:
+            probes["oracle_confirm"] = {"extra_runs": len(more), "full": sum(r.full for r in more)}
         return [*oracle, *more]
 
     def _battery(
