@@ -10,7 +10,7 @@ import pytest
 
 from qaflow.audit.exploits import SHELL_STARTUP, SHIM, Exploit, plan_exploits, startup_plants
 from qaflow.audit.observation import Access, Observation, Seen, parse_logs
-from qaflow.audit.observer_files import SEP
+from qaflow.audit.observer_files import BASH_ENV, BASH_ENV_FILE, SEP
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode
 from qaflow.repair.rules import SHELL_STARTUP_EXPLOIT, fix_startup_shell
@@ -72,6 +72,33 @@ def test_a_sourced_file_is_a_start_up_file(command: str, path: str | None):
     assert _startup([_trace(command)]) == ({path: ["/tests/test.sh"]} if path else {})
 
 
+def test_the_images_bash_env_sourced_by_the_observer_is_a_start_up_file_and_its_own_lines_are_not_the_verifiers():
+    lines = [_trace("[ -n /root/.bashrc ]", source=BASH_ENV_FILE), _trace(". /root/.bashrc", source=BASH_ENV_FILE)]
+    seen, obs = Seen(), Observation(observed=True)
+    parse_logs({"sh.1.trace": "\n".join([f"#start{SEP}/root{SEP}", *lines])}, seen, obs)
+    assert {p: sorted(hows) for p, (hows, _by) in seen.paths.items()} == {"/root/.bashrc": ["startup"]}
+    assert obs.shell_commands == 0 and seen.names == {}
+    assert '. "$QAFLOW_BASH_ENV_CHAIN"' in BASH_ENV
+
+
+def test_the_observer_sources_the_images_bash_env_in_a_real_bash(tmp_path: Path):
+    (tmp_path / "log").mkdir()
+    (tmp_path / "bashenv.sh").write_text(BASH_ENV)
+    (tmp_path / "image_env.sh").write_text("export FROM_IMAGE=1\n")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "BASH_ENV": str(tmp_path / "bashenv.sh"),
+        "QAFLOW_OBSERVE_LOG": str(tmp_path / "log"),
+        "QAFLOW_OBSERVE_PY": str(tmp_path / "py"),
+        "QAFLOW_BASH_ENV_CHAIN": str(tmp_path / "image_env.sh"),
+    }
+    done = subprocess.run(["bash", "-c", 'echo "$FROM_IMAGE"'], env=env, capture_output=True, text=True)
+    assert done.stdout.strip() == "1"
+    (trace,) = (tmp_path / "log").iterdir()
+    assert f". {tmp_path / 'image_env.sh'}" in trace.read_text()
+
+
 def test_the_repair_rule_names_the_audits_exploit():
     assert SHELL_STARTUP_EXPLOIT == SHELL_STARTUP
 
@@ -106,7 +133,7 @@ def test_plants_put_exiting_shims_of_the_deciding_programs_first_on_path():
     ]
 
 
-@pytest.mark.parametrize("kind", ["login", "sourced"])
+@pytest.mark.parametrize("kind", ["login", "sourced", "bash_env"])
 def test_the_plants_take_over_a_real_shell(tmp_path: Path, kind: str):
     home = tmp_path / "home"
     home.mkdir()
@@ -117,6 +144,8 @@ def test_the_plants_take_over_a_real_shell(tmp_path: Path, kind: str):
     check = 'python3 -c "raise SystemExit(3)"; echo "$? $KEPT"'
     run = ["bash", "-lc", check] if kind == "login" else ["bash", "-c", f'source "$HOME/.bashrc"; {check}']
     env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin"}
+    if kind == "bash_env":  # the image's `ENV BASH_ENV=...`: every non-interactive bash sources it
+        run, env = ["bash", "-c", check], env | {"BASH_ENV": str(home / name)}
     assert subprocess.run(run, env=env, capture_output=True, text=True).stdout.strip() == "3 1"
     assert subprocess.run(["sh", "-c", exploit.script()], env=env).returncode == 0
     assert subprocess.run(run, env=env, capture_output=True, text=True).stdout.strip() == "0 1"

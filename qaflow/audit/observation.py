@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from qaflow.audit.git_history import GitLeak
-from qaflow.audit.observer_files import OBSERVE_DIR, SEP
+from qaflow.audit.observer_files import BASH_ENV_FILE, OBSERVE_DIR, SEP
 
 How = Literal[
     "run", "import", "read", "write", "arg", "conftest", "sitecustomize", "syspath", "collect", "path_lookup", "startup"
@@ -286,6 +286,11 @@ def _parse_trace(text: str, seen: Seen, obs: Observation) -> None:
         if not m:
             continue
         source, cwd, command = m.groups()
+        if source == BASH_ENV_FILE:  # the observer's own lines: only the image's BASH_ENV it sources counts
+            words = command.split(maxsplit=1)
+            if words and words[0] in (".", "source") and len(words) > 1:
+                seen.add(words[1], "startup", None, cwd)
+            continue
         obs.shell_commands += 1
         if source:
             seen.add(source, "run", None, cwd)

@@ -82,12 +82,12 @@ def observe_trial(
             leftovers = find_leftovers(box, roots)
             user = task.config.agent.user
             in_git = [] if mentions_git(task.instruction) else git_leaks(box, roots, outputs or {}, user=user)
-            _upload_observer(box)
-            agent_phase(task, OracleAgent(extra_env=verifier_env()), box, result)
+            observer_env = verifier_env(_upload_observer(box))
+            agent_phase(task, OracleAgent(extra_env=observer_env), box, result)
             output_digests, _ = read_digests(box, sorted(outputs or {}))
             oracle_reads = read_oracle_reads(box, task)
             plan = VerifierPlan.of(task)
-            observed = plan.model_copy(update={"env": {**plan.env, **verifier_env()}})
+            observed = plan.model_copy(update={"env": {**plan.env, **observer_env}})
             verifier_phase(box, spec, observed, result, clear=True, backend=result.backend)
             if result.verifier_sandbox is not VerifierSandbox.SHARED:
                 where = result.verifier_sandbox.value if result.verifier_sandbox else "different"
@@ -187,7 +187,8 @@ def find_leftovers(box: Sandbox, roots: list[str]) -> list[str]:
     return [line for line in ex.stdout.splitlines() if line.startswith("/")]
 
 
-def _upload_observer(box: Sandbox) -> None:
+def _upload_observer(box: Sandbox) -> str:
+    """Uploads the observer; returns the image's own `BASH_ENV` (empty when it sets none)."""
     with tempfile.TemporaryDirectory(prefix="qaflow-observe-") as tmp:
         root = Path(tmp)
         for rel, text in FILES.items():
@@ -195,7 +196,10 @@ def _upload_observer(box: Sandbox) -> None:
             (root / rel).write_text(text, encoding="utf-8")
         (root / "log").mkdir()
         box.put(OBSERVE_DIR, root)
-    box.exec(f"chmod -R a+rX {OBSERVE_DIR} && chmod 1777 {LOG_DIR}", timeout=30, user="0")
+    ex = box.exec(
+        f'chmod -R a+rX {OBSERVE_DIR} && chmod 1777 {LOG_DIR} && printf %s "${{BASH_ENV-}}"', timeout=30, user="0"
+    )
+    return ex.stdout.strip() if ex.exit_code == 0 else ""
 
 
 def _read_logs(box: Sandbox) -> dict[str, str]:

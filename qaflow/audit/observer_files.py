@@ -34,6 +34,7 @@ if exec {QAFLOW_OBSERVE_FD}>>"${QAFLOW_OBSERVE_LOG}/sh.$$.trace"; then
   PS4=$'+\x1f${BASH_SOURCE[0]-}\x1f${PWD}\x1f '
   set -x
 fi 2>/dev/null
+if [ -n "${QAFLOW_BASH_ENV_CHAIN-}" ]; then . "$QAFLOW_BASH_ENV_CHAIN"; fi
 """
 
 SITECUSTOMIZE = r'''"""qaflow observer (uploaded for one verifier run; not part of the task)."""
@@ -197,6 +198,9 @@ FILES = {
 """Relative path under OBSERVE_DIR -> text."""
 
 
-def verifier_env() -> dict[str, str]:
-    """The environment the observed verifier exec gets on top of its own."""
-    return {"BASH_ENV": BASH_ENV_FILE, "QAFLOW_OBSERVE_LOG": LOG_DIR, "QAFLOW_OBSERVE_PY": PY_DIR}
+def verifier_env(image_bash_env: str = "") -> dict[str, str]:
+    """The environment the observed verifier exec gets on top of its own. The observer takes `BASH_ENV`
+    over; the file the image's own `BASH_ENV` names (conda and nvm images set it) is sourced after it, as
+    bash would have, and traced as a start-up file."""
+    env = {"BASH_ENV": BASH_ENV_FILE, "QAFLOW_OBSERVE_LOG": LOG_DIR, "QAFLOW_OBSERVE_PY": PY_DIR}
+    return env | ({"QAFLOW_BASH_ENV_CHAIN": image_bash_env} if image_bash_env else {})
