@@ -285,6 +285,11 @@ def test_with_every_read_seen_only_what_the_verifier_took_is_a_target() -> None:
     assert _targets(files, _observed("/app/out.txt", dirs=("/app/parts",))) == {"/app/out.txt", "/app/parts/a.csv"}
     # a file the instruction or the tests name is a deliverable whatever was observed
     assert _targets(files, _observed("/app/out.txt"), focus="write notes.md") == {"/app/out.txt", "/app/notes.md"}
+    # in a hidden folder a file name alone is the solution's scratch copy of what was named; the path counts
+    scratch = files | {"/app/.oracle/files/answer.txt": b"Ada\n"}
+    assert _targets(scratch, _observed("/app/out.txt"), focus="the name in answer.txt") == {"/app/out.txt"}
+    named = _targets(scratch, _observed("/app/out.txt"), focus="keep /app/.oracle/files/answer.txt")
+    assert named == {"/app/out.txt", "/app/.oracle/files/answer.txt"}
     # a program whose reads cannot be seen ran: every file outside a hidden folder stays a target
     assert _targets(files, _observed("/app/out.txt", opaque=["node"])) == set(files)
     # an observation recorded before opaque programs were (None): nothing is excluded

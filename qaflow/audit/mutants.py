@@ -112,10 +112,12 @@ def deliverables(observation: Observation | None, focus: str) -> Callable[[str],
     """Which of the oracle's changes are its deliverables, the files a wrong solution would get wrong:
     one the instruction or tests name, or the verifier took (or a folder above it, through no hidden
     folder); when the observation cannot see every read (no observation, or a program whose reads are
-    invisible ran), any file outside a hidden folder. A file the verifier never reads is never a target."""
+    invisible ran), any file outside a hidden folder. A file the verifier never reads is never a target. In
+    a hidden folder only the whole path counts as named: a file name alone there is the solution's scratch
+    copy of what the instruction named (`answer.txt` unpacked into `/app/.oracle/`), not an answer."""
 
     def deliverable(path: str) -> bool:
-        if mentioned(path, focus):
+        if path in focus or (mentioned(path, focus) and not in_dot_folder(path)):
             return True
         if observation is not None and observation.observed and observation.get(path) is not None:
             return observation.touched(path)

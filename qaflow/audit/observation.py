@@ -104,6 +104,15 @@ class Replay(BaseModel):
 MAX_REPLAY_BYTES = 16 * 1024
 
 
+class DecodeStep(BaseModel):
+    """A decoding command the reference solution ran (`qaflow.audit.decodes`), as traced (words expanded), and
+    where."""
+
+    command: str
+    cwd: str = "/"
+    inputs: list[str] = Field(default_factory=list, description="The absolute paths among its arguments")
+
+
 class Observation(BaseModel):
     """What the verifier read, ran and loaded on the oracle's final state (see the module doc)."""
 
@@ -118,6 +127,10 @@ class Observation(BaseModel):
         default_factory=list,
         description="Task-owned files the reference solution read or named as an argument (observed the same "
         "way, in the same trial): its inputs, or the verifier's answer where it copies one",
+    )
+    oracle_decodes: list[DecodeStep] = Field(
+        default_factory=list,
+        description="The reference solution's decoding steps (decryption, decoding, unpacking), in order",
     )
     leftovers: list[str] = Field(
         default_factory=list,

@@ -35,12 +35,14 @@ from pathlib import Path
 from typing import Literal
 
 from qaflow.agents import OracleAgent
+from qaflow.audit.decodes import decode_steps
 from qaflow.audit.git_history import git_leaks, mentions_git
 from qaflow.audit.observation import (
     MAX_PATHS,
     MAX_REPLAY_BYTES,
     SYSTEM_ROOTS,
     Access,
+    DecodeStep,
     Observation,
     Replay,
     Seen,
@@ -85,7 +87,7 @@ def observe_trial(
             observer_env = verifier_env(_upload_observer(box))
             agent_phase(task, OracleAgent(extra_env=observer_env), box, result)
             output_digests, _ = read_digests(box, sorted(outputs or {}))
-            oracle_reads = read_oracle_reads(box, task)
+            oracle_reads, oracle_decodes = read_oracle_reads(box, task)
             plan = VerifierPlan.of(task)
             observed = plan.model_copy(update={"env": {**plan.env, **observer_env}})
             verifier_phase(box, spec, observed, result, clear=True, backend=result.backend)
@@ -100,6 +102,7 @@ def observe_trial(
                 verifier_s = result.timings.get("verifier", RERUN_BUDGET_S)
                 observation.reruns = rerun_verifier(box, plan, reruns, verifier_s=verifier_s)
             observation.oracle_reads = oracle_reads
+            observation.oracle_decodes = oracle_decodes
             observation.output_digests = output_digests
             result.reruns = observation.reruns
             observation.leftovers = leftovers
@@ -122,11 +125,12 @@ every iteration)."""
 MAX_ORACLE_READS = 400
 
 
-def read_oracle_reads(box: Sandbox, task: Task) -> list[str]:
-    """The task-owned files the reference solution read or named as an argument (from the observer's
-    logs of the oracle's run), then the log folder emptied for the verifier's run."""
+def read_oracle_reads(box: Sandbox, task: Task) -> tuple[list[str], list[DecodeStep]]:
+    """The task-owned files the reference solution read or named as an argument, and its decoding steps
+    (from the observer's logs of the oracle's run), then the log folder emptied for the verifier's run."""
     seen = Seen()
-    parse_logs(_read_logs(box), seen, Observation())
+    logs = _read_logs(box)
+    parse_logs(logs, seen, Observation())
     box.exec(f"find {LOG_DIR} -mindepth 1 -delete", timeout=60, user="0")
     roots = task_roots(task, box.workdir)
     reads = [
@@ -134,7 +138,7 @@ def read_oracle_reads(box: Sandbox, task: Task) -> list[str]:
         for path, (hows, _) in seen.paths.items()
         if {"read", "arg"} & hows and owner_of(path, roots) == "task" and not path.startswith("/solution/")
     ]
-    return sorted(reads)[:MAX_ORACLE_READS]
+    return sorted(reads)[:MAX_ORACLE_READS], decode_steps(logs)
 
 
 MAX_REPLAYS = 4

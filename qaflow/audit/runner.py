@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from qaflow import interrupts
 from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
 from qaflow.audit.data_forge import judge_data_forge, plan_data_forge
+from qaflow.audit.decodes import judge_decode_copy, plan_decode_copy
 from qaflow.audit.differential import DIFF_SCRIPT, diff_config, judge_code_mutants, plan_code_mutants
 from qaflow.audit.effects import Effect
 from qaflow.audit.expected import plan_expected_rewrite
@@ -716,6 +717,7 @@ class Auditor:
             exploits.append(in_process[EXIT_AT_IMPORT])
         always_equal = in_process.get(ALWAYS_EQUAL)
         answer_copy = plan_answer_copy(observation, effect, task.instruction)
+        decode_copy = plan_decode_copy(observation, effect, task.instruction)
         hidden_link = plan_hidden_link(task, effect)
         clock = plan_clock(observation, effect, sources)
         forgeries = plan_data_forge(observation, effect, task.instruction)
@@ -728,7 +730,7 @@ class Auditor:
             if e.name not in self._harness_proven and self._harness_tries[e.name] < MAX_HARNESS_TRIES
         ]
         self._harness_tries.update(e.name for e in harness)
-        proofs = [*paired, *(clock or ()), always_equal, hidden_link, answer_copy, *harness]
+        proofs = [*paired, *(clock or ()), always_equal, hidden_link, answer_copy, decode_copy, *harness]
         tried = [*exploits, *(e for e in proofs if e is not None)]
         if not tried:
             return findings
@@ -746,6 +748,8 @@ class Auditor:
         nop, where = by_probe.get("nop", []), str(task.path)
         if answer_copy is not None:
             findings += judge_answer_copy(nop, ran[answer_copy.name], answer_copy, where)
+        if decode_copy is not None:
+            findings += judge_decode_copy(nop, ran[decode_copy.name], decode_copy, where)
         if hidden_link is not None:
             findings += judge_hidden_link(nop, ran[hidden_link.name], hidden_link, where)
         if always_equal is not None:
