@@ -99,7 +99,8 @@ def test_the_replay_is_planned_only_for_a_file_the_image_ships_that_the_instruct
     (target,) = [p for p in exploit.plants if p.path == "/app/a.txt"]
     assert "/app/.oracle/files/a.txt" in (target.command or "")
     # the decoding is the task, or needs what only the reference solution has, or reads nothing shipped
-    for instruction in ("Unpack /app/.oracle/p.tgz into /app.", "Extract the name from the archive.", "Decrypt it."):
+    asked = ("Unpack /app/.oracle/p.tgz into /app.", "Extract the name from the archive.", "Decrypt it.", "Restore it.")
+    for instruction in asked:
         assert plan_decode_copy(obs, effect, instruction) is None
     secret = DecodeStep(command="gpg -d /solution/key /app/a.gpg", inputs=["/solution/key", "/app/a.gpg"])
     assert plan_decode_copy(obs.model_copy(update={"oracle_decodes": [SHIPPED, secret]}), effect, "Write it.") is None

@@ -41,8 +41,9 @@ CAPTURE = "/tmp/.qaflow-decoded-{}"
 
 _TRACE = re.compile(rf"^\++{SEP}([^{SEP}]*){SEP}([^{SEP}]*){SEP} (.*)$")
 ABOUT_DECODING = re.compile(
-    r"\b(decrypt\w*|encrypt\w*|decod\w*|password\w*|passphrase\w*|cipher\w*|unpack\w*|extract\w*|decompress\w*|"
-    r"unzip\w*|archive\w*|tarball\w*|crack\w*)\b",
+    r"\b(decrypt\w*|encrypt\w*|decod\w*|encod\w*|password\w*|passphrase\w*|\w*cipher\w*|unpack\w*|extract\w*|"
+    r"decompress\w*|compress\w*|unzip\w*|zip|gzip\w*|tar|archive\w*|tarball\w*|crack\w*|restor\w*|backup\w*|"
+    r"base64|hex)\b",
     re.IGNORECASE,
 )
 """An instruction with these words asks for the decoding itself."""
