@@ -49,9 +49,13 @@ NOT_STARTUP = [
 ]
 
 
+SYSTEM_FILE = {".bash_profile": "/etc/profile", ".profile": "/etc/profile", ".bashrc": "/etc/bash.bashrc"}
+
+
 @pytest.mark.parametrize("command,name", SHELLS.items())
-def test_a_login_or_interactive_shell_reads_its_home_start_up_file(command: str, name: str):
-    assert _startup([_trace(command)]) == {f"{HOME}/{name}": ["/tests/test.sh"]}
+def test_a_login_or_interactive_shell_reads_its_home_and_system_start_up_files(command: str, name: str):
+    by = ["/tests/test.sh"]
+    assert _startup([_trace(command)]) == {f"{HOME}/{name}": by, SYSTEM_FILE[name]: by}
 
 
 @pytest.mark.parametrize("command", NOT_STARTUP)
@@ -104,7 +108,7 @@ def test_the_repair_rule_names_the_audits_exploit():
 
 
 def test_a_login_shell_is_seen_by_its_own_start_record():
-    assert _startup([], login=True) == {f"{HOME}/.bash_profile": []}
+    assert _startup([], login=True) == {f"{HOME}/.bash_profile": [], "/etc/profile": []}
     assert _startup([]) == {}
 
 

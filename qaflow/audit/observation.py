@@ -293,7 +293,8 @@ def _parse_trace(text: str, seen: Seen, obs: Observation) -> None:
             fields = line.split(SEP)
             home = fields[1] if len(fields) > 1 and fields[1].startswith("/") else ""
             if home and len(fields) > 2 and fields[2] == "login":
-                seen.add(posixpath.join(home, ".bash_profile"), "startup", None)
+                for path in (SYSTEM_STARTUP_FILES[("bash", "login")], posixpath.join(home, ".bash_profile")):
+                    seen.add(path, "startup", None)
             continue
         m = _TRACE.match(line)
         if not m:
@@ -329,6 +330,13 @@ def _parse_trace(text: str, seen: Seen, obs: Observation) -> None:
 STARTUP_FILES = {("bash", "login"): ".bash_profile", ("bash", "interactive"): ".bashrc", ("sh", "login"): ".profile"}
 """The home file each kind of shell reads at start-up (a login bash reads the first of ~/.bash_profile,
 ~/.bash_login and ~/.profile that exists: one planted at ~/.bash_profile comes first)."""
+SYSTEM_STARTUP_FILES = {
+    ("bash", "login"): "/etc/profile",
+    ("bash", "interactive"): "/etc/bash.bashrc",
+    ("sh", "login"): "/etc/profile",
+}
+"""The system-wide file each kind reads before its home file (Debian's `/etc/profile` also sources
+`/etc/profile.d/*.sh`): a root agent can write them."""
 
 
 def _startup_files(words: list[str], home: str, cwd: str, by: str | None, seen: Seen) -> None:
@@ -354,6 +362,7 @@ def _startup_files(words: list[str], home: str, cwd: str, by: str | None, seen: 
     for kind in sorted(kinds):
         name = STARTUP_FILES.get((shell, kind))
         if name:
+            seen.add(SYSTEM_STARTUP_FILES[(shell, kind)], "startup", by)
             seen.add(posixpath.join(home, name), "startup", by)
 
 
