@@ -126,7 +126,7 @@ def policy_loss(
         per_token = per_token + kl_coef * kl
     loss = (per_token * mask).sum()
     n = int(mask.sum())
-    return loss, {"tokens": n, "clipped": float(clipped.sum()), "kl": float((kl * mask).sum())}
+    return loss, {"tokens": n, "clipped": float(clipped.sum()), "kl": float((kl.detach() * mask).sum())}
 
 
 def load_policy(base: str, adapter: str | None, lora: LoraSettings | None) -> Any:

@@ -6,7 +6,8 @@ always. The policy is the tiny model warm-started offline to think either check 
 effort (and, asked which effort it runs at, to say so: it reads its system line, as an instruction-tuned model
 does). Each round is `rl.round.run_round` on pre-collected rollouts of that policy (graded attempts, references
 from the round's xhigh successes, `0.5 + 0.5 * phi`, group-mean advantages, the clipped update of every session
-under its effort's conditioning, the adapter carried to the next round). Per effort a group of six attempts:
+under its effort's conditioning with a small KL penalty to the warm start, the adapter carried to the next round).
+Per effort a group of six attempts:
 four short checks (one wrong), two long ones. At xhigh the reward is correctness only, so the long check wins;
 at low the reference is xhigh's median success (the short check's 5 tokens; no floor here) and the
 long check, over twice as long, is paid about 0.5 (k = 4), so the short check wins. The reward differs by effort
@@ -50,10 +51,20 @@ THOUGHTS = (SHORT, LONG)
 EFFORTS = (Effort.LOW, Effort.XHIGH)
 GROUP = ((SHORT, 1.0), (SHORT, 1.0), (SHORT, 1.0), (SHORT, 0.0), (LONG, 1.0), (LONG, 1.0))
 """One group of attempts (thought, verifier reward), the same at each effort and in each round."""
-ROUNDS = 4
+ROUNDS = 8
 REWARD = {"floor": 0, "k": 4.0}
 LORA = {"r": 8, "alpha": 16, "dropout": 0.0}
-UPDATE = {"learning_rate": 3e-3, "epochs": 4, "batch_size": 6, "lora": LORA}
+UPDATE = {"learning_rate": 1e-3, "epochs": 4, "batch_size": 6, "kl_coef": 0.02, "lora": LORA}
+"""Small steps and a KL anchor, so that every seed of the fresh LoRA learns the same thing (seeds 0-15 pass). The
+long check's tokens after its first are pushed down at low and up at xhigh; where the tiny model predicts one from
+the words before it rather than from the effort line (" file" after "read the", whose rival is " tests" of the
+short check), the push down wins (near p = 1 the push up has almost no gradient) and it sinks at both efforts: the
+mass goes to neither check, and the fixed rollouts never show the policy that drift. Each round's AdamW is new, so
+its first steps move every LoRA weight by about the learning rate whatever the gradient: at 3e-3 one step took that
+token at xhigh from 0.96 to 0.20, far past the clip's 0.2 (the clip only stops the gradient of a token already out
+of range). At 3e-3 and 4 rounds, without the KL, 7 seeds of 16 lost the long check at xhigh; at 1e-3 without the
+KL the long check's tokens still sank to 1e-5..1e-7 at low on some seeds. The KL to the warm start (the adapter
+disabled) holds the tokens no effort consistently pays to move; 8 rounds at 1e-3 leave room to learn under it."""
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +185,7 @@ def test_low_learns_to_think_shorter_than_xhigh_because_it_is_told_its_effort(wa
     from peft import PeftModel
 
     started = time.monotonic()
-    torch.manual_seed(0)  # the fresh LoRA's initialisation, whatever ran before (seeds 1-3 pass too)
+    torch.manual_seed(0)  # the fresh LoRA's initialisation, whatever ran before (seeds 0-15 pass)
     tokenizer = AutoTokenizer.from_pretrained(warm)
     lengths = [thinking_tokens(tokenizer, t) for t in THOUGHTS]
     assert lengths == [5, 12]

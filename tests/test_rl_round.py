@@ -16,6 +16,7 @@ from qaflow.agents.tool_specs import TOOLS
 from qaflow.models.frame import write_shard
 from rl.round import RoundConfig, run_round
 from rl.update import IGNORE_INDEX, policy_loss, token_logprobs
+from sft.conditioning import effort_conditioning, own_template
 from sft.masking import mask_sessions
 from sft.templates import training_template
 from sft.tiny_model import build_tiny_model
@@ -162,6 +163,7 @@ def test_ratio_clipping_stops_the_gradient_beyond_the_trust_region(tiny: Path) -
 
 
 SYSTEM = "You are a coding agent in {{ workdir }}."
+COIN_EFFORTS = ("low", "medium", "xhigh")
 INSTRUCTION = "Write `done` to /app/out.txt.\n"
 
 
@@ -189,35 +191,47 @@ def one_thread() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def coin_policy(one_thread: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny model taught offline (plain next-token loss on two sessions, a few dozen full-model steps) to
-    answer the task with one bash call that writes `done` or `none` to /app/out.txt about equally often, then
-    `finished`: a policy that earns the task's reward about half the time, so a group of attempts has
-    different rewards and the round has something to learn."""
+    """The tiny model taught offline (plain next-token loss on two sessions at each effort, a few dozen full-model
+    steps) to answer the task with one bash call that writes `done` or `none` to /app/out.txt about equally often,
+    then `finished`: a policy that earns the task's reward about half the time, so a group of attempts has
+    different rewards and the round has something to learn. Each session is taught under its effort's
+    conditioning (`sft.conditioning`: the system line `Reasoning effort: <effort>.`), as collection prompts it:
+    taught without it, the tiny model answers the conditioned prompt with garbage and rarely earns a reward."""
     root = tmp_path_factory.mktemp("coin")
     base = build_tiny_model(root / "base", hidden_size=64)
     tokenizer = AutoTokenizer.from_pretrained(base)
-    examples = mask_sessions(
-        [coin_session("done"), coin_session("none")], [TOOLS, TOOLS], tokenizer, training_template(tokenizer)
-    ).examples
-    n = max(len(e.input_ids) for e in examples)
-    ids = torch.tensor([e.input_ids + [tokenizer.pad_token_id] * (n - len(e.input_ids)) for e in examples])
-    labels = torch.tensor([e.labels + [IGNORE_INDEX] * (n - len(e.labels)) for e in examples])
+    own, template = own_template(tokenizer), training_template(tokenizer)
+    batches = []  # per effort, both sessions under its conditioning; the steps take the efforts in turn
+    for effort in COIN_EFFORTS:
+        sessions = [coin_session("done"), coin_session("none")]
+        conditioning = [effort_conditioning(own, effort)] * len(sessions)
+        examples = mask_sessions(sessions, [TOOLS] * len(sessions), tokenizer, template, None, conditioning).examples
+        n = max(len(e.input_ids) for e in examples)
+        ids = torch.tensor([e.input_ids + [tokenizer.pad_token_id] * (n - len(e.input_ids)) for e in examples])
+        labels = torch.tensor([e.labels + [IGNORE_INDEX] * (n - len(e.labels)) for e in examples])
+        batches.append((ids, labels))
     model = AutoModelForCausalLM.from_pretrained(base)
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-2)
     model.train()
-    for _ in range(150):
+    losses = [1.0] * len(batches)
+    for step in range(150):
+        ids, labels = batches[step % len(batches)]
         loss = model(input_ids=ids, labels=labels).loss
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    assert float(loss) < 0.05  # both sessions learned; what is left is the coin flip between them
+        losses[step % len(batches)] = float(loss.detach())
+    assert max(losses) < 0.05  # both sessions learned at every effort; what is left is the coin flip between them
     model.save_pretrained(root / "coin")
     tokenizer.save_pretrained(root / "coin")
     return root / "coin"
 
 
-def session_logprob(model, tokenizer, messages: list[dict]) -> float:
-    example = mask_sessions([messages], [TOOLS], tokenizer, training_template(tokenizer)).examples[0]
+def session_logprob(model, tokenizer, messages: list[dict], effort: str) -> float:
+    """The log-probability of the generated tokens of `messages` as the policy sees them at `effort`."""
+    conditioning = [effort_conditioning(own_template(tokenizer), effort)]
+    masked = mask_sessions([messages], [TOOLS], tokenizer, training_template(tokenizer), None, conditioning)
+    example = masked.examples[0]
     ids, labels = torch.tensor([example.input_ids]), torch.tensor([example.labels])
     with torch.no_grad():
         logp, mask = token_logprobs(model(input_ids=ids).logits, labels)
@@ -276,7 +290,11 @@ def test_a_round_with_the_local_policy_learns_the_rewarded_action(coin_policy: P
             s["temperature"] == 1.0 and s["thinking_budget"] == budget and s["enable_thinking"] for s in sampling
         )
         assert len({s["seed"] for s in sampling}) == 4
-        assert all(0 < u.reasoning_tokens <= budget for r in group for u in r.usage)
+        # every turn thinks within its effort's budget, as the provider counted it; a sampled turn may close its
+        # thinking at once (0 tokens: the budget is a cap, not a floor), but each effort's turns do think
+        usage = [u for r in group for u in r.usage]
+        assert all(u.reasoning_source == "provider" and 0 <= u.reasoning_tokens <= budget for u in usage)
+        assert any(u.reasoning_tokens > 0 for u in usage)
 
     scored = pl.read_parquet(report.checkpoint / "scored_rollouts.parquet")
     rewards = scored.group_by("effort").agg(pl.col("rl_reward").n_unique().alias("distinct"))
@@ -290,8 +308,14 @@ def test_a_round_with_the_local_policy_learns_the_rewarded_action(coin_policy: P
     before = AutoModelForCausalLM.from_pretrained(coin_policy)
     after = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(coin_policy), str(report.checkpoint))
     good, bad = coin_session("done"), coin_session("none")
-    up = session_logprob(after, tokenizer, good) - session_logprob(before, tokenizer, good)
-    down = session_logprob(after, tokenizer, bad) - session_logprob(before, tokenizer, bad)
+    # the change of each session's log-probability as the policy sees it at each effort, averaged over them
+    up = sum(
+        session_logprob(after, tokenizer, good, e) - session_logprob(before, tokenizer, good, e) for e in COIN_EFFORTS
+    )
+    down = sum(
+        session_logprob(after, tokenizer, bad, e) - session_logprob(before, tokenizer, bad, e) for e in COIN_EFFORTS
+    )
+    up, down = up / len(COIN_EFFORTS), down / len(COIN_EFFORTS)
     print(f"log-probability of the rewarded session {up:+.3f}, of the unrewarded one {down:+.3f}")
     assert up > 0.1 and down < -0.1
 
