@@ -102,7 +102,7 @@ def decode_steps(logs: dict[str, str]) -> list[DecodeStep]:
                 continue
             inputs = [posixpath.normpath(posixpath.join(cwd or "/", p)) for p in _paths(words[1:])]
             steps.append(DecodeStep(command=command, cwd=cwd or "/", inputs=list(dict.fromkeys(inputs))))
-    return steps[: MAX_DECODE_STEPS * 4]
+    return steps[:MAX_DECODE_STEPS]
 
 
 def _paths(args: Iterable[str]) -> list[str]:
