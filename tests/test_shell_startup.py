@@ -78,9 +78,13 @@ def test_a_sourced_file_is_a_start_up_file(command: str, path: str | None):
 
 def test_the_images_bash_env_sourced_by_the_observer_is_a_start_up_file_and_its_own_lines_are_not_the_verifiers():
     lines = [_trace("[ -n /root/.bashrc ]", source=BASH_ENV_FILE), _trace(". /root/.bashrc", source=BASH_ENV_FILE)]
+    lines.append(_trace(": startup /root/.profile", source=BASH_ENV_FILE))  # named by BASH_ENV, absent
     seen, obs = Seen(), Observation(observed=True)
     parse_logs({"sh.1.trace": "\n".join([f"#start{SEP}/root{SEP}", *lines])}, seen, obs)
-    assert {p: sorted(hows) for p, (hows, _by) in seen.paths.items()} == {"/root/.bashrc": ["startup"]}
+    assert {p: sorted(hows) for p, (hows, _by) in seen.paths.items()} == {
+        "/root/.bashrc": ["startup"],
+        "/root/.profile": ["startup"],
+    }
     assert obs.shell_commands == 0 and seen.names == {}
     assert '. "$QAFLOW_BASH_ENV_CHAIN"' in BASH_ENV
 
@@ -98,9 +102,16 @@ def test_the_observer_sources_the_images_bash_env_in_a_real_bash(tmp_path: Path)
         "QAFLOW_BASH_ENV_CHAIN": str(tmp_path / "image_env.sh"),
     }
     done = subprocess.run(["bash", "-c", 'echo "$FROM_IMAGE"'], env=env, capture_output=True, text=True)
-    assert done.stdout.strip() == "1"
+    assert done.stdout.strip() == "1" and done.stderr == ""
     (trace,) = (tmp_path / "log").iterdir()
     assert f". {tmp_path / 'image_env.sh'}" in trace.read_text()
+    trace.unlink()
+    # a file the image's BASH_ENV names that does not exist: bash says nothing, the trace names it
+    absent = env | {"QAFLOW_BASH_ENV_CHAIN": str(tmp_path / "absent.sh")}
+    done = subprocess.run(["bash", "-c", "true"], env=absent, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr == ""
+    (trace,) = (tmp_path / "log").iterdir()
+    assert f": startup {tmp_path / 'absent.sh'}" in trace.read_text()
 
 
 def test_the_repair_rule_names_the_audits_exploit():

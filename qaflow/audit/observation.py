@@ -300,10 +300,12 @@ def _parse_trace(text: str, seen: Seen, obs: Observation) -> None:
         if not m:
             continue
         source, cwd, command = m.groups()
-        if source == BASH_ENV_FILE:  # the observer's own lines: only the image's BASH_ENV it sources counts
-            words = command.split(maxsplit=1)
-            if words and words[0] in (".", "source") and len(words) > 1:
+        if source == BASH_ENV_FILE:  # the observer's own lines: only the image's BASH_ENV file counts
+            words = command.split(maxsplit=2)
+            if len(words) > 1 and words[0] == ".":
                 seen.add(words[1], "startup", None, cwd)
+            elif len(words) > 2 and words[:2] == [":", "startup"]:  # named but absent: the agent may create it
+                seen.add(words[2], "startup", None, cwd)
             continue
         obs.shell_commands += 1
         if source:

@@ -34,7 +34,9 @@ if exec {QAFLOW_OBSERVE_FD}>>"${QAFLOW_OBSERVE_LOG}/sh.$$.trace"; then
   PS4=$'+\x1f${BASH_SOURCE[0]-}\x1f${PWD}\x1f '
   set -x
 fi 2>/dev/null
-if [ -n "${QAFLOW_BASH_ENV_CHAIN-}" ]; then . "$QAFLOW_BASH_ENV_CHAIN"; fi
+if [ -n "${QAFLOW_BASH_ENV_CHAIN-}" ]; then
+  if [ -r "$QAFLOW_BASH_ENV_CHAIN" ]; then . "$QAFLOW_BASH_ENV_CHAIN"; else : startup "$QAFLOW_BASH_ENV_CHAIN"; fi
+fi
 """
 
 SITECUSTOMIZE = r'''"""qaflow observer (uploaded for one verifier run; not part of the task)."""
