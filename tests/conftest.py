@@ -3,7 +3,6 @@ QAFLOW_REQUIRE_BACKENDS=1 (set by .ci/run) so CI can never pass by skipping."""
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -104,45 +103,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    config.option.loadscopereorder = False  # the collection comes heaviest scope first (`heaviest_first`)
-
     class FilesAndLabelledAudits(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return scope_of(nodeid)
+            return labelled_group(nodeid) or nodeid.split("::", 1)[0]
 
     return FilesAndLabelledAudits(config, log)
 
 
-def scope_of(nodeid: str) -> str:
-    """The unit the loadfile scheduler hands a worker whole: a file, or a backend's labelled-audit group."""
-    return labelled_group(nodeid) or nodeid.split("::", 1)[0]
-
-
-DURATIONS = REPO / "tests" / "durations.json"
-"""Seconds each scope took in one whole run on two cores (refresh it from a `--junitxml` report when the
-suite changes much); a scope missing from it is guessed from its markers (`WEIGHTS`)."""
-WEIGHTS = {"slow": 10.0, "docker": 1.0, "bwrap": 1.0}
-"""A test's guessed seconds by its heaviest marker (else 0.1)."""
-
-
-def heaviest_first(items: list[pytest.Item]) -> None:
-    """Reorder `items` so the scopes with the most expected work come first (each scope's items stay in order):
-    two workers then finish together instead of one running a long file alone at the end."""
-    measured: dict[str, float] = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
-    guess: dict[str, float] = {}
-    for item in items:
-        cost = max((w for name, w in WEIGHTS.items() if item.get_closest_marker(name)), default=0.1)
-        guess[scope_of(item.nodeid)] = guess.get(scope_of(item.nodeid), 0.0) + cost
-    weight = {scope: measured.get(scope, seconds) for scope, seconds in guess.items()}
-    items.sort(key=lambda item: -weight[scope_of(item.nodeid)])
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Heaviest scopes first (`heaviest_first`); and tell `tests.audit_runs` which backends' labelled audits
-    this session runs anyway, so tests that need some labelled tasks audited read them from that run."""
+    """Tell `tests.audit_runs` which backends' labelled audits this session runs anyway, so tests that need
+    some labelled tasks audited read them from that run."""
     from tests import audit_runs
-
-    heaviest_first(items)
 
     for item in items:
         if item.nodeid.startswith("tests/test_audit_labels.py::test_audit_finds_exactly_the_labelled_codes["):
