@@ -337,7 +337,9 @@ def test_processes_the_agent_leaves_cannot_act_on_the_verifier(backend: str, tmp
         "double-fork": f"( setsid sh -c '{_STRAY_LOOP}' >/dev/null 2>&1 & )",
         "timeout": f"( setsid sh -c '{_STRAY_LOOP}' >/dev/null 2>&1 & )",
     }[how]
-    check = "sleep 0.3; [ -s /tmp/alive ] && [ -s /logs/verifier/reward.json ] && echo STRAY-RUNNING"
+    # poll (a loaded machine starts the stray late) within the agent's 2 s
+    running = "[ -s /tmp/alive ] && [ -s /logs/verifier/reward.json ] && { echo STRAY-RUNNING; break; }"
+    check = f"for _ in $(seq 15); do sleep 0.1; {running}; done"
     tail = "sleep 60" if how == "timeout" else "true"
     solve = f"#!/bin/bash\n{start}\n{check}\n{tail}\n"
     result = trial(tmp_path, backend, solve=solve, test=_ALIVE_CHECK, agent_timeout=2.0)
