@@ -251,8 +251,9 @@ class StorageWatch:
     """Polls the size of a sandbox's writable files during one exec and calls `on_exceed` once
     when it passes `limit_bytes` (None: never; `measure` may then only check the sandbox's
     health, returning None) and grew since the first poll (so an exec that merely runs in a
-    sandbox an earlier exec filled is not blamed). Polls at 0.2 s, then backs off to every
-    `max_interval`; an exec shorter than 0.2 s is never measured (RLIMIT_FSIZE still caps each file).
+    sandbox an earlier exec filled is not blamed). Polls at `first_wait` (0.2 s; 0 for a watch started
+    only once a command proved slow: its baseline then comes before the next burst), then every 0.2 s
+    doubling to `max_interval`; an exec shorter than 0.2 s is never measured (RLIMIT_FSIZE still caps each file).
 
     Bounded, not exact: a writer can get `rate x interval` past the limit before it is killed.
     """
@@ -265,12 +266,14 @@ class StorageWatch:
         *,
         baseline: int | None = None,
         max_interval: float = 1.0,
+        first_wait: float = 0.2,
     ):
         self._measure = measure
         self._limit = limit_bytes
         self._on_exceed = on_exceed
         self._baseline = baseline
         self._max_interval = max_interval
+        self._first_wait = first_wait
         self._stop = threading.Event()
         self.exceeded = False
         self.peak = 0
@@ -286,9 +289,11 @@ class StorageWatch:
             self._thread.join(timeout=10)
 
     def _loop(self) -> None:
-        interval = 0.2
-        while not self._stop.wait(interval):
-            interval = min(self._max_interval, interval * 2)
+        wait, interval = self._first_wait, 0.2
+        while not self._stop.wait(wait):
+            if wait >= interval:
+                interval = min(self._max_interval, interval * 2)
+            wait = interval
             try:
                 used = self._measure()
             except Exception as exc:  # a watchdog must never take the exec down with it

@@ -415,7 +415,8 @@ class BwrapSandbox:
         if storage_mb is None:
             return None
         root = self.files.fs
-        return StorageWatch(lambda: tree_usage(root), storage_mb * 2**20, lambda: kill(proc)).start()
+        # started only for a command still running after SLOW_S: its first measure (the baseline) at once
+        return StorageWatch(lambda: tree_usage(root), storage_mb * 2**20, lambda: kill(proc), first_wait=0).start()
 
     def kill_strays(self, clear: Sequence[str] = ()) -> int:
         """Kill whatever still runs in this sandbox; return how many were found. Then remove the
