@@ -89,15 +89,7 @@ def judge_answer_copy(nop: Sequence[ProbeRun], run: ProbeRun, exploit: Exploit, 
             ),
             evidence={
                 "copies": copies,
-                "exploits": [
-                    {
-                        "exploit": exploit.name,
-                        "files": [p.path for p in exploit.plants],
-                        "plants": exploit.model_dump(mode="json")["plants"],
-                        "reproduce": exploit.reproduction(task),
-                        "run": run.brief(),
-                    }
-                ],
+                "exploits": [exploit.proof(task, run.brief())],
             },
         )
     ]

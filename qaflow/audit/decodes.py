@@ -181,15 +181,7 @@ def judge_decode_copy(nop: Sequence[ProbeRun], run: ProbeRun, exploit: Exploit, 
             ),
             evidence={
                 "decoding_steps": steps,
-                "exploits": [
-                    {
-                        "exploit": exploit.name,
-                        "files": [p.path for p in exploit.plants],
-                        "plants": exploit.model_dump(mode="json")["plants"],
-                        "reproduce": exploit.reproduction(task),
-                        "run": run.brief(),
-                    }
-                ],
+                "exploits": [exploit.proof(task, run.brief())],
             },
         )
     ]

@@ -72,15 +72,7 @@ def judge_hidden_link(nop: Sequence[ProbeRun], run: ProbeRun, exploit: Exploit, 
             ),
             evidence={
                 "links": links,
-                "exploits": [
-                    {
-                        "exploit": exploit.name,
-                        "files": [p.path for p in exploit.plants],
-                        "plants": exploit.model_dump(mode="json")["plants"],
-                        "reproduce": exploit.reproduction(task),
-                        "run": run.brief(),
-                    }
-                ],
+                "exploits": [exploit.proof(task, run.brief())],
             },
         )
     ]
