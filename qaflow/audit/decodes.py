@@ -27,8 +27,8 @@ from collections.abc import Iterable, Sequence
 from qaflow.audit.answers import named_in
 from qaflow.audit.effects import ChangeKind, Effect
 from qaflow.audit.exploits import Exploit, Plant
-from qaflow.audit.observation import DecodeStep, Observation
-from qaflow.audit.observer_files import BASH_ENV_FILE, SEP
+from qaflow.audit.observation import TRACE_LINE, DecodeStep, Observation
+from qaflow.audit.observer_files import BASH_ENV_FILE
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode
@@ -39,7 +39,6 @@ MAX_TARGETS = 16
 CAPTURE = "/tmp/.qaflow-decoded-{}"
 """Where the replay keeps what decoding step N printed (a step that wrote to a redirect in the solution)."""
 
-_TRACE = re.compile(rf"^\++{SEP}([^{SEP}]*){SEP}([^{SEP}]*){SEP} (.*)$")
 ABOUT_DECODING = re.compile(
     r"\b(decrypt\w*|encrypt\w*|decod\w*|encod\w*|password\w*|passphrase\w*|\w*cipher\w*|unpack\w*|extract\w*|"
     r"decompress\w*|compress\w*|unzip\w*|zip|gzip\w*|tar|archive\w*|tarball\w*|crack\w*|restor\w*|backup\w*|"
@@ -88,7 +87,7 @@ def decode_steps(logs: dict[str, str]) -> list[DecodeStep]:
         if not name.startswith("sh."):
             continue
         for line in logs[name].splitlines():
-            m = _TRACE.match(line)
+            m = TRACE_LINE.match(line)
             if not m or m.group(1) == BASH_ENV_FILE:
                 continue
             _source, cwd, command = m.groups()

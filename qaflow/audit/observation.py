@@ -240,7 +240,8 @@ class Seen:
             self.names.setdefault(word, set()).update([by] if by else [])
 
 
-_TRACE = re.compile(rf"^\++{SEP}([^{SEP}]*){SEP}([^{SEP}]*){SEP} (.*)$")
+TRACE_LINE = re.compile(rf"^\++{SEP}([^{SEP}]*){SEP}([^{SEP}]*){SEP} (.*)$")
+"""A line of the observer's shell trace: (the file it ran from, the folder, the command as run)."""
 
 
 _TRANSPARENT_WORDS = (
@@ -296,7 +297,7 @@ def _parse_trace(text: str, seen: Seen, obs: Observation) -> None:
                 for path in (SYSTEM_STARTUP_FILES[("bash", "login")], posixpath.join(home, ".bash_profile")):
                     seen.add(path, "startup", None)
             continue
-        m = _TRACE.match(line)
+        m = TRACE_LINE.match(line)
         if not m:
             continue
         source, cwd, command = m.groups()
