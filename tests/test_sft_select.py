@@ -10,6 +10,7 @@ import pytest
 
 from qaflow.llm import LLMConfig, ScriptedReply
 from qaflow.llm.config import ScriptedToolCall as Call
+from qaflow.models.frame import read_rollouts
 from qaflow.models.rollout import Effort
 from qaflow.task import Task
 from sft.cli import print_selection
@@ -120,9 +121,10 @@ def test_the_cache_follows_checkpoint_content_and_task_versions_not_names(tmp_pa
     a = load_tasks(pool_a)
     b = load_tasks(pool_b)
     on_a = evaluator(info, a, OFF, 1)
-    assert (on_a.solved, on_a.attempted, evaluator.runs) == (1, 1, 1) and on_a.mean_output_tokens > 0
+    assert (on_a.solved, on_a.attempted, evaluator.runs) == (1, 1, 1), _attempts(evaluator.cache_dir)
+    assert on_a.mean_output_tokens > 0
     on_b = evaluator(info, b, OFF, 1)
-    assert (on_b.solved, on_b.attempted, evaluator.runs) == (2, 3, 4)  # b2 wants `other`
+    assert (on_b.solved, on_b.attempted, evaluator.runs) == (2, 3, 4), _attempts(evaluator.cache_dir)  # b2: other
     # cached: the same checkpoint content, versions, effort and attempts read back, even with a policy that
     # would now write `other`; the optimizer state is not part of the model's content
     script["replies"] = _write("other")
@@ -135,6 +137,13 @@ def test_the_cache_follows_checkpoint_content_and_task_versions_not_names(tmp_pa
     (checkpoint / "adapter_model.safetensors").write_bytes(b"weights v2")
     fresh = HarnessEvaluator(cache_dir=evaluator.cache_dir, model_for=evaluator.model_for, backend="bwrap")
     assert (fresh(info, b, OFF, 1).solved, fresh.runs) == (1, 3)
+
+
+def _attempts(cache_dir: Path) -> str:
+    """What each cached attempt ended with, for a failure's message."""
+    columns = ["task", "reward", "exit_status", "stop_reason", "error", "verifier_output", "timings_json"]
+    shards = sorted(cache_dir.rglob("*.parquet"))
+    return "\n".join(str(row) for shard in shards for row in read_rollouts(shard).select(columns).to_dicts())
 
 
 def _rows(*rows: tuple[str, int, float | None, float]) -> list[CheckpointInfo]:
