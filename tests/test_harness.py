@@ -12,7 +12,6 @@ from qaflow.agents.effort import EffortMap
 from qaflow.agents.harness import HarnessConfig
 from qaflow.agents.tool_specs import TOOL_NAMES
 from qaflow.llm import LLM, LLMConfig, ScriptedReply
-from qaflow.llm.client import import_litellm
 from qaflow.llm.config import ScriptedToolCall as Call
 from qaflow.models.rollout import Effort
 from qaflow.models.trial import ExitStatus
@@ -103,7 +102,6 @@ def test_runaway_agent_is_stopped_at_the_time_limit(tmp_path: Path) -> None:
     from tests.conftest import require_backend
 
     require_backend("bwrap")
-    import_litellm()  # its first import takes seconds on a cold disk: not the agent's time
     task = Task.load(write_task(tmp_path))
     sleepy = scripted(*[ScriptedReply(tool_calls=[Call(name="bash", arguments={"command": "sleep 30"})])] * 5)
     started = time.monotonic()

@@ -25,6 +25,7 @@ from qaflow.agents.tool_specs import TOOLS
 from qaflow.errors import LLMError, ToolCallError
 from qaflow.llm import LLM, LLMConfig
 from qaflow.llm.account import UsageAccount
+from qaflow.llm.client import import_litellm
 from qaflow.llm.reply import LLMReply
 from qaflow.llm.tools import parse_tool_call
 from qaflow.models.rollout import Effort, SideCall, TurnUsage, normalize_message
@@ -113,6 +114,7 @@ class CodingAgent:
         account: UsageAccount | None = None,
         attempt_key: str = "",
     ):
+        import_litellm()  # seconds on its first import: paid here, not out of the agent's time limit
         self.config = config or HarnessConfig()
         self.effort = Effort(effort)
         self.llm_config = self.config.efforts.apply(llm_config, self.effort)
