@@ -60,7 +60,7 @@ from curation.export_facts import (
     export_facts,
     with_default_licence,
 )
-from curation.export_guard import DEFAULT_MAX_MESSAGE_CHARS, Rejected, guard_rollout
+from curation.export_guard import DEFAULT_MAX_MESSAGE_CHARS, Rejected, guard_rollout, structure_faults
 from curation.export_rl import export_rl
 from curation.export_sharegpt import SHAREGPT_DIR, SHAREGPT_MAPPING, sharegpt_features, sharegpt_row
 from curation.export_tasks import export_tasks, rows_to_task_dir
@@ -195,14 +195,15 @@ def sft_rows(
     gate = gate or GateOptions()
     rows: list[dict[str, Any]] = []
     removed: list[Removed] = []
-    for row in frame.iter_rows(named=True):
+    faults = structure_faults(frame)
+    for row, fault in zip(frame.iter_rows(named=True), faults, strict=True):
         try:
             check_policy(row, gate)
             task_columns = check_task(row["task_version"], facts, gate)
             check_graded(row, gate)
             check_passed(row, gate)
             check_hack(row, gate)
-            tools = guard_rollout(row, max_message_chars=max_message_chars)
+            tools = guard_rollout(row, fault, max_message_chars=max_message_chars)
             messages = apply_transforms([message_row(m) for m in row["messages"]], transforms, counts)
         except Rejected as e:
             removed.append(_removed(row, e.reason, e.detail))

@@ -1,7 +1,9 @@
-"""The structural check of rollout filters, vectorised: every tool call answered exactly once by id,
-arguments valid JSON objects with the offered tool's required keys, legal role order, no empty
-assistant turn, ends with an assistant turn. Messages are exploded into one row per message and per
-tool call and checked with joins and group-bys; nothing loops over rows in Python.
+"""The session-structure rules, vectorised, shared by the `structure_valid` filter rule and the export's
+guard (one rule set: a row the filter calls sound exports, and the reverse): every tool call answered
+exactly once by id, arguments valid JSON objects with the offered tool's required keys, legal role
+order, no empty assistant turn, ends with an assistant turn whose calls (if any) have results.
+Messages are exploded into one row per message and per tool call and checked with joins and
+group-bys; nothing loops over rows in Python.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import json
 from typing import Any
 
 import polars as pl
+
+from curation.export_common import RemovalReason
 
 
 def field_of(name: str) -> pl.Expr:
@@ -52,7 +56,13 @@ def _role_name(role: pl.Expr) -> pl.Expr:
 
 
 def structure_reasons(frame: pl.DataFrame) -> pl.Series:
-    """Per row, the first structural problem of its messages (by position), or null when the row is sound.
+    """Per row, the first structural problem of its messages (by position), or null when the row is sound."""
+    return structure_problems(frame)["reason"]
+
+
+def structure_problems(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per row, the first structural problem of its messages (by position) as `reason` (the words) and
+    `kind` (a `RemovalReason` value), both null when the row is sound.
 
     Long on purpose: one flat list of structural checks over a session, each a few lines, read top to bottom.
     """
@@ -64,19 +74,21 @@ def structure_reasons(frame: pl.DataFrame) -> pl.Series:
         roles.list.first().alias("first"),
         roles.list.get(1, null_on_oob=True).alias("second"),
         roles.list.last().alias("last"),
+        roles.list.contains("assistant").fill_null(False).alias("assistant"),
         pl.col("messages").list.last().struct.field("tool_calls").list.len().fill_null(0).alias("last_calls"),
     )
     n, last_role = pl.col("n"), _role_name(pl.col("last"))
     start_pos = pl.when(pl.col("first") == "system").then(1).otherwise(0)
     start_role = _role_name(pl.when(pl.col("first") == "system").then(pl.col("second")).otherwise(pl.col("first")))
     found = [
-        _violations(rows, n == 0, -1, 0, pl.lit("no messages")),
+        _violations(rows, n == 0, -1, 0, pl.lit("no messages"), RemovalReason.NO_MESSAGES),
         _violations(
             rows,
             (n > 0) & (start_role.fill_null("") != "user"),
             start_pos,
             1,
             pl.format("message {} is {}, not user ({})", start_pos, start_role, pl.lit(ROLE_ORDER_HELP)),
+            RemovalReason.BAD_ORDER,
         ),
         _violations(
             rows,
@@ -84,6 +96,9 @@ def structure_reasons(frame: pl.DataFrame) -> pl.Series:
             n - 1,
             0,
             pl.format("ends with a {} message, not an assistant turn", last_role),
+            pl.when(pl.col("assistant"))
+            .then(pl.lit(RemovalReason.UNFINISHED.value))
+            .otherwise(pl.lit(RemovalReason.NO_ASSISTANT_TURN.value)),
         ),
         _violations(
             rows,
@@ -91,6 +106,7 @@ def structure_reasons(frame: pl.DataFrame) -> pl.Series:
             n - 1,
             0,
             pl.lit("ends with an assistant turn whose tool calls have no results"),
+            RemovalReason.UNANSWERED_TOOL_CALL,
         ),
     ]
 
@@ -150,12 +166,22 @@ def structure_reasons(frame: pl.DataFrame) -> pl.Series:
         .then(pl.format("tool result at message {} does not follow an assistant turn", pos))
         .otherwise(pl.format("tool result at message {} has no tool_call_id", pos))
     )
-    found.append(_violations(flagged, pl.lit(True), pos, pl.col("code"), reason))
+    kind = (
+        pl.when(pl.col("code") == _UNKNOWN_ROLE)
+        .then(pl.lit(RemovalReason.BAD_ROLE.value))
+        .when(pl.col("code") == _LATE_SYSTEM)
+        .then(pl.lit(RemovalReason.BAD_ORDER.value))
+        .when(pl.col("code") == _CALLS_OFF_TURN)
+        .then(pl.lit(RemovalReason.BAD_TOOL_CALL.value))
+        .otherwise(pl.lit(RemovalReason.ORPHAN_TOOL_RESULT.value))
+    )
+    found.append(_violations(flagged, pl.lit(True), pos, pl.col("code"), reason, kind))
     silent = msgs.select("row", "pos", "role", "n_calls", "content", "reasoning_content").filter(
         (role == "assistant") & (pl.col("n_calls") == 0)
     )
     blank = [pl.col(c).fill_null("").str.strip_chars() == "" for c in ("content", "reasoning_content")]
-    found.append(_violations(silent, blank[0] & blank[1], pos, 6, pl.format("empty assistant turn at message {}", pos)))
+    empty = pl.format("empty assistant turn at message {}", pos)
+    found.append(_violations(silent, blank[0] & blank[1], pos, 6, empty, RemovalReason.EMPTY_TURN))
 
     calls = (
         msgs.select("row", "g", "pos", "even", "tool_calls")
@@ -172,7 +198,14 @@ def structure_reasons(frame: pl.DataFrame) -> pl.Series:
     )
     call_id = pl.col("id")
     found += [
-        _violations(calls, call_id == "", pos, 6, pl.format("tool call at message {} has no id", pos)),
+        _violations(
+            calls,
+            call_id == "",
+            pos,
+            6,
+            pl.format("tool call at message {} has no id", pos),
+            RemovalReason.BAD_TOOL_CALL,
+        ),
         _violations(
             # a hash of (row, id) narrows the search; the ids are then compared themselves
             calls.filter((call_id != "") & (pl.col("row").hash() ^ call_id.hash()).is_duplicated()),
@@ -180,6 +213,7 @@ def structure_reasons(frame: pl.DataFrame) -> pl.Series:
             pos,
             7,
             pl.format("duplicate tool call id {}", call_id),
+            RemovalReason.BAD_TOOL_CALL,
         ),
         _pairing_violations(
             calls,
@@ -189,19 +223,30 @@ def structure_reasons(frame: pl.DataFrame) -> pl.Series:
         ),
         _argument_violations(calls, frame["tools_json"]),
     ]
-    first = pl.concat(found).sort("row", "pos", "order", maintain_order=True).unique("row", keep="first")
-    return rows.select("row").join(first, on="row", how="left", maintain_order="left")["reason"]
+    # ties go by the check's place in `found`, then (two calls of one turn) by the words: a row always gets
+    # the same reason
+    parts = [part.with_columns(part=pl.lit(i, pl.Int32)) for i, part in enumerate(found)]
+    first = (
+        pl.concat(parts).sort("row", "pos", "order", "part", "reason").unique("row", keep="first", maintain_order=True)
+    )
+    return rows.select("row").join(first, on="row", how="left", maintain_order="left").select("reason", "kind")
 
 
 def _violations(
-    frame: pl.DataFrame, when: pl.Expr, pos: pl.Expr | int, order: pl.Expr | int, reason: pl.Expr
+    frame: pl.DataFrame,
+    when: pl.Expr,
+    pos: pl.Expr | int,
+    order: pl.Expr | int,
+    reason: pl.Expr,
+    kind: pl.Expr | RemovalReason,
 ) -> pl.DataFrame:
-    """The rows of `frame` where `when` holds, as (row, pos, order, reason)."""
+    """The rows of `frame` where `when` holds, as (row, pos, order, reason, kind)."""
     return frame.filter(when).select(
         pl.col("row").cast(pl.UInt32),
         (pos if isinstance(pos, pl.Expr) else pl.lit(pos)).cast(pl.Int64).alias("pos"),
         (order if isinstance(order, pl.Expr) else pl.lit(order)).cast(pl.Int32).alias("order"),
         reason.cast(pl.String).alias("reason"),
+        (kind if isinstance(kind, pl.Expr) else pl.lit(kind.value)).cast(pl.String).alias("kind"),
     )
 
 
@@ -239,9 +284,15 @@ def _pairing_violations(calls: pl.DataFrame, results: pl.DataFrame) -> pl.DataFr
                 pos,
                 8,
                 pl.format("tool result at message {} answers no call of its assistant turn ('{}')", pos, id_),
+                RemovalReason.ORPHAN_TOOL_RESULT,
             ),
             _violations(
-                pairs, (pl.col("calls") > 0) & (answered == 0), pos, 9, pl.format("tool call {} has no result", id_)
+                pairs,
+                (pl.col("calls") > 0) & (answered == 0),
+                pos,
+                9,
+                pl.format("tool call {} has no result", id_),
+                RemovalReason.UNANSWERED_TOOL_CALL,
             ),
             _violations(
                 pairs,
@@ -249,6 +300,7 @@ def _pairing_violations(calls: pl.DataFrame, results: pl.DataFrame) -> pl.DataFr
                 pos,
                 9,
                 pl.format("tool call {} has {} results", id_, answered),
+                RemovalReason.ORPHAN_TOOL_RESULT,
             ),
         ]
     )
@@ -307,13 +359,21 @@ def _argument_violations(calls: pl.DataFrame, tools_json: pl.Series) -> pl.DataF
     pos = pl.col("pos")
     return pl.concat(
         [
-            _violations(suspect, ~pl.col("json"), pos, 10, pl.format("arguments of {} are not valid JSON", label)),
+            _violations(
+                suspect,
+                ~pl.col("json"),
+                pos,
+                10,
+                pl.format("arguments of {} are not valid JSON", label),
+                RemovalReason.BAD_TOOL_CALL,
+            ),
             _violations(
                 suspect,
                 pl.col("json") & ~pl.col("obj"),
                 pos,
                 10,
                 pl.format("arguments of {} are not a JSON object", label),
+                RemovalReason.BAD_TOOL_CALL,
             ),
             _violations(
                 suspect,
@@ -321,6 +381,7 @@ def _argument_violations(calls: pl.DataFrame, tools_json: pl.Series) -> pl.DataF
                 pos,
                 11,
                 pl.format("{} uses tool '{}' that is not offered", label, "tool"),
+                RemovalReason.BAD_TOOL_CALL,
             ),
             _violations(
                 suspect.filter(sound).drop("required").join(missing, on="call"),
@@ -328,6 +389,7 @@ def _argument_violations(calls: pl.DataFrame, tools_json: pl.Series) -> pl.DataF
                 pos,
                 12,
                 pl.format("missing required argument '{}' for {} ({})", "required", "tool", label),
+                RemovalReason.BAD_TOOL_CALL,
             ),
         ]
     )

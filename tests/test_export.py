@@ -29,8 +29,10 @@ from curation.export import (
     load_funnel,
     require_hub_token,
     rows_to_task_dir,
+    sft_rows,
 )
 from curation.export_sharegpt import to_sharegpt
+from curation.filter_structure import structure_reasons
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.cli import app
 from qaflow.ledger.status import StatusWriter
@@ -294,8 +296,17 @@ def _assistant(*calls: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": "", "tool_calls": list(calls)}
 
 
+def _answered(*calls: dict[str, Any]) -> list[dict[str, Any]]:
+    """An assistant turn with `calls`, a result for each, and a final answer."""
+    results = [{"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in calls]
+    return [_assistant(*calls), *results, {"role": "assistant", "content": "done"}]
+
+
 GUARD_CASES: dict[str, tuple[dict[str, Any], RemovalReason]] = {
-    "unknown role": ({"messages": _turns({"role": "robot", "content": "beep"})}, RemovalReason.BAD_ROLE),
+    "unknown role": (
+        {"messages": _turns({"role": "robot", "content": "beep"}, {"role": "assistant", "content": "done"})},
+        RemovalReason.BAD_ROLE,
+    ),
     "assistant first": (
         {"messages": [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "u"}]},
         RemovalReason.BAD_ORDER,
@@ -304,13 +315,30 @@ GUARD_CASES: dict[str, tuple[dict[str, Any], RemovalReason]] = {
         {"messages": _turns(_assistant(_call("c0")), {"role": "user", "content": "and?"})},
         RemovalReason.UNANSWERED_TOOL_CALL,
     ),
+    "last turn leaves its call open": (
+        {"messages": _turns(_assistant(_call("c0")))},
+        RemovalReason.UNANSWERED_TOOL_CALL,
+    ),
+    "ends with a tool result": ({"messages": _turns(*_answered(_call("c0"))[:-1])}, RemovalReason.UNFINISHED),
+    "empty assistant turn": (
+        {"messages": _turns({"role": "assistant", "content": " "}, {"role": "user", "content": "go on"}, *_answered())},
+        RemovalReason.EMPTY_TURN,
+    ),
     "arguments not JSON": (
-        {"messages": _turns(_assistant(_call("c0", arguments="{oops")))},
+        {"messages": _turns(*_answered(_call("c0", arguments="{oops")))},
         RemovalReason.BAD_TOOL_CALL,
     ),
-    "arguments a list": ({"messages": _turns(_assistant(_call("c0", arguments="[1]")))}, RemovalReason.BAD_TOOL_CALL),
-    "call without id": ({"messages": _turns(_assistant(_call("")))}, RemovalReason.BAD_TOOL_CALL),
-    "duplicate ids": ({"messages": _turns(_assistant(_call("c0"), _call("c0")))}, RemovalReason.BAD_TOOL_CALL),
+    "arguments a list": ({"messages": _turns(*_answered(_call("c0", arguments="[1]")))}, RemovalReason.BAD_TOOL_CALL),
+    "call without id": ({"messages": _turns(*_answered(_call("")))}, RemovalReason.BAD_TOOL_CALL),
+    "duplicate ids": ({"messages": _turns(*_answered(_call("c0"), _call("c0")))}, RemovalReason.BAD_TOOL_CALL),
+    "result answers no call": (
+        {
+            "messages": _turns(
+                *_answered(_call("c0"))[:2], {"role": "tool", "tool_call_id": "c9", "content": "?"}, *_answered()
+            )
+        },
+        RemovalReason.ORPHAN_TOOL_RESULT,
+    ),
     "no assistant turn": ({"messages": _turns()}, RemovalReason.NO_ASSISTANT_TURN),
     "no messages": ({"messages": []}, RemovalReason.NO_MESSAGES),
     "tool without name": ({"tools": [{"type": "function", "function": {}}]}, RemovalReason.BAD_TOOLS),
@@ -326,9 +354,37 @@ def test_guard_reasons(case: str, tmp_path: Path) -> None:
     assert [(r.id, r.reason) for r in report.removed] == [(bad.rollout_id, reason)]
 
 
-def test_last_turn_may_leave_calls_open(tmp_path: Path) -> None:
-    stopped = make_record(task="demo/stopped", messages=_turns(_assistant(_call("c0"))))
-    assert export_sft(records_to_frame([stopped]), tmp_path / "sft", gate=OPEN).removed == []
+def test_the_export_and_the_filter_judge_a_session_alike(tmp_path: Path) -> None:
+    """One rule set: over sessions made by every single edit of sound ones (drop, duplicate or move a
+    message, drop a call's id, empty a turn, cut the end), a row exports exactly when the filter's
+    `structure_valid` rule keeps it, and the export's reason is the filter's first problem."""
+    sound = [
+        _turns(*_answered(_call("c0"))),
+        _turns(*_answered(_call("a"), _call("b")), {"role": "user", "content": "more"}, *_answered(_call("c"))),
+    ]
+    sessions: list[list[dict[str, Any]]] = [*sound]
+    for messages in sound:
+        for i in range(len(messages)):
+            sessions.append(messages[:i] + messages[i + 1 :])
+            sessions.append(messages[: i + 1] + messages[i:])
+            sessions.append(messages[:i])
+            if i + 1 < len(messages):
+                sessions.append([*messages[:i], messages[i + 1], messages[i], *messages[i + 2 :]])
+            calls = messages[i].get("tool_calls")
+            if calls:
+                sessions.append([*messages[:i], {**messages[i], "tool_calls": [{**calls[0], "id": ""}, *calls[1:]]}])
+                sessions[-1] += messages[i + 1 :]
+            if messages[i]["role"] == "assistant":
+                sessions.append([*messages[:i], {"role": "assistant", "content": ""}, *messages[i + 1 :]])
+    records = [make_record(task=f"edit/{k}", messages=m) for k, m in enumerate(sessions)]
+    frame = records_to_frame(records)
+    reasons = structure_reasons(frame).to_list()
+    assert 10 < sum(r is not None for r in reasons) < len(records)  # both outcomes are exercised
+    rows, removed = sft_rows(frame, gate=OPEN)
+    by_id = {r.id: r.detail for r in removed}
+    for record, reason in zip(records, reasons, strict=True):
+        assert by_id.get(record.rollout_id) == reason, (record.messages, reason)
+    assert len(rows) == sum(r is None for r in reasons)
 
 
 def test_all_rows_removed_is_an_error_listing_them(tmp_path: Path) -> None:
