@@ -7,12 +7,15 @@ tests/ bind-mounted and the network the task gets (README "Network"), `sh -c 'so
 only); test.sh; cat reward'`. bwrap gets the same
 treatment against the bare `bwrap` command line. Target: docker <= 1.3x.
 
+`--code-mutants` times the audit with and without code mutants of the reference solution's Python
+(`AuditConfig.code_mutants`), battery on both times, same tasks, fresh ledgers, warm images. Target: <= 1.3x.
+
 `--battery` instead times the audit of the pool with and without the trust-boundary observation and
 the exploit battery (`AuditConfig.observe`; off is the audit as it was before them), same tasks,
 fresh ledgers, warm images. Target: <= 1.3x.
 
 Usage: python bench/audit_throughput.py [--pool tasks_repo] [--backend docker|bwrap|both] [--limit 8]
-       python bench/audit_throughput.py --battery [--limit 100] [--repeats 6] [--jobs 2]
+       python bench/audit_throughput.py --battery|--code-mutants [--limit 100] [--repeats 6] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def sound_tasks(pool: Path, limit: int) -> list[Task]:
 
 
 def audit_seconds(
-    tasks: list[Task], backend: str, repeats: int, *, observe: bool = True, jobs: int = 1
+    tasks: list[Task], backend: str, repeats: int, *, observe: bool = True, jobs: int = 1, code_mutants: bool = True
 ) -> tuple[float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         ledger = Ledger(Path(tmp) / "ledger.sqlite")
@@ -63,7 +66,7 @@ def audit_seconds(
                 )
             )
         run = ledger.start_run(RunKind.AUDIT, {})
-        config = AuditConfig(backend=backend, repeats=repeats, jobs=jobs, observe=observe)
+        config = AuditConfig(backend=backend, repeats=repeats, jobs=jobs, observe=observe, code_mutants=code_mutants)
         auditor = Auditor(ledger, run.run_id, config)
         t0 = time.perf_counter()
         auditor.audit([t.path for t in tasks])
@@ -119,6 +122,19 @@ def battery_ratio(tasks: list[Task], backend: str, repeats: int, jobs: int) -> f
     return ratio
 
 
+def code_mutant_ratio(tasks: list[Task], backend: str, repeats: int, jobs: int) -> float:
+    """Seconds to audit `tasks` without, then with, code mutants (battery on both times); prints the ratio."""
+    audit_seconds(tasks, backend, 1, jobs=jobs, code_mutants=False)  # warm-up: builds every image
+    before, n_before = audit_seconds(tasks, backend, repeats, jobs=jobs, code_mutants=False)
+    after, n_after = audit_seconds(tasks, backend, repeats, jobs=jobs, code_mutants=True)
+    ratio = after / before
+    print(
+        f"{backend}: {len(tasks)} tasks, {repeats} repeats, {jobs} jobs: audit without code mutants {before:.1f} s "
+        f"({n_before} trials), with them {after:.1f} s ({n_after} trials): ratio {ratio:.2f}x (target <= 1.3x)"
+    )
+    return ratio
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pool", default=str(REPO / "tasks_repo"))
@@ -127,6 +143,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=1, help="trials at once (--battery)")
     parser.add_argument("--battery", action="store_true", help="time the audit with vs without the exploit battery")
+    parser.add_argument("--code-mutants", action="store_true", help="time the audit with vs without code mutants")
     args = parser.parse_args()
     tasks = sound_tasks(Path(args.pool), args.limit)
     for backend in ("docker", "bwrap"):
@@ -138,6 +155,9 @@ def main() -> None:
             continue
         if args.battery:
             battery_ratio(tasks, backend, args.repeats, args.jobs)
+            continue
+        if args.code_mutants:
+            code_mutant_ratio(tasks, backend, args.repeats, args.jobs)
             continue
         audit_seconds(tasks[:1], backend, 1)  # warm-up: builds images
         for t in tasks:
