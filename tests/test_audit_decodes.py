@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.decodes import DECODE_COPY, decode_steps, is_decoding, plan_decode_copy
+from qaflow.audit.decodes import (
+    DECODE_COPY,
+    REFED,
+    decode_steps,
+    is_decoding,
+    plan_decode_copy,
+    reads_stdin,
+)
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.observation import DecodeStep, Observation
 from qaflow.audit.observer_files import BASH_ENV_FILE, SEP
@@ -80,6 +87,53 @@ def test_decode_steps_keep_order_folder_and_absolute_inputs_but_not_the_observer
     assert steps[1].inputs == ["/tmp/p.tar", "/app/.oracle"]
 
 
+PIPE_FED = [
+    "tar -xz -C /app/.oracle",
+    "tar x",
+    "tar -xzf - -C /app",
+    "openssl enc -d -aes-256-cbc -pass pass:x",
+    "base64 -d",
+    "gzip -d",
+    "xxd -r -p",
+    "zcat -",
+]
+FILE_FED = [c for c in DECODING if not c.startswith("gpg")]
+
+
+@pytest.mark.parametrize("command", PIPE_FED + FILE_FED)
+def test_a_decoder_that_names_no_file_reads_a_pipe(command: str):
+    assert reads_stdin(shlex.split(command)) == (command in PIPE_FED)
+
+
+def test_a_pipeline_traced_in_either_order_replays_its_file_step_first_and_feeds_the_next():
+    pipeline = [
+        _line("openssl enc -d -aes-256-cbc -pbkdf2 -pass pass:p -in /app/.oracle/solution.enc"),
+        _line("tar -xz -C /app/.oracle/payload"),
+    ]
+    for lines in (pipeline, pipeline[::-1]):
+        steps = decode_steps({"sh.3.trace": "\n".join([*lines, _line("gunzip -c /app/.oracle/b.gz")])})
+        assert [(s.command.split()[0], s.stdin) for s in steps] == [
+            ("openssl", False),
+            ("tar", True),
+            ("gunzip", False),
+        ]
+    obs = Observation(observed=True, oracle_decodes=steps, oracle_reads=["/app/.oracle/solution.enc"])
+    exploit = plan_decode_copy(obs, _effect({"/app/a.txt": b"Ada\n"}), "Write the first programmer's name.")
+    assert exploit is not None
+    assert [p.command for p in exploit.plants[:2]] == [
+        "(cd /app && openssl enc -d -aes-256-cbc -pbkdf2 -pass pass:p -in /app/.oracle/solution.enc"
+        " > /tmp/.qaflow-decoded-0)",
+        "(cd /app && mkdir -p /app/.oracle/payload; for c in /tmp/.qaflow-decoded-0; do"
+        ' [ -s "$c" ] && tar -xz -C /app/.oracle/payload < "$c" > /tmp/.qaflow-decoded-1'
+        " && : > /tmp/.qaflow-decoded-1.done && break; done)",
+    ]
+    # a step that names a file comes after the pipe-fed one: if no earlier step fed it, every step's output
+    # is tried again once all ran (the newest first)
+    (again,) = [p.command or "" for p in exploit.plants if p.why.startswith(REFED)]
+    assert again.startswith("[ -e /tmp/.qaflow-decoded-1.done ] || (cd /app && mkdir -p /app/.oracle/payload; ")
+    assert "for c in /tmp/.qaflow-decoded-2 /tmp/.qaflow-decoded-0; do" in again
+
+
 def _effect(files: dict[str, bytes]) -> Effect:
     return Effect(
         changes=[FileChange(path=p, kind=ChangeKind.CREATED, content=c, file_type="file") for p, c in files.items()],
@@ -95,7 +149,8 @@ def test_the_replay_is_planned_only_for_a_file_the_image_ships_that_the_instruct
     obs = Observation(observed=True, oracle_decodes=[SHIPPED], oracle_reads=["/app/.oracle/p.tgz"])
     exploit = plan_decode_copy(obs, effect, "Write the first programmer's name to /app/a.txt.")
     assert exploit is not None and exploit.name == DECODE_COPY
-    assert exploit.plants[0].command == "(cd / && tar -xzf /app/.oracle/p.tgz -C /app/.oracle > /tmp/.qaflow-decoded-0)"
+    replay = "(cd / && mkdir -p /app/.oracle; tar -xzf /app/.oracle/p.tgz -C /app/.oracle > /tmp/.qaflow-decoded-0)"
+    assert exploit.plants[0].command == replay
     (target,) = [p for p in exploit.plants if p.path == "/app/a.txt"]
     assert "/app/.oracle/files/a.txt" in (target.command or "")
     # the decoding is the task, or needs what only the reference solution has, or reads nothing shipped
@@ -127,6 +182,11 @@ UNPACK = (
 ENCODED = (
     "FROM python:3.11-slim\nWORKDIR /app\nRUN mkdir -p /app/.oracle && echo QWRhIExvdmVsYWNlCg== > /app/.oracle/a.b64\n"
 )
+PIPED = (
+    "FROM python:3.11-slim\nWORKDIR /app\n"
+    "RUN mkdir -p /app/.oracle/files && echo 'Ada Lovelace' > /app/.oracle/files/answer.txt && "
+    "tar -cz -C /app/.oracle files | base64 > /app/.oracle/p.b64 && rm -r /app/.oracle/files\n"
+)
 NUMBERS = "FROM python:3.11-slim\nWORKDIR /app\nRUN mkdir -p /app/data && seq 1 10 | gzip > /app/data/numbers.gz\n"
 SUM_VERIFIER = (
     "#!/bin/bash\nmkdir -p /logs/verifier\n"
@@ -144,6 +204,11 @@ def test_an_answer_packed_or_encoded_in_the_image_is_a_leak_and_decoding_work_is
     write_task(pool, "encoded", test_sh=VERIFIER, solve_sh=decode, dockerfile=ENCODED, instruction=INSTRUCTION)
     asked = "Unpack /app/.oracle/payload.tgz and write the name in its answer.txt to /app/out.txt.\n"
     write_task(pool, "asked", test_sh=VERIFIER, solve_sh=UNPACK, dockerfile=PACKED, instruction=asked)
+    piped = (
+        "#!/bin/bash\nset -e\nbase64 -d /app/.oracle/p.b64 | tar -xz -C /app/.oracle\n"
+        "cp /app/.oracle/files/answer.txt /app/out.txt\n"
+    )
+    write_task(pool, "piped", test_sh=VERIFIER, solve_sh=piped, dockerfile=PIPED, instruction=INSTRUCTION)
     total = "#!/bin/bash\nzcat /app/data/numbers.gz | awk '{s += $1} END {print s}' > /app/out.txt\n"
     summed = "Write the sum of the numbers the image keeps for you to /app/out.txt.\n"
     write_task(pool, "summed", test_sh=SUM_VERIFIER, solve_sh=total, dockerfile=NUMBERS, instruction=summed)
@@ -153,8 +218,8 @@ def test_an_answer_packed_or_encoded_in_the_image_is_a_leak_and_decoding_work_is
     assert out.exit_code == 0, out.output
     audits = {Path(a["path"]).name: a for a in json.loads(report.read_text())}
     errors = {n: sorted(f["code"] for f in a["findings"] if f["severity"] == "error") for n, a in audits.items()}
-    assert errors == {"packed": ["leak"], "encoded": ["leak"], "asked": [], "summed": []}, errors
-    for name in ("packed", "encoded"):
+    assert errors == {"packed": ["leak"], "encoded": ["leak"], "piped": ["leak"], "asked": [], "summed": []}, errors
+    for name in ("packed", "encoded", "piped"):
         (leak,) = [f for f in audits[name]["findings"] if f["code"] == "leak"]
         assert leak["evidence"]["exploits"][0]["exploit"] == DECODE_COPY
         assert "--agent exploit:decode-copy" in leak["evidence"]["exploits"][0]["reproduce"]

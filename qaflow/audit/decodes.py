@@ -12,9 +12,11 @@ the real verifier runs. Full reward where the nop gets none is `leak`: the answe
 reference solution's own steps recover it without doing the task.
 
 Not tried where the instruction is about decoding (it names the encoded file, or speaks of decrypting,
-passwords, archives to unpack): there the decoding is the task. Blind spots: a decoding step fed through a
-pipe (`openssl ... | tar x`: the trace shows its commands apart), a decoder run from Python, and a key the
-reference solution reads from its own folder (`/solution`, which the agent never sees: not replayed).
+passwords, archives to unpack): there the decoding is the task. A step that names no file to decode read a pipe
+(`openssl ... | tar x`: the trace shows the pipeline's commands apart, in any order): it is replayed after the
+step that names a file and fed what that step printed. Blind spots: a decoder run from Python, a pipe fed by a
+command that is not a decoder (`cat f | tar x`), and a key the reference solution reads from its own folder
+(`/solution`, which the agent never sees: not replayed).
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ MAX_DECODE_STEPS = 8
 MAX_TARGETS = 16
 CAPTURE = "/tmp/.qaflow-decoded-{}"
 """Where the replay keeps what decoding step N printed (a step that wrote to a redirect in the solution)."""
+
+REPLAYED = "the reference solution's decoding step, replayed as the agent"
+REFED = "the reference solution's pipe-fed decoding step, fed again from every step once all ran"
 
 ABOUT_DECODING = re.compile(
     r"\b(decrypt\w*|encrypt\w*|decod\w*|encod\w*|password\w*|passphrase\w*|\w*cipher\w*|unpack\w*|extract\w*|"
@@ -80,6 +85,32 @@ def is_decoding(words: Sequence[str]) -> bool:
     return False
 
 
+def reads_stdin(words: Sequence[str]) -> bool:
+    """Whether a decoding command line names no file to decode, so it decodes what a pipe feeds it."""
+    program, args = posixpath.basename(words[0]), list(words[1:])
+    if program == "tar":
+        first = args[0] if args and not args[0].startswith("-") else ""
+        bundled = [a for a in args if a[:1] == "-" and a[1:2] != "-"]
+        named = "f" in first or any("f" in a for a in bundled) or any(a.split("=")[0] == "--file" for a in args)
+        return not named or "-" in args
+    if program == "openssl":
+        return "-in" not in args
+    if program in ("7z", "7za", "7zr", "unzip", "gpg", "gpg2"):
+        return False  # they take the file as an operand after options with values: assume one is named
+    operands = [a for a in args if not a.startswith("-") or a == "-"]
+    return not operands or operands == ["-"]
+
+
+def _tar_folder(words: Sequence[str]) -> str | None:
+    """The folder a `tar` command extracts into (`-C DIR`, `--directory[=]DIR`), if it names one."""
+    for i, arg in enumerate(words):
+        if arg in ("-C", "--directory") and i + 1 < len(words):
+            return words[i + 1]
+        if arg.startswith("--directory="):
+            return arg.split("=", 1)[1]
+    return None
+
+
 def decode_steps(logs: dict[str, str]) -> list[DecodeStep]:
     """The decoding commands in the observer's shell traces of one run, in the order each shell ran them."""
     steps: list[DecodeStep] = []
@@ -100,8 +131,27 @@ def decode_steps(logs: dict[str, str]) -> list[DecodeStep]:
             if not is_decoding(words):
                 continue
             inputs = [posixpath.normpath(posixpath.join(cwd or "/", p)) for p in _paths(words[1:])]
-            steps.append(DecodeStep(command=command, cwd=cwd or "/", inputs=list(dict.fromkeys(inputs))))
-    return steps[:MAX_DECODE_STEPS]
+            step = DecodeStep(
+                command=command, cwd=cwd or "/", inputs=list(dict.fromkeys(inputs)), stdin=reads_stdin(words)
+            )
+            steps.append(step)
+    return _feeders_first(steps)[:MAX_DECODE_STEPS]
+
+
+def _feeders_first(steps: list[DecodeStep]) -> list[DecodeStep]:
+    """The steps, with pipe-fed ones that nothing before them could feed moved after the next step that names a
+    file: the commands of a pipeline trace in either order (each runs in its own process)."""
+    out: list[DecodeStep] = []
+    waiting: list[DecodeStep] = []
+    for step in steps:
+        if step.stdin and not out:
+            waiting.append(step)
+            continue
+        out.append(step)
+        if not step.stdin:
+            out += waiting
+            waiting = []
+    return out + waiting
 
 
 def _paths(args: Iterable[str]) -> list[str]:
@@ -140,11 +190,17 @@ def plan_decode_copy(observation: Observation, effect: Effect | None, instructio
         Plant(
             path=captures[i],
             content="",
-            why=f"the reference solution's decoding step, replayed as the agent: {s.command}",
-            command=f"(cd {shlex.quote(s.cwd)} && {s.command} > {captures[i]})",  # dash drops `(...) > f` in `{ }`
+            why=f"{REPLAYED}: {s.command}",
+            command=_replay(s, captures[i], captures[:i]),
         )
         for i, s in enumerate(steps)
     ]
+    # a pipeline traced in the other order after an unrelated step: fed again, from every step, once all ran
+    for i, s in enumerate(steps):
+        if s.stdin and any(not later.stdin for later in steps[i + 1 :]):
+            others = [c for c in captures if c != captures[i]]
+            command = f"[ -e {captures[i]}.done ] || {_replay(s, captures[i], others)}"
+            plants.append(Plant(path=captures[i], content="", why=f"{REFED}: {s.command}", command=command))
 
     def twins_of(path: str) -> list[str]:
         return [p for p in by_digest[digests[path]] if p != path and p in created]
@@ -164,11 +220,29 @@ def plan_decode_copy(observation: Observation, effect: Effect | None, instructio
     return Exploit(name=DECODE_COPY, plants=plants)
 
 
+def _replay(step: DecodeStep, capture: str, earlier: list[str]) -> str:
+    """The shell command that replays `step` in its folder, keeping what it prints in `capture`; a pipe-fed
+    step is fed what an earlier step printed (the latest that it decodes without an error)."""
+    try:
+        folder = _tar_folder(shlex.split(step.command))
+    except ValueError:
+        folder = None
+    prepare = f"mkdir -p {shlex.quote(folder)}; " if folder else ""
+    run = f"cd {shlex.quote(step.cwd)} && {prepare}"
+    if not step.stdin:
+        return f"({run}{step.command} > {capture})"  # dash drops the redirect of `(...) > f` inside `{ }`
+    if not earlier:
+        return f"({run}{step.command} < /dev/null > {capture})"
+    feeds = " ".join(reversed(earlier))
+    decode = f'{step.command} < "$c" > {capture} && : > {capture}.done && break'
+    return f'({run}for c in {feeds}; do [ -s "$c" ] && {decode}; done)'
+
+
 def judge_decode_copy(nop: Sequence[ProbeRun], run: ProbeRun, exploit: Exploit, task: str) -> list[AuditFinding]:
     """`leak` when the replayed decoding and the copies get full reward and the nop does not."""
     if not run.full or (nop and all(r.full for r in nop)):
         return []
-    steps = [p.why.split(": ", 1)[-1] for p in exploit.plants if p.path.startswith(CAPTURE.format(""))]
+    steps = [p.why.split(": ", 1)[-1] for p in exploit.plants if p.why.startswith(f"{REPLAYED}: ")]
     return [
         AuditFinding(
             code=FindingCode.LEAK,

@@ -111,6 +111,7 @@ class DecodeStep(BaseModel):
     command: str
     cwd: str = "/"
     inputs: list[str] = Field(default_factory=list, description="The absolute paths among its arguments")
+    stdin: bool = Field(False, description="It names no file to decode: it read a pipe (`openssl ... | tar x`)")
 
 
 class Observation(BaseModel):
