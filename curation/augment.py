@@ -53,7 +53,7 @@ from qaflow.audit.service import audit_folders
 from qaflow.errors import LLMError, TaskError
 from qaflow.llm import LLM, LLMConfig
 from qaflow.pool import Pool
-from qaflow.task import IGNORED_NAMES, Task
+from qaflow.task import Task, copy_task_folder
 from qaflow.text import dockerfile_logical_lines
 
 STAGE = "augment"
@@ -169,9 +169,7 @@ def write_rewrite(
     parent: Task, folder: Path, rewrite: Rewrite, style: Style, parent_id: str, model: str, variant: int = 1
 ) -> Task:
     """Write the rewritten task folder (see the module docstring) and load it."""
-    if folder.exists():
-        shutil.rmtree(folder)
-    shutil.copytree(parent.path, folder, ignore=shutil.ignore_patterns(*IGNORED_NAMES, ".qaflow"))
+    copy_task_folder(parent.path, folder)
     (folder / "instruction.md").write_text(rewrite.instruction.rstrip() + "\n", encoding="utf-8")
     config = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
     config.setdefault("task", {})["name"] = f"{parent.name}~{variant_label(style, variant)}"

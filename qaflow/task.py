@@ -12,6 +12,7 @@ import hashlib
 import math
 import os
 import re
+import shutil
 import stat
 import tomllib
 import warnings
@@ -30,6 +31,17 @@ DEFAULT_MAX_FILE_BYTES = 100 * 1024 * 1024
 
 IGNORED_NAMES = frozenset({".git", "__pycache__", ".DS_Store", ".qaflow", ".pytest_cache"})
 """Names skipped when hashing and scanning a task folder (qaflow's own side files live in `.qaflow/`)."""
+
+
+def copy_task_folder(source: Path, dest: Path) -> Path:
+    """A fresh copy of the task folder `source` at `dest` (what was there is replaced), for a change that derives
+    a new version (a repair round, a hardening transform, an augmentation): links stay links, as the version
+    hash counts them, and `IGNORED_NAMES` (qaflow's side files) stay behind."""
+    if dest.exists() or dest.is_symlink():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED_NAMES))
+    return dest
 
 
 class _Open(BaseModel):

@@ -265,3 +265,24 @@ def test_styles_times_seeds_variants_each_deduplicated_and_audited(tmp_path: Pat
         CSV_PARAPHRASE + "\n",
         second + "\n",
     ]
+
+
+def test_a_rewrite_copies_the_parent_folder_as_repairs_and_hardening_do(tmp_path: Path):
+    """Links stay links (the version hash counts a link as its target text) and qaflow's side files stay
+    behind: the one copy every derived version starts from (`qaflow.task.copy_task_folder`)."""
+    from curation.augment import Rewrite, write_rewrite
+    from tests.taskfactory import write_task
+
+    parent_dir = write_task(tmp_path / "pool", "linked")
+    (parent_dir / "environment" / "data.txt").write_text("42\n")
+    (parent_dir / "tests" / "data.txt").symlink_to("../environment/data.txt")
+    (parent_dir / ".qaflow").mkdir()
+    (parent_dir / ".qaflow" / "cache.json").write_text("{}")
+    parent = Task.load(parent_dir)
+    folder = tmp_path / "out" / "linked~paraphrase"
+    folder.mkdir(parents=True)
+    (folder / "stale.txt").write_text("from an earlier run")
+    child = write_rewrite(parent, folder, Rewrite(instruction="Say 42."), Style.PARAPHRASE, "local/linked", "m")
+    assert (folder / "tests" / "data.txt").is_symlink()
+    assert not (folder / ".qaflow").exists() and not (folder / "stale.txt").exists()
+    assert child.instruction.strip() == "Say 42." and child.version != parent.version

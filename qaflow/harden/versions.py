@@ -31,7 +31,7 @@ from qaflow.models.records import Result, ResultKey, TaskVersion, VersionStatus,
 from qaflow.models.trial import ExitStatus
 from qaflow.pool import Pool, task_source
 from qaflow.requirements.graph import GraphMetrics, RequirementGraph
-from qaflow.task import IGNORED_NAMES, Task
+from qaflow.task import Task, copy_task_folder
 
 AUTHOR_PROBE = "harden:author"
 GRAPH_PROBE = "harden:graph"
@@ -65,11 +65,7 @@ class HardenRecord(BaseModel):
 def building(source: Path, out_dir: Path, stem: str) -> Iterator[Path]:
     """A fresh copy of `source` at `out_dir/stem` (a previous copy there is replaced) for a transform to edit;
     removed again when the transform fails, so no half-made task is left behind."""
-    work = out_dir / stem
-    if work.exists():
-        shutil.rmtree(work)
-    work.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(source, work, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED_NAMES))
+    work = copy_task_folder(source, out_dir / stem)
     try:
         yield work
     except BaseException:
@@ -142,11 +138,8 @@ def record(
     rel = pool_rel(pool, folder)
     recorded = ledger.get_version(task.version) is None
     if recorded:
-        ledger.add_version(
-            TaskVersion(
-                version=task.version, name=task.name, source=f"harden:{transform.value}",
-                parent_version=parents[0].version, path=rel, status=VersionStatus.NEW, created_at=utcnow(),
-            ),
+        ledger.add_derived(
+            task.version, name=task.name, source=f"harden:{transform.value}", parent=parents[0].version, path=rel,
             reason=f"harden: {transform.value} of {', '.join(p.short for p in parents)} by {author}",
         )  # fmt: skip
     author_payload = {

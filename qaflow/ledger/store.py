@@ -77,6 +77,30 @@ class Ledger(RolloutLedger, LedgerDB):
             self._log_status(conn, record.version, None, record.status, reason, None)
         return record
 
+    def add_derived(
+        self,
+        version: str,
+        *,
+        name: str,
+        source: str,
+        parent: str,
+        path: str,
+        reason: str,
+        status: VersionStatus = VersionStatus.NEW,
+        error: str | None = None,
+    ) -> TaskVersion:
+        """Record a version made from the recorded version `parent` (by a repair round, a hardening transform):
+        `source` says what made it (`repair:<repairer>`, `harden:<transform>`), `reason` goes to `status_log`.
+
+        Raises:
+            LedgerError: as `add_version`.
+        """
+        record = TaskVersion(
+            version=version, name=name, source=source, parent_version=parent, path=path, status=status,
+            error=error, created_at=utcnow(),
+        )  # fmt: skip
+        return self.add_version(record, reason=reason)
+
     def get_version(self, version: str) -> TaskVersion | None:
         row = self._reader().execute("SELECT * FROM task_versions WHERE version = ?", (version,)).fetchone()
         return TaskVersion.model_validate(dict(row)) if row else None

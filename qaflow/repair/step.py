@@ -14,13 +14,13 @@ from qaflow.audit.runner import Auditor
 from qaflow.errors import QaflowError, TaskError
 from qaflow.ledger.status import StatusWriter
 from qaflow.models.audit import AuditFinding, TaskAudit
-from qaflow.models.records import Finding, FindingCode, Result, Severity, TaskRow, TaskVersion, VersionStatus, utcnow
+from qaflow.models.records import Finding, FindingCode, Result, Severity, TaskRow, VersionStatus
 from qaflow.models.repair import REPAIR_PROBE, ReviewRecord, RoundOutcome, RoundRecord
 from qaflow.models.trial import ExitStatus
 from qaflow.pool import Pool
 from qaflow.repair.base import Repairer, RepairError, Reviewer
 from qaflow.repair.diff import folder_diff
-from qaflow.task import IGNORED_NAMES, Task, tree_hash
+from qaflow.task import Task, copy_task_folder, tree_hash
 
 REVIEWER_KEY = "reviewer"
 """Evidence key of a reviewer's objection: a `lint` finding of severity error, shown as `review`."""
@@ -88,10 +88,7 @@ class RoundRunner:
         if not (source / "task.toml").is_file():
             rec.outcome, rec.error = RoundOutcome.REPAIR_ERROR, f"{source}: the folder of version {start[:12]} is gone"
             return self._store(chain, rec, t0)
-        if work.exists():
-            shutil.rmtree(work)  # a round that crashed before it was recorded is redone
-        work.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(source, work, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED_NAMES))
+        copy_task_folder(source, work)  # a round that crashed before it was recorded is redone
         guard = {p: tree_hash(p) for p in {source, original_dir}}
         try:
             outcome = self.repairer.repair(Task.load(work), work, list(findings), k)
@@ -203,11 +200,9 @@ class RoundRunner:
 
     def _add_version(self, chain: Chain, rec: RoundRecord, status: VersionStatus, error: str | None) -> None:
         assert rec.version is not None and rec.path is not None
-        self.ledger.add_version(
-            TaskVersion(
-                version=rec.version, name=chain.row.name, source=f"repair:{self.repairer.name}",
-                parent_version=rec.from_version, path=rec.path, status=status, error=error, created_at=utcnow(),
-            ),
+        self.ledger.add_derived(
+            rec.version, name=chain.row.name, source=f"repair:{self.repairer.name}", parent=rec.from_version,
+            path=rec.path, status=status, error=error,
             reason=f"repair: round {rec.round} of {chain.row.short} by {self.repairer.name}",
         )  # fmt: skip
 
