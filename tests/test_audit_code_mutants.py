@@ -89,6 +89,25 @@ def test_inputs_come_from_literal_calls_and_parametrize_rows(tmp_path: Path) -> 
     assert all(name == "below_zero" for name, _ in calls)
 
 
+def test_inputs_are_calls_of_the_module_and_tables_of_inputs_written_as_source(tmp_path: Path) -> None:
+    """Literal calls of other things (an import, a builtin, a method) are no inputs; a HumanEval-style table
+    of inputs as source strings is: a tuple is one argument each, anything else one argument."""
+    (tmp_path / "test_outputs.py").write_text(
+        "import importlib.util\nfrom pathlib import Path\n\n"
+        "def test_solution():\n"
+        "    spec = importlib.util.spec_from_file_location('solution', Path('/app/solution.py'))\n"
+        "    assert 'def '.startswith('de') and len('(') == 1\n"
+        "    cases = [[\"'o dsf r|'\", [[4, 4], ['note', 'rest']]], ['[1, 2], 3', 'x'], ['(5,)', None]]\n"
+        "    names = [['note', 'rest'], ['rest', 'note']]\n"
+        "    assert candidate('given') == 1\n"
+    )
+    one = inputs_from_tests(tmp_path, {"parse": 1})
+    assert sorted(map(repr, (a for _, a in one))) == sorted(map(repr, [["o dsf r|"], [5], [4], [6], ["given"]]))
+    two = inputs_from_tests(tmp_path, {"pick": 2})
+    assert [[1, 2], 3] in [a for _, a in two] and ["o dsf r|", [[4, 4], ["note", "rest"]]] not in [a for _, a in two]
+    assert all(a[0] not in ("/app/solution.py", "def ", "(", "solution") for _, a in one + two)
+
+
 TEST_SH = (
     "#!/bin/bash\ncd /tests\npython3 -m pytest -q -p no:cacheprovider --junitxml=/tmp/junit.xml /tests/test_bz.py\n"
     "mkdir -p /logs/verifier\npython3 -c \"import xml.etree.ElementTree as E, sys; r = E.parse('/tmp/junit.xml')"

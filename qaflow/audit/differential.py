@@ -2,10 +2,13 @@
 
 A code mutant (`qaflow.audit.code_mutants`) that the verifier accepts is a weak test only if it behaves
 differently from the reference: an equivalent mutant (the same results on every input) is no wrong
-solution. The inputs come from the task's tests: the literal arguments of every call in tests/ whose
-arity fits one of the module's public functions (`f(3, [1, 2])`, `candidate("abc")`), the literal rows
-of a parametrize table (the last column taken for the expected value when one too many), and each with
-one of its integers (or an item of a short list of them) moved by one. In a fresh sandbox of the task's
+solution. The inputs come from the task's tests: the literal arguments of every call in tests/ that can
+be a call of one of the module's public functions and fits its arity (`f(3, [1, 2])`, `solution.f(3)`,
+`candidate("abc")`; never a builtin, a name the file imports or defines, or another object's method:
+`Path("/app/x.py")` is no input), the literal rows of a parametrize table (the last column taken for the
+expected value when one too many), the rows of a table of inputs written as source strings beside the
+expected values (`[["[(1.0, 0.1)]", 0.8], ...]`, which HumanEval-style tests `eval`), and each with one of
+its integers (or an item of a short list of them) moved by one. In a fresh sandbox of the task's
 image, with the oracle's other outputs in place, both versions of the module are loaded and every
 function is called on every fitting input (2 s each); a different result (its repr, or the
 exception's type) is the evidence. No inputs, or no difference: the mutant is not reported
@@ -15,6 +18,7 @@ exception's type) is the evidence. No inputs, or no difference: the mutant is no
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import shlex
 from pathlib import Path
@@ -90,26 +94,34 @@ def public_functions(source: str) -> dict[str, int]:
 def inputs_from_tests(tests_dir: Path, functions: dict[str, int]) -> list[tuple[str, list[Any]]]:
     """(function, arguments) pairs from the literal calls and parametrize rows of the task's test files."""
     rows: list[list[Any]] = []
+    exact: list[list[Any]] = []  # arguments alone, no expected value after them
     for path in sorted(tests_dir.rglob("*.py")) if tests_dir.is_dir() else []:
         text = utf8_text(path.read_bytes()) if path.is_file() else None
         try:
             tree = ast.parse(text or "")
         except (SyntaxError, ValueError):
             continue
+        bound = _bound_names(tree)
         for node in ast.walk(tree):
+            if isinstance(node, ast.List | ast.Tuple) and len(node.elts) > 1:
+                exact += _encoded_rows(node)
             if not isinstance(node, ast.Call):
                 continue
             if _is_parametrize(node) and len(node.args) >= 2 and _literal(node.args[1]):
                 table = ast.literal_eval(node.args[1])
                 if isinstance(table, list | tuple):
                     rows += [list(row) if isinstance(row, tuple | list) else [row] for row in table]
-            elif not node.keywords and (args := _literals(node.args)) is not None:
+            elif (
+                not node.keywords
+                and _may_call_the_module(node.func, functions, bound)
+                and (args := _literals(node.args)) is not None
+            ):
                 rows.append(args)
     calls: list[tuple[str, list[Any]]] = []
     seen: set[str] = set()
-    for row in rows:
+    for row, has_expected in [*((r, True) for r in rows), *((r, False) for r in exact)]:
         for name, arity in functions.items():
-            for args in (row, row[:-1]) if len(row) == arity + 1 else (row,):
+            for args in (row, row[:-1]) if has_expected and len(row) == arity + 1 else (row,):
                 if len(args) != arity or arity == 0:
                     continue
                 for variant in [args, *_moved(args)]:
@@ -132,6 +144,46 @@ def diff_config(path: str, oracle: str, mutant: str, calls: list[tuple[str, list
             "calls": [[n, a] for n, a in calls],
         }
     )
+
+
+def _bound_names(tree: ast.Module) -> set[str]:
+    """Names the test file binds to something of its own: imports, functions and classes it defines."""
+    names = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+    return names
+
+
+def _may_call_the_module(func: ast.expr, functions: dict[str, int], bound: set[str]) -> bool:
+    """Whether a call's callee can be the module's function: its name (`f(...)`, `solution.f(...)`), or a
+    name the file does not bind itself (`candidate(...)`); never a builtin, an import (`Path(...)`) or a method
+    of something else (`line.startswith(...)`)."""
+    if isinstance(func, ast.Attribute):
+        return func.attr in functions
+    return isinstance(func, ast.Name) and (func.id in functions or func.id not in bound)
+
+
+def _encoded_rows(node: ast.List | ast.Tuple) -> list[list[Any]]:
+    """Rows of a table whose inputs are written as Python source in a string, next to the expected value
+    (`[["[(1.0, 0.1), (2.0, 0.2)]", 0.8], ["'abc', 2", "c"]]`, HumanEval-style tests that `eval` them):
+    each input as its arguments (a tuple: one argument each)."""
+    rows: list[list[Any]] = []
+    for row in node.elts:
+        if not (isinstance(row, ast.List | ast.Tuple) and len(row.elts) == 2):
+            return []
+        first = row.elts[0]
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)) or not _literal(row.elts[1]):
+            return []
+        try:
+            value = ast.literal_eval(first.value.strip())
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return []
+        args = list(value) if isinstance(value, tuple) else [value]
+        rows.append(args)
+    return rows
 
 
 def _is_parametrize(node: ast.Call) -> bool:
