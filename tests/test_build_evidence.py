@@ -15,6 +15,7 @@ from qaflow.models.audit import TaskAudit
 from qaflow.models.records import FindingCode, RunKind
 from qaflow.pool import Pool
 from qaflow.sandbox.bwrap.base_image import host_release, mismatch
+from qaflow.sandbox.image_names import declared_python
 from tests.conftest import require_backend
 from tests.taskfactory import write_task
 
@@ -134,3 +135,36 @@ def test_bwrap_declines_an_image_it_cannot_reproduce(tmp_path: Path) -> None:
     assert "oracle" not in other.probes  # never judged on the host's userland
     assert _codes(audits["host-python-failing-run"]) == [FindingCode.BUILD_FAILED]
     assert _codes(audits["host-python"]) == [], audits["host-python"].findings
+
+
+def test_the_python_an_image_name_declares() -> None:
+    assert declared_python("python:3.13-slim") == "3.13"
+    assert declared_python("ghcr.io/laude-institute/t-bench/python-3-13:20250620") == "3.13"
+    assert declared_python("docker.io/library/python:3.11.4-bookworm") == "3.11"
+    for ref in ("python:3", "python:latest", "debian:12", "buildpack-deps:jammy", "node:20", "cpython-3.12:1"):
+        assert declared_python(ref) is None, ref
+
+
+NEEDS_312 = (  # sound on the Python its image names; on the 3.11 stand-in the oracle fails
+    "#!/bin/bash\nmkdir -p /logs/verifier\n"
+    "python3 -c 'import sys; print(int(sys.version_info >= (3, 12)))' > /logs/verifier/reward.txt\n"
+)
+
+
+@pytest.mark.docker
+def test_an_oracle_failing_on_a_stand_in_of_another_python_is_the_machines_not_the_tasks(tmp_path: Path) -> None:
+    """`python:3.13` run on the offline base (Python 3.11): a false rejection there is `infra_error` naming both
+    versions; where the stand-in's Python is the one the image names, the task is judged as ever."""
+    require_backend("docker")
+    write_task(tmp_path, "declares-313", dockerfile="FROM python:3.13-slim\nWORKDIR /app\n", test_sh=NEEDS_312)
+    write_task(tmp_path, "declares-311", dockerfile="FROM python:3.11-slim\nWORKDIR /app\n", test_sh=NEEDS_312)
+    audits = _audit(tmp_path, "docker")
+    other = audits["declares-313"]
+    assert _codes(other) == [FindingCode.INFRA_ERROR], other.findings
+    finding = other.findings[0]
+    assert finding.evidence["was"] == "false_rejection" and finding.evidence["python"] == {
+        "declared": "3.13",
+        "found": "3.11",
+    }
+    assert "Python is 3.11, not the 3.13" in finding.message
+    assert _codes(audits["declares-311"]) == [FindingCode.FALSE_REJECTION], audits["declares-311"].findings

@@ -66,6 +66,7 @@ from qaflow.models.audit import AuditFinding, TaskAudit, Verdict, verdict_for
 from qaflow.models.records import Finding, FindingCode, Result, ResultKey, Severity
 from qaflow.models.trial import ExitStatus
 from qaflow.sandbox import backend_class, open_sandbox, resolve_backend
+from qaflow.sandbox.image_names import declared_python
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env, spec_for_task
 from qaflow.task import Task, VerifierEnvironmentMode
 from qaflow.trial import run_trial
@@ -219,6 +220,10 @@ def build_item(
         stand_ins = getattr(sandboxes, "stand_ins", None)
         if stand_ins is not None and (used := stand_ins(spec)):
             payload["stand_ins"] = json.dumps(used, sort_keys=True)
+            declared = {v for ref in used if (v := declared_python(ref)) is not None}
+            python_of = getattr(sandboxes, "python_version", None)
+            if len(declared) == 1 and python_of is not None and (found := python_of(spec)) is not None:
+                payload["python"] = json.dumps({"declared": declared.pop(), "found": found}, sort_keys=True)
     except BuildError as e:
         payload = {"status": "failed", "error": str(e).splitlines()[0], "log_tail": tail(e.log_tail, 3000)}
         if isinstance(e, BaseImageUnavailableError):
@@ -492,7 +497,7 @@ class Auditor:
         t0 = time.perf_counter()
         build = yield from self._build(task, shared, resources)
         audit.timings["build"] = time.perf_counter() - t0
-        probes["build"] = {**build, "stand_ins": json.loads(build["stand_ins"])} if "stand_ins" in build else build
+        probes["build"] = {**build, **{k: json.loads(build[k]) for k in ("stand_ins", "python") if k in build}}
         if build.get("status") != "ok":
             findings.append(self._build_finding(build))
             audit.findings, audit.probes = findings, probes
@@ -937,14 +942,31 @@ _JUDGED_ON_THE_IMAGE = frozenset({FindingCode.FALSE_REJECTION, FindingCode.BROKE
 
 
 def _name_stand_ins(findings: list[AuditFinding], probes: dict[str, object]) -> None:
-    """A finding that depends on the image's userland names the stand-in image it was judged on."""
+    """A finding that depends on the image's userland names the stand-in image it was judged on; where the
+    stand-in's Python is not the version the image's name declares (`python:3.13` run on a 3.11 stand-in:
+    `sum` of floats, for one, rounds otherwise), it is `infra_error`: the machine's verdict, not the task's."""
     build = probes.get("build")
     used = build.get("stand_ins") if isinstance(build, dict) else None
     if not used:
         return
-    for finding in findings:
-        if finding.code in _JUDGED_ON_THE_IMAGE:
-            finding.evidence["stand_ins"] = used
+    python = build.get("python") if isinstance(build, dict) else None
+    other = isinstance(python, dict) and python.get("declared") != python.get("found")
+    for i, finding in enumerate(findings):
+        if finding.code not in _JUDGED_ON_THE_IMAGE:
+            continue
+        finding.evidence["stand_ins"] = used
+        if other and isinstance(python, dict):
+            findings[i] = finding.model_copy(
+                update={
+                    "code": FindingCode.INFRA_ERROR,
+                    "message": (
+                        f"judged on a stand-in image whose Python is {python['found']}, not the {python['declared']} "
+                        f"the task's image names ({', '.join(f'{a} -> {b}' for a, b in used.items())}), so this "
+                        f"{finding.code.value} may be the stand-in's: {finding.message}"
+                    ),
+                    "evidence": {**finding.evidence, "python": python, "was": finding.code.value},
+                }
+            )
 
 
 def _observation_of(run: ProbeRun) -> Observation | None:

@@ -221,6 +221,7 @@ class DockerBackend:
     build_count: ClassVar[int] = 0
     """Images this process has actually built (cache hits do not count)."""
     _images: ClassVar[dict[str, _ImageInfo]] = {}
+    _pythons: ClassVar[dict[str, str | None]] = {}
     _locks: ClassVar[dict[str, threading.Lock]] = {}
     _locks_guard: ClassVar[threading.Lock] = threading.Lock()
     _ncpu: ClassVar[int | None] = None
@@ -292,6 +293,22 @@ class DockerBackend:
     def stand_ins(self, spec: SandboxSpec) -> dict[str, str]:
         """Each `FROM` image of `spec` that is missing here -> the local stand-in its (built) image used."""
         return dict(self._image(spec).stand_ins)
+
+    def python_version(self, spec: SandboxSpec) -> str | None:
+        """The `python3` version (`3.11`) of the built image of `spec`, or None when it has none (one short
+        container per image, remembered)."""
+        ref = self._image(spec).ref
+        if ref not in self._pythons:
+            try:
+                out = self.client.containers.run(
+                    ref, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], entrypoint="python3",
+                    network_disabled=True, remove=True, stdout=True, stderr=False,
+                )  # fmt: skip
+                text = out.decode("utf-8", "replace").strip() if isinstance(out, bytes) else ""
+                self._pythons[ref] = text if re.fullmatch(r"\d+\.\d+", text) else None
+            except (docker.errors.DockerException, requests.RequestException):
+                self._pythons[ref] = None
+        return self._pythons[ref]
 
     def _image(self, spec: SandboxSpec) -> _ImageInfo:
         if not spec.dockerfile.is_file():
