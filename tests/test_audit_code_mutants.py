@@ -5,6 +5,8 @@ while a test of the boundary stays clean and an equivalent survivor is never rep
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from qaflow.audit.code_mutants import code_mutants
-from qaflow.audit.differential import inputs_from_tests, public_functions
+from qaflow.audit.differential import DIFF_SCRIPT, diff_config, inputs_from_tests, public_functions
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.cli import app
 from qaflow.models.records import FindingCode, RunKind
@@ -173,3 +175,28 @@ def test_a_surviving_mutant_that_computes_something_else_is_a_weak_test(tmp_path
     assert json.loads(replay.stdout)["reward"] == 1.0
     missing = CliRunner().invoke(app, ["run", str(tmp_path / "misses-the-boundary"), "--agent", "mutant:nosuch"])
     assert missing.exit_code == 2 and "no mutant 'nosuch'" in missing.output
+
+
+SORT = (
+    "def sort_ints(values):\n    xs = [v for v in values if isinstance(v, int)]\n"
+    "    for i in range(len(xs)):\n        for j in range(len(xs) - 1):\n"
+    "            if xs[j] {op} xs[j + 1]:\n                xs[j], xs[j + 1] = xs[j + 1], xs[j]\n    return xs\n"
+)
+
+
+def test_equal_answers_of_one_type_are_no_difference(tmp_path: Path) -> None:
+    """`>=` for `>` in a bubble sort only swaps equal items: [False, 0, True, 1] and [False, 0, 1, True] print
+    differently but are the same answer to any test that compares with ==; a real difference still counts."""
+    script = tmp_path / "diff.py"
+    script.write_text(DIFF_SCRIPT)
+
+    def differs(mutant: str, calls: list) -> list:
+        config = tmp_path / "cfg.json"
+        config.write_text(diff_config(str(tmp_path / "m.py"), SORT.format(op=">"), mutant, calls))
+        out = subprocess.run([sys.executable, str(script), str(config)], capture_output=True, text=True, check=True)
+        return json.loads(out.stdout)["differs"]
+
+    mixed = [["sort_ints", [[True, False, None, 0, 1, 2]]]]
+    assert differs(SORT.format(op=">="), mixed) == []
+    assert differs(SORT.format(op="<"), mixed) != []  # sorts the other way
+    assert differs(SORT.format(op=">").replace("return xs", "return tuple(xs)"), [["sort_ints", [[2, 1]]]])
