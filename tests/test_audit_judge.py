@@ -56,6 +56,17 @@ def test_flaky_reports_the_pass_rate():
     assert codes(nop=nop, oracle=SOUND["oracle"]) == {C.FLAKY}
 
 
+def test_a_run_the_sandbox_failed_makes_no_disagreement():
+    died = run("oracle", None, exit_status="error", error_kind="sandbox", error="the container is gone")
+    assert codes(nop=SOUND["nop"], oracle=[run("oracle", 1.0)] * (N - 1) + [died]) == {C.INFRA_ERROR}
+    lost = run("nop", None, error_kind="reward_missing", verifier_output="Could not resolve host: x")
+    # a verifier that passes the untouched environment whenever it runs still does
+    assert codes(nop=[run("nop", 1.0)] * (N - 1) + [lost], oracle=SOUND["oracle"]) == {C.INFRA_ERROR, C.FALSE_PASS}
+    # the verifier's own disagreement is still flaky beside an infra failure
+    mixed = [run("oracle", 1.0)] * 3 + [run("oracle", 0.0)] * 2 + [died]
+    assert codes(nop=SOUND["nop"], oracle=mixed) == {C.INFRA_ERROR, C.FLAKY}
+
+
 def test_infra_error_is_not_a_false_rejection_or_broken_solution():
     offline = [
         run("oracle", None, error_kind="reward_missing", verifier_output="curl: (6) Could not resolve host: pypi.org")

@@ -115,9 +115,12 @@ def judge(
         )
     clean_oracle = [r for r in oracle if r.probe not in infra_probes]
     full_oracle = sum(r.full for r in oracle)
+    # a run the sandbox failed says nothing of the verifier: runs disagree only among the others
+    judged_oracle = [r for r in oracle if _infra_of(r) is None]
+    judged_nop = [r for r in nop if _infra_of(r) is None]
 
-    if oracle and 0 < full_oracle < len(oracle):
-        findings.append(_flaky("oracle", oracle))
+    if 0 < sum(r.full for r in judged_oracle) < len(judged_oracle):
+        findings.append(_flaky("oracle", judged_oracle))
     elif clean_oracle and full_oracle == 0:
         broken = [r for r in clean_oracle if r.agent_failed]
         if len(broken) == len(clean_oracle):
@@ -149,10 +152,9 @@ def judge(
                 )
             )
 
-    full_nop = sum(r.full for r in nop)
-    nop_passes = bool(nop) and full_nop == len(nop)
-    if nop and 0 < full_nop < len(nop):
-        findings.append(_flaky("nop", nop))
+    nop_passes = bool(judged_nop) and all(r.full for r in judged_nop)
+    if 0 < sum(r.full for r in judged_nop) < len(judged_nop):
+        findings.append(_flaky("nop", judged_nop))
     elif nop_passes:
         findings.append(
             AuditFinding(
