@@ -220,10 +220,13 @@ def build_item(
         stand_ins = getattr(sandboxes, "stand_ins", None)
         if stand_ins is not None and (used := stand_ins(spec)):
             payload["stand_ins"] = json.dumps(used, sort_keys=True)
-            declared = {v for ref in used if (v := declared_python(ref)) is not None}
+            # the stand-in's own python3 (one short container per stand-in and process), not each task image's
+            declared = {(v, local) for ref, local in used.items() if (v := declared_python(ref)) is not None}
             python_of = getattr(sandboxes, "python_version", None)
-            if len(declared) == 1 and python_of is not None and (found := python_of(spec)) is not None:
-                payload["python"] = json.dumps({"declared": declared.pop(), "found": found}, sort_keys=True)
+            if len(declared) == 1 and python_of is not None:
+                version, local = declared.pop()
+                if (found := python_of(local)) is not None:
+                    payload["python"] = json.dumps({"declared": version, "found": found}, sort_keys=True)
     except BuildError as e:
         payload = {"status": "failed", "error": str(e).splitlines()[0], "log_tail": tail(e.log_tail, 3000)}
         if isinstance(e, BaseImageUnavailableError):

@@ -294,10 +294,9 @@ class DockerBackend:
         """Each `FROM` image of `spec` that is missing here -> the local stand-in its (built) image used."""
         return dict(self._image(spec).stand_ins)
 
-    def python_version(self, spec: SandboxSpec) -> str | None:
-        """The `python3` version (`3.11`) of the built image of `spec`, or None when it has none (one short
+    def python_version(self, ref: str) -> str | None:
+        """The `python3` version (`3.11`) of the local image `ref`, or None when it has none (one short
         container per image, remembered)."""
-        ref = self._image(spec).ref
         if ref not in self._pythons:
             try:
                 out = self.client.containers.run(
