@@ -4,6 +4,7 @@ reported where it is absent. `bench/trust_matrix.py` runs every cell and reports
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -44,4 +45,15 @@ def test_the_covering_sample_gets_exactly_the_findings_its_cells_imply(backend_n
         finally:
             auditor.close()
     found = {name: {f.code.value for f in a.findings if f.severity.value == "error"} for name, a in audits.items()}
-    assert found == {name: cell.expected() for name, cell in cells.items()}
+    assert found == {name: cell.expected() for name, cell in cells.items()}, _unexpected(audits, cells)
+
+
+def _unexpected(audits: dict, cells: dict) -> str:
+    """Each finding a cell did not imply, with its evidence and the trials' outcomes, for a failure's message."""
+    lines = []
+    for name, audit in audits.items():
+        for f in audit.findings:
+            if f.severity.value == "error" and f.code.value not in cells[name].expected():
+                lines.append(f"{name}: {f.code.value}: {f.message[:300]} {json.dumps(f.evidence, default=str)[:1500]}")
+                lines.append(f"  oracle {audit.probes.get('oracle')} nop {audit.probes.get('nop')}")
+    return "\n".join(lines)
