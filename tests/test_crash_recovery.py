@@ -3,6 +3,7 @@ and under bwrap nothing of the sandbox outlives its parent."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -83,6 +84,39 @@ def test_sigkill_mid_run_then_reap_leaves_no_container(tmp_path: Path):
     assert json.loads(out.output)["removed"]["docker"] == 1
     assert client.containers.list(all=True, filters=label) == []
     _ledger_is_clean(ledger_path)
+
+
+@pytest.mark.docker
+def test_reap_without_a_run_leaves_the_containers_of_live_processes(tmp_path: Path):
+    """A reap beside a running audit must not take its sandboxes: only containers whose starting process is
+    gone (or that predate the owner label) go."""
+    require_backend("docker")
+    from qaflow.sandbox.docker.backend import BASE_IMAGE, OWNER_LABEL, RUN_LABEL, DockerBackend, owner
+
+    dead_owner = owner().rsplit(":", 1)[0] + f":{_dead_pid()}"
+    api = DockerBackend().client.api
+    made = {
+        who: api.create_container(
+            BASE_IMAGE, ["sleep", "60"], labels={RUN_LABEL: f"reap-test-{who}", OWNER_LABEL: label}
+        )["Id"]
+        for who, label in (("live", owner()), ("dead", dead_owner))
+    }
+    try:
+        removed = DockerBackend.reap()
+        left = {c["Id"] for c in api.containers(all=True, filters={"label": RUN_LABEL})}
+        assert made["live"] in left and made["dead"] not in left and removed >= 1
+        assert DockerBackend.reap("reap-test-live") == 1  # named explicitly, it goes
+    finally:
+        for container in made.values():
+            with contextlib.suppress(Exception):
+                api.remove_container(container, force=True)
+
+
+def _dead_pid() -> int:
+    """A pid that no longer runs."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
 
 
 @pytest.mark.bwrap

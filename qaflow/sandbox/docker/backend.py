@@ -31,7 +31,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import re
+import socket
 import threading
 import uuid
 from collections import deque
@@ -68,6 +70,8 @@ from qaflow.sandbox.docker.streams import shutdown_socket
 log = logging.getLogger(__name__)
 
 RUN_LABEL = "qaflow.run"
+OWNER_LABEL = "qaflow.owner"
+"""`<host>:<pid>` of the process that started the container: `reap` without a run id leaves a live one's alone."""
 TASK_LABEL = "qaflow.task"
 ENV_HASH_LABEL = "qaflow.env_hash"
 VIEW_LABEL = "qaflow.view_of"
@@ -195,7 +199,11 @@ def _check_runtime(runtime: str) -> tuple[bool, str]:
             network_mode="none", runtime=runtime, init=True, security_opt=["no-new-privileges"], cap_drop=["ALL"]
         )
         container_id = api.create_container(
-            BASE_IMAGE, ["true"], host_config=host_config, network_disabled=True, labels={RUN_LABEL: "runtime-check"}
+            BASE_IMAGE,
+            ["true"],
+            host_config=host_config,
+            network_disabled=True,
+            labels={RUN_LABEL: "runtime-check", OWNER_LABEL: owner()},
         )["Id"]
         api.start(container_id)
         status = api.wait(container_id, timeout=60)
@@ -529,7 +537,7 @@ class DockerBackend:
                 entrypoint=["sleep", "infinity"],
                 working_dir=box.workdir,
                 environment=dict(spec.env),
-                labels={RUN_LABEL: spec.run_id, TASK_LABEL: spec.name, VIEW_LABEL: box.id},
+                labels={RUN_LABEL: spec.run_id, TASK_LABEL: spec.name, VIEW_LABEL: box.id, OWNER_LABEL: owner()},
                 host_config=api.create_host_config(**host),
                 name=f"qaflow-view-{safe}-{uuid.uuid4().hex[:10]}",
             )["Id"]
@@ -582,7 +590,7 @@ class DockerBackend:
                 **({"command": KEEP_COMMAND} if info.entrypoint else {"entrypoint": ["sleep", "infinity"]}),
                 working_dir=spec.workdir or info.workdir,
                 environment=dict(spec.env),
-                labels={RUN_LABEL: spec.run_id, TASK_LABEL: spec.name},
+                labels={RUN_LABEL: spec.run_id, TASK_LABEL: spec.name, OWNER_LABEL: owner()},
                 host_config=api.create_host_config(**host_config_args(spec, self._cpus(spec.limits.cpus), storage)),
                 # No network: skip docker's network sandbox (~100 ms of each start). runc still gives
                 # the container its own network namespace with only loopback; /etc/hosts is then
@@ -620,7 +628,9 @@ class DockerBackend:
 
     @classmethod
     def reap(cls, run_id: str | None = None) -> int:
-        """Remove containers labelled `qaflow.run` (`=run_id` when given); return how many.
+        """Remove containers labelled `qaflow.run` (`=run_id` when given); return how many. Without a run id,
+        a container whose starting process still lives on this host is left alone: another audit or rollout
+        running beside the reap is not a crash.
 
         A classmethod (callable on the class, as `qaflow sandbox reap` does); it uses the process's client.
 
@@ -631,17 +641,44 @@ class DockerBackend:
         api = cls().client.api
         try:
             found = api.containers(all=True, filters={"label": label})
-            removed = 0
-            for container in found:
-                try:
-                    api.remove_container(container["Id"], force=True, v=True)
-                    removed += 1
-                except docker.errors.NotFound:
-                    continue
         except docker.errors.APIError as exc:
-            raise SandboxError(f"docker could not reap containers labelled {label}: {exc}") from exc
+            raise SandboxError(f"docker could not list containers labelled {label}: {exc}") from exc
+        removed, failed = 0, []
+        for container in found:
+            if run_id is None and owner_alive((container.get("Labels") or {}).get(OWNER_LABEL)):
+                continue
+            try:
+                api.remove_container(container["Id"], force=True, v=True)
+                removed += 1
+            except docker.errors.NotFound:
+                continue
+            except docker.errors.APIError as exc:
+                if exc.status_code == 409:  # its removal is already under way (its owner, or another reap)
+                    continue
+                failed.append(str(exc))
+        if failed:
+            raise SandboxError(f"docker could not reap {len(failed)} container(s) labelled {label}: {failed[0]}")
         _remove_unused_views(api)
         return removed
+
+
+def owner() -> str:
+    """This process, as the `qaflow.owner` label names it."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def owner_alive(label: str | None) -> bool:
+    """Whether the process a `qaflow.owner` label names runs on this host now (False for another host's)."""
+    host, _, pid = (label or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _remove_unused_views(api: Any) -> None:
