@@ -109,28 +109,17 @@ def _bare_cmd(task: Task, backend: str, script: str) -> list[str]:
     return bwrap_command(task, script)
 
 
-def battery_ratio(tasks: list[Task], backend: str, repeats: int, jobs: int) -> float:
-    """Seconds to audit `tasks` without, then with, the observation and exploit battery; prints the ratio."""
-    audit_seconds(tasks, backend, 1, observe=False, jobs=jobs)  # warm-up: builds every image
-    before, n_before = audit_seconds(tasks, backend, repeats, observe=False, jobs=jobs)
-    after, n_after = audit_seconds(tasks, backend, repeats, observe=True, jobs=jobs)
+def feature_ratio(tasks: list[Task], backend: str, repeats: int, jobs: int, feature: str) -> float:
+    """Seconds to audit `tasks` without, then with, one `AuditConfig` feature (`observe`: the observation and
+    exploit battery; `code_mutants`, the battery on both times); prints the ratio."""
+    what = {"observe": "the battery", "code_mutants": "code mutants"}[feature]
+    audit_seconds(tasks, backend, 1, jobs=jobs, **{feature: False})  # warm-up: builds every image
+    before, n_before = audit_seconds(tasks, backend, repeats, jobs=jobs, **{feature: False})
+    after, n_after = audit_seconds(tasks, backend, repeats, jobs=jobs, **{feature: True})
     ratio = after / before
     print(
-        f"{backend}: {len(tasks)} tasks, {repeats} repeats, {jobs} jobs: audit without the battery {before:.1f} s "
+        f"{backend}: {len(tasks)} tasks, {repeats} repeats, {jobs} jobs: audit without {what} {before:.1f} s "
         f"({n_before} trials), with it {after:.1f} s ({n_after} trials): ratio {ratio:.2f}x (target <= 1.3x)"
-    )
-    return ratio
-
-
-def code_mutant_ratio(tasks: list[Task], backend: str, repeats: int, jobs: int) -> float:
-    """Seconds to audit `tasks` without, then with, code mutants (battery on both times); prints the ratio."""
-    audit_seconds(tasks, backend, 1, jobs=jobs, code_mutants=False)  # warm-up: builds every image
-    before, n_before = audit_seconds(tasks, backend, repeats, jobs=jobs, code_mutants=False)
-    after, n_after = audit_seconds(tasks, backend, repeats, jobs=jobs, code_mutants=True)
-    ratio = after / before
-    print(
-        f"{backend}: {len(tasks)} tasks, {repeats} repeats, {jobs} jobs: audit without code mutants {before:.1f} s "
-        f"({n_before} trials), with them {after:.1f} s ({n_after} trials): ratio {ratio:.2f}x (target <= 1.3x)"
     )
     return ratio
 
@@ -154,10 +143,10 @@ def main() -> None:
             print(f"{backend}: unavailable ({reason})")
             continue
         if args.battery:
-            battery_ratio(tasks, backend, args.repeats, args.jobs)
+            feature_ratio(tasks, backend, args.repeats, args.jobs, "observe")
             continue
         if args.code_mutants:
-            code_mutant_ratio(tasks, backend, args.repeats, args.jobs)
+            feature_ratio(tasks, backend, args.repeats, args.jobs, "code_mutants")
             continue
         audit_seconds(tasks[:1], backend, 1)  # warm-up: builds images
         for t in tasks:
