@@ -401,3 +401,70 @@ def test_executor_options():
         executor_from_options("local", "auto", 2)
     with pytest.raises(ExecutorError, match="unknown executor"):
         executor_from_options("dask", None, 2)
+
+
+class _RecordingExecutor(LocalExecutor):
+    def __init__(self, jobs: int):
+        super().__init__(jobs)
+        self.cancelled: list[object] = []
+        self.reaped: list[str] = []
+
+    def cancel(self, handles):  # type: ignore[no-untyped-def]
+        handles = list(handles)
+        self.cancelled += handles
+        super().cancel(handles)
+
+    def reap(self, run_ids):  # type: ignore[no-untyped-def]
+        self.reaped += list(run_ids)
+        return 0
+
+
+def test_the_driver_hands_back_every_outcome_lets_the_caller_refill_and_reaps_when_stopped():
+    from qaflow.executors.driver import Driver
+
+    def square(n: int) -> int:
+        if n == 3:
+            raise ValueError("three")
+        return n * n
+
+    with _RecordingExecutor(2) as workers:
+        driver: Driver[int] = Driver(workers, ["run-a"], poll_s=0.05)
+        queue = list(range(6))
+        seen: dict[int, object] = {}
+
+        def refill() -> None:
+            while queue and driver.in_flight < 2:
+                n = queue.pop(0)
+                driver.submit(n, square, n)
+
+        def on_done(n: int, outcome: object) -> None:
+            seen[n] = outcome
+            if n == 5:
+                driver.submit(50, square, 50)  # a finished item may ask for more
+
+        driver.run(on_done, refill)
+        assert {n: v for n, v in seen.items() if not isinstance(v, Exception)} == {
+            0: 0,
+            1: 1,
+            2: 4,
+            4: 16,
+            5: 25,
+            50: 2500,
+        }
+        assert isinstance(seen[3], ValueError) and str(seen[3]) == "three"
+        assert (workers.cancelled, workers.reaped) == ([], [])
+
+        release = threading.Event()
+        driver = Driver(workers, ["run-b"], poll_s=0.05)
+        driver.submit(0, release.wait, 30)
+        driver.submit(1, release.wait, 30)
+        driver.submit(2, release.wait, 30)  # queued behind the two running
+
+        def stop(_n: int, _outcome: object) -> None:
+            raise KeyboardInterrupt
+
+        driver.submit(3, square, 2)
+        with pytest.raises(KeyboardInterrupt):
+            driver.run(stop)
+        release.set()
+        assert len(workers.cancelled) == 3 and workers.reaped == ["run-b"] and driver.in_flight == 0

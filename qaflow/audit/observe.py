@@ -52,8 +52,9 @@ from qaflow.audit.observer_files import FILES, LOG_DIR, OBSERVE_DIR, verifier_en
 from qaflow.errors import QaflowError
 from qaflow.healthcheck import SetupError
 from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, TrialResult, VerifierSandbox
-from qaflow.sandbox import open_sandbox, resolve_backend
+from qaflow.sandbox import open_sandbox
 from qaflow.sandbox.base import Sandbox
+from qaflow.sandbox.choice import backend_for_task
 from qaflow.sandbox.dockerfile import logical_lines
 from qaflow.sandbox.spec import RunNetwork, spec_for_task
 from qaflow.task import Task
@@ -77,7 +78,7 @@ def observe_trial(
     observation = Observation(why_not="the trial did not reach the verifier")
     try:
         spec = spec_for_task(task, run_id=run_id, network=network)
-        result.backend = resolve_backend(backend, spec.runtime)
+        result.backend = backend_for_task(task, spec, backend)
         with open_sandbox(spec, result.backend) as box:
             environment_healthcheck(task, box)
             roots = task_roots(task, box.workdir)

@@ -106,8 +106,18 @@ def stand_in_note(audits: list[TaskAudit]) -> dict[str, Any] | None:
     }
 
 
+def backend_words(audits: list[TaskAudit], backend: str) -> str:
+    """The run's backend, with how many tasks each one ran where `auto` chose per task (`auto: bwrap 61,
+    docker 3`)."""
+    used = Counter(a.backend for a in audits if a.backend)
+    if len(used) < 2:
+        return next(iter(used), backend) if backend == "auto" else backend
+    return f"{backend}: " + ", ".join(f"{name} {n}" for name, n in sorted(used.items()))
+
+
 def print_summary(console: Console, audits: list[TaskAudit], *, backend: str, seconds: float) -> None:
-    table = Table(title=f"audit · {len(audits)} tasks · {backend} · {seconds:.0f} s", title_justify="left")
+    shown = backend_words(audits, backend)
+    table = Table(title=f"audit · {len(audits)} tasks · {shown} · {seconds:.0f} s", title_justify="left")
     for col in ("task", "verdict", "findings", "time"):
         table.add_column(col, no_wrap=col != "findings")
     for a in sorted(audits, key=lambda a: (a.verdict != Verdict.ACCEPTED, a.verdict.value, a.task)):
@@ -148,7 +158,7 @@ def write_html(path: Path, audits: list[TaskAudit], *, backend: str, run_id: str
         codes=code_counts(audits).most_common(),
         harness=harness_note(audits),
         stand_ins=stand_in_note(audits),
-        backend=backend,
+        backend=backend_words(audits, backend),
         run_id=run_id,
         json_dumps=lambda v: json.dumps(v, indent=2, default=str),
     )

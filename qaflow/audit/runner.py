@@ -15,9 +15,9 @@ ledger, each result as soon as it comes back.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
+import threading
 import time
 import traceback
 from collections import Counter, deque
@@ -60,12 +60,14 @@ from qaflow.audit.replay import replay_command, run_command
 from qaflow.audit.steps import audit_task_steps
 from qaflow.audit.tamper import trusted_paths
 from qaflow.errors import BaseImageUnavailableError, BuildError, QaflowError, TaskError, UnsupportedError
-from qaflow.executors import POLL_S, Executor, Handle, LocalExecutor, Resources, TaskRef, resolve_task
+from qaflow.executors import Executor, LocalExecutor, Resources, TaskRef, resolve_task
+from qaflow.executors.driver import Driver
 from qaflow.ledger import Ledger
 from qaflow.models.audit import AuditFinding, TaskAudit, Verdict, verdict_for
 from qaflow.models.records import Finding, FindingCode, Result, ResultKey, Severity
 from qaflow.models.trial import ExitStatus
 from qaflow.sandbox import backend_class, open_sandbox, resolve_backend
+from qaflow.sandbox.choice import backend_for_task, run_label
 from qaflow.sandbox.image_names import declared_python
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env, spec_for_task
 from qaflow.task import Task, VerifierEnvironmentMode
@@ -359,7 +361,10 @@ class Auditor:
         self.ledger = ledger
         self.run_id = run_id
         self.config = config
-        self.backend = resolve_backend(config.backend)
+        self.backend = run_label(config.backend)
+        """The run's backend in words (`auto` where it is chosen per task, `_backend`)."""
+        self._backends: dict[str, str] = {}
+        self._backends_lock = threading.Lock()
         self.progress = progress or (lambda _msg: None)
         self._owns_executor = executor is None
         self.executor: Executor = executor if executor is not None else LocalExecutor(config.jobs)
@@ -388,7 +393,7 @@ class Auditor:
         todo = deque(enumerate(steps))
         results: dict[int, TaskAudit] = {}
         active: dict[int, _InFlight] = {}
-        waiting: dict[Handle, tuple[int, int, _Work]] = {}
+        driver: Driver[tuple[int, int, _Work]] = Driver(self.executor, [self.run_id])
         limit = max(1, self.executor.slots) * TASKS_PER_SLOT
 
         def advance(i: int, flight: _InFlight, sent: list[Any] | None) -> None:
@@ -404,36 +409,30 @@ class Auditor:
                 sent = []
             flight.outcomes, flight.left = [None] * len(works), len(works)
             for pos, work in enumerate(works):
-                handle = self.executor.submit(work.fn, *work.args, resources=work.resources)
-                waiting[handle] = (i, pos, work)
+                driver.submit((i, pos, work), work.fn, *work.args, resources=work.resources)
+
+        def refill() -> None:
+            while todo and len(active) < limit:
+                i, task_steps = todo.popleft()
+                active[i] = _InFlight(task_steps)
+                advance(i, active[i], None)
+
+        def on_done(tag: tuple[int, int, _Work], outcome: Any) -> None:
+            i, pos, work = tag
+            if work.record is not None and not isinstance(outcome, BaseException):
+                try:
+                    work.record(outcome)
+                except Exception as e:
+                    outcome = e
+            flight = active[i]
+            flight.outcomes[pos] = outcome
+            flight.left -= 1
+            if flight.left == 0:
+                advance(i, flight, flight.outcomes)
 
         try:
-            while todo or active:
-                interrupts.check()
-                while todo and len(active) < limit:
-                    i, task_steps = todo.popleft()
-                    active[i] = _InFlight(task_steps)
-                    advance(i, active[i], None)
-                if not waiting:
-                    continue
-                for handle in self.executor.wait(list(waiting), timeout=POLL_S):
-                    interrupts.check()  # a trial cut short by the stop is no result
-                    i, pos, work = waiting.pop(handle)
-                    try:
-                        outcome = handle.result()
-                        if work.record is not None:
-                            work.record(outcome)
-                    except Exception as e:
-                        outcome = e
-                    flight = active[i]
-                    flight.outcomes[pos] = outcome
-                    flight.left -= 1
-                    if flight.left == 0:
-                        advance(i, flight, flight.outcomes)
+            driver.run(on_done, refill)
         except BaseException as e:
-            self.executor.cancel(list(waiting))
-            with contextlib.suppress(Exception):
-                self.executor.reap([self.run_id])
             for flight in active.values():
                 flight.steps.close()
             if isinstance(e, interrupts.Interrupted):
@@ -482,9 +481,12 @@ class Auditor:
                 ],
             )
         audit.timings["total"] = time.perf_counter() - started
+        audit.backend = self._backend(task)
         for finding in audit.findings:
-            finding.replay = replay_command(finding, str(folder), backend=self.backend, offline=self.config.offline,
-                                            network=self.config.network.value)  # fmt: skip
+            finding.replay = replay_command(
+                finding, str(folder), backend=self._backend(task), offline=self.config.offline,
+                network=self.config.network.value,
+            )  # fmt: skip
         self._record(task, audit)
         codes = sorted({f.code.value for f in audit.findings if f.severity is Severity.ERROR})
         shown = f" ({', '.join(codes)})" if codes else ""
@@ -502,7 +504,7 @@ class Auditor:
         audit.timings["build"] = time.perf_counter() - t0
         probes["build"] = {**build, **{k: json.loads(build[k]) for k in ("stand_ins", "python") if k in build}}
         if build.get("status") != "ok":
-            findings.append(self._build_finding(build))
+            findings.append(self._build_finding(task, build))
             audit.findings, audit.probes = findings, probes
             audit.verdict = verdict_for(findings)
             return audit
@@ -620,7 +622,7 @@ class Auditor:
                     shared,
                     state,
                     diff_config(p.path, p.oracle, p.source, p.calls),
-                    self.backend,
+                    self._backend(task),
                     self.run_id,
                     *self._network_args(),
                 ),
@@ -773,8 +775,8 @@ class Auditor:
             for e in harness:
                 run = ran[e.name]
                 network = self.config.network.value
-                replay = run_command(f"exploit:{e.name}", where, backend=self.backend, offline=self.config.offline,
-                                     network=network)  # fmt: skip
+                replay = run_command(f"exploit:{e.name}", where, backend=self._backend(task),
+                                     offline=self.config.offline, network=network)  # fmt: skip
                 proven = run.full and not (nop and all(r.full for r in nop))
                 if proven:
                     self._harness_proven.add(e.name)
@@ -787,24 +789,25 @@ class Auditor:
         runs = [ran[e.name] for e in exploits]
         return findings + judge_exploits(nop, runs, exploits, where)
 
-    def _build_finding(self, build: dict[str, str]) -> AuditFinding:
+    def _build_finding(self, task: Task, build: dict[str, str]) -> AuditFinding:
         """`build_failed`, or `infra_error` when the backend cannot build it (unsupported) or the log
         shows the build failed for want of network (an offline run, or none to be had)."""
         log_tail = build.get("log_tail", "")
-        message = f"environment/Dockerfile does not build on {self.backend}"
+        backend = self._backend(task)
+        message = f"environment/Dockerfile does not build on {backend}"
         stand_ins = json.loads(build.get("stand_ins") or "{}")
         if build.get("base_unavailable"):
             return AuditFinding(
                 code=FindingCode.INFRA_ERROR,
                 message=f"{message}: this machine lacks a base image: {build.get('error', '')[:300]}",
-                evidence={"base_unavailable": build.get("error", ""), "backend": self.backend},
+                evidence={"base_unavailable": build.get("error", ""), "backend": backend},
             )
         named = {"stand_ins": stand_ins} if stand_ins else {}
         if build.get("unsupported"):
             return AuditFinding(
                 code=FindingCode.INFRA_ERROR,
                 message=f"{message}: {build.get('error', '')[:300]}",
-                evidence={"unsupported": build.get("error", ""), "log_tail": log_tail, "backend": self.backend} | named,
+                evidence={"unsupported": build.get("error", ""), "log_tail": log_tail, "backend": backend} | named,
             )
         sign = classify(log_tail)
         # offline, a failed install is for want of network even where the log shows no resolver error
@@ -813,7 +816,7 @@ class Auditor:
             return AuditFinding(
                 code=FindingCode.INFRA_ERROR,
                 message=f"{message}{offline}: {sign.why}: {sign.match}",
-                evidence={"line": sign.match, "log_tail": log_tail, "backend": self.backend} | named,
+                evidence={"line": sign.match, "log_tail": log_tail, "backend": backend} | named,
             )
         userland = stand_in_sign(log_tail) if stand_ins else None
         if userland is not None:
@@ -826,13 +829,13 @@ class Auditor:
                     "line": userland.match,
                     "stand_ins": stand_ins,
                     "log_tail": log_tail,
-                    "backend": self.backend,
+                    "backend": backend,
                 },
             )
         return AuditFinding(
             code=FindingCode.BUILD_FAILED,
             message=f"{message}: {build.get('error', '')[:300]}",
-            evidence={"log_tail": log_tail, "backend": self.backend} | named,
+            evidence={"log_tail": log_tail, "backend": backend} | named,
         )
 
     def _resources(self, task: Task) -> Resources:
@@ -844,7 +847,8 @@ class Auditor:
         """Build once for all probes (always asked of the backend: a cached image makes it a no-op,
         and an image pruned since the last run is rebuilt). On a cluster every worker builds (or
         finds cached) the image on its own daemon; this item says whether it builds at all."""
-        args = (shared, self.backend, self.run_id, *self._network_args())
+        backend = self._backend(task)
+        args = (shared, backend, self.run_id, *self._network_args())
         (outcome,) = yield [_Work(build_item, args, resources)]
         if isinstance(outcome, BaseException):
             raise outcome
@@ -852,14 +856,14 @@ class Auditor:
         status = ExitStatus.OK if payload["status"] == "ok" else ExitStatus.ERROR
         key = ResultKey(task_version=task.version, probe="build", attempt=0)
         known = self.ledger.get_result(key)
-        if self.config.force or known is None or known.payload != payload or known.backend != self.backend:
+        if self.config.force or known is None or known.payload != payload or known.backend != backend:
             self._put(
                 Result(
                     task_version=task.version,
                     probe="build",
                     attempt=0,
                     run_id=self.run_id,
-                    backend=self.backend,
+                    backend=backend,
                     status=status,
                     payload=payload,
                     duration_s=outcome.duration_s,
@@ -873,16 +877,17 @@ class Auditor:
         """The ProbeRuns of `items` (probe, attempt, agent, clear), in order: recorded ones from the
         ledger, the others run as work items (each recorded as it comes back). The first failed item
         is raised once all have come back, so that every finished trial is kept."""
+        backend = self._backend(task)
         runs: list[ProbeRun | None] = [None] * len(items)
         works: list[_Work] = []
         where: list[int] = []
         for i, (probe, attempt, agent, clear) in enumerate(items):
             if not self.config.force:
                 cached = self.ledger.get_result(ResultKey(task_version=task.version, probe=probe, attempt=attempt))
-                if cached is not None and cached.backend == self.backend and self._same_network(cached.payload):
+                if cached is not None and cached.backend == backend and self._same_network(cached.payload):
                     runs[i] = ProbeRun.model_validate(cached.payload)
                     continue
-            args = (shared, probe, attempt, agent, self.backend, self.run_id, clear, *self._network_args())
+            args = (shared, probe, attempt, agent, backend, self.run_id, clear, *self._network_args())
             works.append(_Work(trial_item, args, resources, record=lambda run: self._put_run(task, run)))
             where.append(i)
         outcomes = (yield works) if works else []
@@ -892,6 +897,24 @@ class Auditor:
         for i, run in zip(where, outcomes, strict=True):
             runs[i] = run
         return [r for r in runs if r is not None]
+
+    def _backend(self, task: Task) -> str:
+        """The backend `task`'s work runs on: the one asked for, or with `auto` the one `choose_backend` picks
+        for it (on the driver, once per task version and run)."""
+        key = task.version or str(task.path)
+        with self._backends_lock:
+            known = self._backends.get(key)
+        if known is None:
+            network = RunNetwork(offline=self.config.offline, network=self.config.network)
+            try:
+                spec = spec_for_task(task, run_id=self.run_id, network=network)
+            except (QaflowError, ValueError):  # the trial reports it; any backend does
+                known = resolve_backend(self.config.backend)
+            else:
+                known = backend_for_task(task, spec, self.config.backend)
+            with self._backends_lock:
+                self._backends[key] = known
+        return known
 
     def _network_args(self) -> tuple[bool, str]:
         return self.config.offline, self.config.network.value
@@ -907,7 +930,7 @@ class Auditor:
                 probe=run.probe,
                 attempt=run.attempt,
                 run_id=self.run_id,
-                backend=self.backend,
+                backend=self._backend(task),
                 status=run.status,
                 reward=run.reward,
                 payload=run.model_dump(mode="json"),

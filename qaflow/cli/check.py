@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Annotated
 
@@ -15,9 +16,10 @@ from qaflow.cli.options import AddressOpt, BackendOpt, ExecutorOpt, NetworkOpt, 
 from qaflow.cli.output import console as cli_console
 from qaflow.cli.output import usage_error
 from qaflow.errors import TaskError
-from qaflow.executors import ExecutorError, Handle, TaskRef, executor_from_options, resolve_task
+from qaflow.executors import ExecutorError, TaskRef, executor_from_options, resolve_task
+from qaflow.executors.driver import Driver
 from qaflow.models.trial import TrialResult
-from qaflow.sandbox import resolve_backend
+from qaflow.sandbox.choice import run_label
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork
 from qaflow.task import Task, find_task_dirs
 from qaflow.trial import run_trial
@@ -27,12 +29,14 @@ def register(app: typer.Typer) -> None:
     app.command("check")(check)
 
 
-def check_item(task: Task | TaskRef, backend: str, offline: bool, network: str) -> dict[str, object]:
+def check_item(
+    task: Task | TaskRef, backend: str, offline: bool, network: str, run_id: str | None = None
+) -> dict[str, object]:
     """Work item: the oracle and nop trials of one task, as its report row (runs locally or on a Ray worker)."""
     loaded = resolve_task(task)
     run_network = RunNetwork(offline=offline, network=RuntimeNetwork(network))
     results: dict[str, TrialResult] = {
-        agent.name: run_trial(loaded, agent, backend=backend, network=run_network)
+        agent.name: run_trial(loaded, agent, backend=backend, network=run_network, run_id=run_id)
         for agent in (OracleAgent(), NopAgent())
     }
     row: dict[str, object] = {"task": loaded.name, "path": str(loaded.path), "version": loaded.version}
@@ -43,6 +47,7 @@ def check_item(task: Task | TaskRef, backend: str, offline: bool, network: str) 
             "exit_status": res.exit_status.value,
             "error": None if res.error is None else f"{res.error.kind.value}: {res.error.message}",
             "seconds": round(res.timings.get("total", 0.0), 3),
+            "backend": res.backend,
         }
     oracle, nop = results["oracle"], results["nop"]
     row["sound"] = oracle.full_reward and nop.error is None and not nop.full_reward
@@ -66,7 +71,7 @@ def check(
     Example: qaflow check tasks_repo --backend bwrap --jobs 2
     """
     console = cli_console(stderr=as_json)
-    chosen = resolve_backend(backend)
+    chosen = run_label(backend)
     dirs = find_task_dirs(pool)
     if not dirs:
         usage_error(f"{pool}: no task folders (task.toml) found")
@@ -77,8 +82,8 @@ def check(
     rows: dict[Path, dict[str, object]] = {}
     with workers, Progress(console=console, transient=True) as progress:
         bar = progress.add_task(f"checking {len(dirs)} tasks on {chosen}", total=len(dirs))
-        handles: list[Handle] = []
-        folder_of: dict[int, Path] = {}
+        run_id = f"check-{uuid.uuid4().hex[:12]}"
+        driver: Driver[Path] = Driver(workers, [run_id])
         for task_dir in dirs:
             try:
                 task = Task.load(task_dir)
@@ -86,19 +91,16 @@ def check(
                 rows[task_dir] = {"task": task_dir.name, "path": str(task_dir), "invalid": f"{e.path}: {e.reason}"}
                 progress.advance(bar)
                 continue
-            handles.append(workers.submit(check_item, workers.share_task(task), chosen, offline, network.value))
-            folder_of[id(handles[-1])] = task_dir
-        try:
-            for done in workers.as_completed(handles):
-                task_dir = folder_of[id(done)]
-                try:
-                    rows[task_dir] = done.result()
-                except Exception as e:  # a lost worker or a crash is this task's row, the rest go on
-                    rows[task_dir] = {"task": task_dir.name, "path": str(task_dir), "error": f"{type(e).__name__}: {e}"}
-                progress.advance(bar)
-        except KeyboardInterrupt:
-            workers.cancel(handles)
-            raise
+            driver.submit(task_dir, check_item, workers.share_task(task), backend, offline, network.value, run_id)
+
+        def on_done(task_dir: Path, outcome: dict[str, object] | Exception) -> None:
+            if isinstance(outcome, Exception):  # a lost worker or a crash is this task's row, the rest go on
+                error = f"{type(outcome).__name__}: {outcome}"
+                outcome = {"task": task_dir.name, "path": str(task_dir), "error": error}
+            rows[task_dir] = outcome
+            progress.advance(bar)
+
+        driver.run(on_done)
     ordered = [rows[d] for d in dirs if d in rows]
     if as_json:
         print(json.dumps(ordered, indent=2))

@@ -48,7 +48,9 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] =
             table.add_row(name, "[green]yes[/green]" if row["works"] else "[red]no[/red]", str(row["reason"]))
         console = cli_console()
         console.print(table)
-        console.print(f"--backend auto picks: {auto or 'nothing (no backend works)'}")
+        both = report["docker"]["works"] and report["bwrap"]["works"]
+        picks = "bwrap or docker, per task (README, Sandboxes)" if both else auto
+        console.print(f"--backend auto picks: {picks or 'nothing (no backend works)'}")
     if auto is None:
         raise typer.Exit(1)
 

@@ -17,6 +17,7 @@ from qaflow.harden.errors import HardenError
 from qaflow.harden.scripts import script_text
 from qaflow.sandbox import open_sandbox
 from qaflow.sandbox.base import Sandbox
+from qaflow.sandbox.choice import backend_for_task
 from qaflow.sandbox.spec import spec_for_task
 from qaflow.task import Task
 
@@ -73,7 +74,8 @@ def observe(
         HardenError: the snapshot cannot run, or the oracle fails (a transform needs a working solution).
         SandboxError: the sandbox cannot start (the environment does not build, for one).
     """
-    with open_sandbox(spec_for_task(task, run_id=run_id), backend) as box:
+    spec = spec_for_task(task, run_id=run_id)
+    with open_sandbox(spec, backend_for_task(task, spec, backend)) as box:
         box.put(SNAPSHOT_SCRIPT, script_text("workstate.py").encode())
         workdir = box.workdir.rstrip("/") or "/"
         seen = Observation(workdir=workdir, folder=folder, initial=_snapshot(box, workdir, folder))

@@ -39,6 +39,8 @@ class TaskAudit(BaseModel):
     probes: dict[str, Any] = Field(default_factory=dict)
     """Per probe: rewards, exit statuses, timings (extra to the contract)."""
     timings: dict[str, float] = Field(default_factory=dict)
+    backend: str | None = None
+    """The backend its trials ran on (`--backend auto` picks one per task); None for a task that was not run."""
 
 
 def verdict_for(findings: list[AuditFinding]) -> Verdict:

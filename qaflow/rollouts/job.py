@@ -17,7 +17,6 @@ installs its effort table and checks the tokenizer's thinking markers (`sft.loca
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,8 @@ from qaflow import interrupts
 from qaflow.agents.effort import check_efforts
 from qaflow.agents.harness import HarnessConfig
 from qaflow.errors import QaflowError, TaskError
-from qaflow.executors import POLL_S, Executor, Handle, LocalExecutor, Resources, TaskRef, resolve_task
+from qaflow.executors import Executor, LocalExecutor, Resources, TaskRef, resolve_task
+from qaflow.executors.driver import Driver
 from qaflow.ledger.db import ts
 from qaflow.llm import LLMConfig
 from qaflow.llm.account import ModelTotals, UsageAccount
@@ -228,7 +228,8 @@ def run_rollouts(
     """
     check_efforts(config.model, config.efforts, config.harness.efforts, seed=config.harness.seed is not None)
     ledger = pool.ledger
-    backend = resolve_backend(config.backend)
+    resolve_backend(config.backend)  # fails early when no backend works; `auto` is then chosen per task
+    backend = config.backend
     pool.scan()
     with open_run(ledger, RunKind.ROLLOUT, config.model_dump(mode="json", exclude={"model": {"script"}})) as run:
         report = RolloutReport(run_id=run.run_id)
@@ -249,50 +250,45 @@ def run_rollouts(
         # a cluster gets a second item per slot queued, so that a freed CPU never waits for the driver
         limit = workers.slots * (2 if workers.kind == "ray" else 1)
         usage: dict[str, ModelTotals] = {}
-        pending: dict[Handle, RolloutItem] = {}
         edges: dict[str, list[str] | None] = {}
+        driver: Driver[RolloutItem] = Driver(workers, [run.run_id])
+        queue = list(reversed(items))
+
+        def refill() -> None:
+            while queue and driver.in_flight < limit:
+                item = queue.pop()
+                env = item.task.config.environment
+                resources = Resources(
+                    cpus=env.cpus or workers.resources.cpus, memory_mb=env.memory_mb or workers.resources.memory_mb
+                )
+                args = (item.effort, item.attempt, config.round, backend, config.harness, run.run_id)
+                net = (config.offline, config.network.value)
+                shared = workers.share_task(item.task)
+                driver.submit(item, attempt_item, shared, config.model, *args, *net, resources=resources)
+
+        def on_done(item: RolloutItem, outcome: AttemptOutcome | Exception) -> None:
+            if isinstance(outcome, QaflowError):
+                report.failed.append((item.rollout_id, f"{item.task.name}: {type(outcome).__name__}: {outcome}"))
+                return
+            if isinstance(outcome, BaseException):
+                raise outcome
+            _add_usage(usage, outcome.usage)
+            if item.task.version not in edges:
+                try:
+                    edges[item.task.version] = audited_edges(ledger, item.task)
+                except ValueError:  # an audit recorded in an older layout: no task edges
+                    edges[item.task.version] = None
+            add_task_edges(outcome.record, edges[item.task.version])
+            ledger.put_rollout(outcome.record, force=force or item.rollout_id in retried)
+            report.records.append(outcome.record)
+            if on_record is not None:
+                on_record(outcome.record)
+
         try:
-            queue = list(reversed(items))
             try:
-                while queue or pending:
-                    interrupts.check()
-                    while queue and len(pending) < limit:
-                        item = queue.pop()
-                        env = item.task.config.environment
-                        resources = Resources(
-                            cpus=env.cpus or workers.resources.cpus,
-                            memory_mb=env.memory_mb or workers.resources.memory_mb,
-                        )
-                        args = (item.effort, item.attempt, config.round, backend, config.harness, run.run_id)
-                        net = (config.offline, config.network.value)
-                        handle = workers.submit(
-                            attempt_item, workers.share_task(item.task), config.model, *args, *net, resources=resources
-                        )
-                        pending[handle] = item
-                    for handle in workers.wait(list(pending), timeout=POLL_S):
-                        interrupts.check()  # an attempt cut short by the stop is no result
-                        item = pending.pop(handle)
-                        try:
-                            outcome: AttemptOutcome = handle.result()
-                        except QaflowError as e:
-                            report.failed.append((item.rollout_id, f"{item.task.name}: {type(e).__name__}: {e}"))
-                            continue
-                        _add_usage(usage, outcome.usage)
-                        if item.task.version not in edges:
-                            try:
-                                edges[item.task.version] = audited_edges(ledger, item.task)
-                            except ValueError:  # an audit recorded in an older layout: no task edges
-                                edges[item.task.version] = None
-                        add_task_edges(outcome.record, edges[item.task.version])
-                        ledger.put_rollout(outcome.record, force=force or item.rollout_id in retried)
-                        report.records.append(outcome.record)
-                        if on_record is not None:
-                            on_record(outcome.record)
+                driver.run(on_done, refill)
             except BaseException as e:
                 report.interrupted = True
-                workers.cancel(list(pending))
-                with contextlib.suppress(Exception):
-                    workers.reap([run.run_id])
                 if isinstance(e, interrupts.Interrupted):
                     e.done = [report]
                 raise

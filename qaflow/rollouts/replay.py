@@ -11,8 +11,11 @@ effort, with seeded noise), and `skip_rate` makes a seeded share of attempts ski
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Sequence
 
+from qaflow.executors import LocalExecutor
+from qaflow.executors.driver import Driver
 from qaflow.llm import LLMConfig, ScriptedReply
 from qaflow.llm.config import ScriptedToolCall
 from qaflow.models.records import VersionStatus
@@ -61,8 +64,6 @@ def replay_pool(
 ) -> int:
     """Record replay rollouts of the pool's tasks (current versions with one of `statuses`) in its ledger and
     shards; items already recorded are skipped. Returns how many attempts ran."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from qaflow.rollouts.attempt import run_attempt
     from qaflow.rollouts.job import sync_shards
 
@@ -78,13 +79,21 @@ def replay_pool(
                 if not pool.ledger.rollout_ids([rid]):
                     items.append((task, effort, attempt))
 
-    def one(item: tuple[Task, Effort, int]) -> RolloutRecord:
-        task, effort, attempt = item
-        config = replay_config(task, effort, attempt, skip_rate=skip_rate)
-        return run_attempt(task, config, effort=effort, attempt=attempt, backend=backend)
+    run_id = f"replay-{uuid.uuid4().hex[:12]}"
 
-    with ThreadPoolExecutor(jobs) as workers:
-        for record in workers.map(one, items):
-            pool.ledger.put_rollout(record)
+    def one(task: Task, effort: Effort, attempt: int) -> RolloutRecord:
+        config = replay_config(task, effort, attempt, skip_rate=skip_rate)
+        return run_attempt(task, config, effort=effort, attempt=attempt, backend=backend, run_id=run_id)
+
+    def on_done(_item: int, record: RolloutRecord | Exception) -> None:
+        if isinstance(record, Exception):
+            raise record
+        pool.ledger.put_rollout(record)
+
+    with LocalExecutor(jobs) as workers:
+        driver: Driver[int] = Driver(workers, [run_id])
+        for n, item in enumerate(items):
+            driver.submit(n, one, *item)
+        driver.run(on_done)
     sync_shards(pool, pool.root / ".qaflow" / "rollouts")
     return len(items)

@@ -24,6 +24,25 @@ _BACKENDS: dict[str, str] = {
 }
 RUNTIME_BACKEND = "docker"
 """The only backend that takes a runtime."""
+_BUILTIN_BACKENDS = frozenset(_BACKENDS)
+
+
+def register_backend(name: str, target: str) -> None:
+    """Register the backend class at `target` ("module:attr", imported when first used) under `name`: test
+    doubles and plugins. The class needs the classmethods `check() -> (ok, reason)` and `reap(run_id) -> int`
+    and the methods `build(spec)` and `open(spec) -> Sandbox` (see BwrapBackend).
+
+    Raises:
+        ValueError: `name` is docker or bwrap (never replaced), or not a plain name, or `target` is not "module:attr".
+    """
+    if name in _BUILTIN_BACKENDS:
+        raise ValueError(f"backend {name!r} is built in and cannot be replaced")
+    if not name or not name.replace("-", "").replace("_", "").isalnum() or name == "auto":
+        raise ValueError(f"backend name {name!r}: use letters, digits, - and _ (and not auto)")
+    module_name, sep, attr = target.partition(":")
+    if not (module_name and sep and attr):
+        raise ValueError(f"backend target {target!r}: expected 'module:attr'")
+    _BACKENDS[name] = target
 
 
 def split_backend(name: str) -> tuple[str, Runtime | None]:

@@ -23,7 +23,8 @@ from qaflow.agents.base import Agent
 from qaflow.errors import QaflowError
 from qaflow.healthcheck import SetupError
 from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, TrialResult, VerifierSandbox
-from qaflow.sandbox import Limits, open_sandbox, resolve_backend
+from qaflow.sandbox import Limits, open_sandbox
+from qaflow.sandbox.choice import backend_for_task
 from qaflow.sandbox.spec import RunNetwork, spec_for_task
 from qaflow.task import Task
 from qaflow.trial.phases import (
@@ -65,7 +66,7 @@ def run_trial(
     result = TrialResult(task=task.name, version=task.version, agent=agent.name, backend=backend, run_id=run_id)
     try:
         spec = spec_for_task(task, run_id=run_id, defaults=limits, network=network)
-        result.backend = resolve_backend(backend, spec.runtime)
+        result.backend = backend_for_task(task, spec, backend)
         with open_sandbox(spec, result.backend) as box:
             environment_healthcheck(task, box)
             result.timings["setup"] = time.perf_counter() - started

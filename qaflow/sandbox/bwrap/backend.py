@@ -42,6 +42,7 @@ from qaflow.sandbox.bwrap import cgroups
 from qaflow.sandbox.bwrap.base_image import mismatch
 from qaflow.sandbox.bwrap.rootfs import host_root, under
 from qaflow.sandbox.bwrap.sandbox import (
+    BASE_PATH,
     HOST_ENV,
     TEMP_PREFIX,
     BwrapSandbox,
@@ -119,6 +120,31 @@ class BwrapBackend:
                 shutil.rmtree(folder)
                 removed += 1
         return removed
+
+    @staticmethod
+    def host_python() -> str | None:
+        """The `python3` bwrap sandboxes run (the host Python's, first on their PATH)."""
+        folder = host_root().python_bin
+        return f"{folder}/python3" if folder else shutil.which("python3", path=BASE_PATH)
+
+    @classmethod
+    def declines(cls, spec: SandboxSpec) -> str | None:
+        """Why this backend would not run `spec` as docker does (None: it would), read from the task alone:
+        a prebuilt image, a Dockerfile outside the subset or one that installs system packages, a FROM whose
+        userland the host does not reproduce, a runtime, network the task declares (bwrap shares the host's)."""
+        if spec.runtime is not None:
+            return f"runtime {spec.runtime} runs under docker"
+        if spec.runtime_network and spec.network_declared:
+            return "the task declares network, which bwrap could only share with the host"
+        if not spec.dockerfile.is_file():
+            return f"task {spec.name!r} names a prebuilt image" if spec.docker_image else "no environment/Dockerfile"
+        try:
+            plan = plan_build(spec.dockerfile, spec.context_dir, base_env=base_env())
+            _refuse_other_userland(spec, plan.base)
+            _refuse_system_changes(plan)
+        except (UnsupportedError, BuildError) as e:
+            return str(e).splitlines()[0] if str(e) else type(e).__name__
+        return None
 
     def build(self, spec: SandboxSpec) -> str:
         """Prepare (once per env_hash) the environment of `spec` without starting a sandbox; returns its folder.

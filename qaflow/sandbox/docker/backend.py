@@ -48,7 +48,13 @@ import docker.types
 import docker.utils.build
 import requests
 
-from qaflow.errors import BuildError, SandboxError, SandboxUnavailableError, UnsupportedError
+from qaflow.errors import (
+    BaseImageUnavailableError,
+    BuildError,
+    SandboxError,
+    SandboxUnavailableError,
+    UnsupportedError,
+)
 from qaflow.sandbox.base import SandboxSpec
 from qaflow.sandbox.docker.client import shared_client
 from qaflow.sandbox.docker.client import wait_for_removals as wait_for_removals
@@ -66,6 +72,7 @@ from qaflow.sandbox.docker.images import (
 from qaflow.sandbox.docker.sandbox import KILL_GRACE_S as KILL_GRACE_S
 from qaflow.sandbox.docker.sandbox import DockerSandbox
 from qaflow.sandbox.docker.streams import shutdown_socket
+from qaflow.sandbox.userland import LIST_SCRIPT, Userland
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +237,7 @@ class DockerBackend:
     """Images this process has actually built (cache hits do not count)."""
     _images: ClassVar[dict[str, _ImageInfo]] = {}
     _pythons: ClassVar[dict[str, str | None]] = {}
+    _userlands: ClassVar[dict[str, Userland | None]] = {}
     _locks: ClassVar[dict[str, threading.Lock]] = {}
     _locks_guard: ClassVar[threading.Lock] = threading.Lock()
     _ncpu: ClassVar[int | None] = None
@@ -316,6 +324,29 @@ class DockerBackend:
             except (docker.errors.DockerException, requests.RequestException):
                 self._pythons[ref] = None
         return self._pythons[ref]
+
+    def from_target(self, ref: str) -> str | None:
+        """The local image a `FROM ref` builds on here: the image itself, else its stand-in; None when
+        neither is present."""
+        try:
+            return resolve_from(ref, self.client, self.aliases)
+        except BaseImageUnavailableError:
+            return None
+
+    def userland(self, ref: str) -> Userland | None:
+        """The programs on PATH and the Python modules of the local image `ref` (one short container per
+        image and process); None when it cannot be listed (no `python3` in it)."""
+        if ref not in self._userlands:
+            try:
+                out = self.client.containers.run(
+                    ref, ["-I", "-c", LIST_SCRIPT], entrypoint="python3",
+                    network_disabled=True, remove=True, stdout=True, stderr=False,
+                )  # fmt: skip
+                text = out.decode("utf-8", "replace") if isinstance(out, bytes) else ""
+                self._userlands[ref] = Userland.from_json(text)
+            except (docker.errors.DockerException, requests.RequestException, ValueError, KeyError):
+                self._userlands[ref] = None
+        return self._userlands[ref]
 
     def _image(self, spec: SandboxSpec) -> _ImageInfo:
         if not spec.dockerfile.is_file():
