@@ -13,6 +13,7 @@ import pytest
 from qaflow.sandbox import Limits, SandboxSpec, check_backend, open_sandbox
 from qaflow.sandbox.base import Sandbox
 from qaflow.task import tree_hash
+from tests.fake_sandbox import FakeBackend, Program
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS_REPO = REPO / "tasks_repo"
@@ -40,6 +41,10 @@ SandboxFactory = Callable[..., Sandbox]
 @pytest.fixture
 def make_sandbox(backend: str, tmp_path: Path) -> Iterator[SandboxFactory]:
     """Open a sandbox from a Dockerfile text and extra context files; all are closed at teardown."""
+    yield from _sandbox_factory(backend, tmp_path)
+
+
+def _sandbox_factory(backend: str, tmp_path: Path) -> Iterator[SandboxFactory]:
     opened: list[Sandbox] = []
 
     def factory(
@@ -69,6 +74,46 @@ def make_sandbox(backend: str, tmp_path: Path) -> Iterator[SandboxFactory]:
     yield factory
     for box in opened:
         box.close()
+
+
+FAKE = "fake"
+"""The in-memory fake backend's registry name (`tests.fake_sandbox`)."""
+
+
+@pytest.fixture
+def fake_programs(monkeypatch: pytest.MonkeyPatch) -> dict[str, Program]:
+    """The scripted programs (`tests.fake_sandbox.Program`) of fake sandboxes opened in this test: add to it."""
+    programs: dict[str, Program] = {}
+    monkeypatch.setattr(FakeBackend, "programs", programs)
+    return programs
+
+
+@pytest.fixture
+def fake_backend(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Register the in-memory fake backend for this test (the registry is restored after it); its name."""
+    import qaflow.sandbox as sandboxes
+
+    monkeypatch.setattr(sandboxes, "_BACKENDS", dict(sandboxes._BACKENDS))
+    sandboxes.register_backend(FAKE, "tests.fake_sandbox:FakeBackend")
+    return FAKE
+
+
+ANY_BACKENDS = [FAKE, *BACKENDS]
+
+
+@pytest.fixture(params=[FAKE, *(pytest.param(b, marks=getattr(pytest.mark, b)) for b in BACKENDS)])
+def any_backend(request: pytest.FixtureRequest) -> str:
+    """`backend` plus the in-memory fake: for tests whose commands stay in the fake's shell subset."""
+    if request.param == FAKE:
+        return str(request.getfixturevalue("fake_backend"))
+    require_backend(request.param)
+    return str(request.param)
+
+
+@pytest.fixture
+def make_any_sandbox(any_backend: str, tmp_path: Path) -> Iterator[SandboxFactory]:
+    """`make_sandbox` on `any_backend` (fake, docker, bwrap)."""
+    yield from _sandbox_factory(any_backend, tmp_path)
 
 
 LABELLED_FILES = frozenset(

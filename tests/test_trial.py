@@ -1,4 +1,5 @@
-"""Trials on real sandboxes: the bundled pool, and every way a trial can go wrong."""
+"""Trials on real sandboxes: the bundled pool, and every way a trial can go wrong. The tests whose task scripts
+stay in the fake's shell subset (tests/fake_sandbox.py) also run on the in-memory fake (`any_backend`)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def test_oracle_gets_full_reward_and_nop_gets_zero(backend: str, name: str):
     assert {"setup", "agent", "verifier", "total"} <= set(oracle.timings)
 
 
-def test_missing_reward_is_an_error_not_a_zero(backend: str, tmp_path: Path):
+def test_missing_reward_is_an_error_not_a_zero(any_backend: str, tmp_path: Path):
+    backend = any_backend
     task = Task.load(write_task(tmp_path, test_sh="#!/bin/bash\necho verifier ran\n"))
     result = run_trial(task, OracleAgent(), backend=backend)
     assert result.reward is None
@@ -61,14 +63,16 @@ def test_missing_reward_is_an_error_not_a_zero(backend: str, tmp_path: Path):
     assert result.verifier_exec is not None and "verifier ran" in result.verifier_exec.stdout
 
 
-def test_stale_reward_from_the_agent_phase_is_cleared(backend: str, tmp_path: Path):
+def test_stale_reward_from_the_agent_phase_is_cleared(any_backend: str, tmp_path: Path):
+    backend = any_backend
     solve = "#!/bin/bash\nmkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n"
     task = Task.load(write_task(tmp_path, solve_sh=solve, test_sh="#!/bin/bash\ntrue\n"))
     result = run_trial(task, OracleAgent(), backend=backend)
     assert result.reward is None and result.error is not None and result.error.kind is ErrorKind.REWARD
 
 
-def test_agent_timeout_is_reported_and_the_verifier_still_runs(backend: str, tmp_path: Path):
+def test_agent_timeout_is_reported_and_the_verifier_still_runs(any_backend: str, tmp_path: Path):
+    backend = any_backend
     task = Task.load(write_task(tmp_path, solve_sh="#!/bin/bash\nsleep 60\n"))
     task.config.agent.timeout_sec = 1.0
     result = run_trial(task, OracleAgent(), backend=backend)
@@ -78,7 +82,8 @@ def test_agent_timeout_is_reported_and_the_verifier_still_runs(backend: str, tmp
     assert result.timings["agent"] < 20
 
 
-def test_verifier_timeout_is_reported(backend: str, tmp_path: Path):
+def test_verifier_timeout_is_reported(any_backend: str, tmp_path: Path):
+    backend = any_backend
     task = Task.load(write_task(tmp_path, test_sh="#!/bin/bash\nsleep 60\n"))
     task.config.verifier.timeout_sec = 1.0
     result = run_trial(task, OracleAgent(), backend=backend)
@@ -86,14 +91,16 @@ def test_verifier_timeout_is_reported(backend: str, tmp_path: Path):
     assert result.reward is None
 
 
-def test_failing_solution_is_recorded_and_verified(backend: str, tmp_path: Path):
+def test_failing_solution_is_recorded_and_verified(any_backend: str, tmp_path: Path):
+    backend = any_backend
     task = Task.load(write_task(tmp_path, solve_sh="#!/bin/bash\necho half > /app/out.txt\nexit 4\n"))
     result = run_trial(task, OracleAgent(), backend=backend)
     assert result.agent_exec is not None and result.agent_exec.exit_code == 4
     assert (result.reward, result.error) == (0.0, None)
 
 
-def test_build_failure_is_an_error_with_the_log(backend: str, tmp_path: Path):
+def test_build_failure_is_an_error_with_the_log(any_backend: str, tmp_path: Path):
+    backend = any_backend
     dockerfile = "FROM python:3.11-slim\nWORKDIR /app\nRUN echo about-to-fail && exit 3\n"
     task = Task.load(write_task(tmp_path, dockerfile=dockerfile))
     result = run_trial(task, OracleAgent(), backend=backend)
@@ -101,7 +108,8 @@ def test_build_failure_is_an_error_with_the_log(backend: str, tmp_path: Path):
     assert "about-to-fail" in result.error.message
 
 
-def test_solution_and_verifier_env_and_task_env_reach_their_phases(backend: str, tmp_path: Path):
+def test_solution_and_verifier_env_and_task_env_reach_their_phases(any_backend: str, tmp_path: Path):
+    backend = any_backend
     toml = '\n[solution.env]\nWORD = "done"\n\n[verifier.env]\nWANT = "done"\n'
     test_sh = (
         "#!/bin/bash\nmkdir -p /logs/verifier\n"
@@ -121,7 +129,8 @@ def test_solution_and_verifier_env_and_task_env_reach_their_phases(backend: str,
     assert run_trial(task, OracleAgent(), backend=backend).reward == 1.0
 
 
-def test_separate_verifier_sees_the_agent_workdir(backend: str, tmp_path: Path):
+def test_separate_verifier_sees_the_agent_workdir(any_backend: str, tmp_path: Path):
+    backend = any_backend
     task_dir = write_task(
         tmp_path,
         files={"tests/Dockerfile": "FROM python:3.11-slim\nWORKDIR /app\nENV IN_VERIFIER_IMAGE=1\n"},
@@ -146,7 +155,8 @@ ARTIFACT_CHECKS = (
 )
 
 
-def test_separate_verifier_gets_the_logs_artifacts_and_the_declared_artifacts(backend: str, tmp_path: Path):
+def test_separate_verifier_gets_the_logs_artifacts_and_the_declared_artifacts(any_backend: str, tmp_path: Path):
+    backend = any_backend
     """Harbor: /logs/artifacts and the task's top-level `artifacts` (a path, or {source = ...}; a file or a
     folder) travel to a separate verifier at the same paths; nothing else of the agent's sandbox does."""
     task_dir = write_task(
@@ -181,7 +191,8 @@ def test_cli_run_prints_json(backend: str):
     assert (data["reward"], data["agent"], data["backend"]) == (1.0, "oracle", backend)
 
 
-def test_tests_are_not_visible_during_the_agent_phase(backend: str, tmp_path: Path):
+def test_tests_are_not_visible_during_the_agent_phase(any_backend: str, tmp_path: Path):
+    backend = any_backend
     solve = "#!/bin/bash\nif [ -e /tests/test.sh ]; then echo leaked; else echo done; fi > /app/out.txt\n"
     task = Task.load(write_task(tmp_path, solve_sh=solve))
     assert run_trial(task, OracleAgent(), backend=backend).reward == 1.0
