@@ -7,7 +7,7 @@ audit builds every image first. Prints audit/check (target <= 2x), exhaustive/de
 each audit recorded, and every task whose verdict or error codes differ between the two plans
 (target: none).
 
-Usage: python bench/audit_evidence.py [--pool tasks_repo] [--backend docker|bwrap] [--jobs 2]
+Usage: python bench/audit_evidence.py [--pool tasks_repo] [--backend auto|docker|bwrap] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def verdicts(report: Path) -> dict[str, tuple[str, list[str]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pool", default=str(REPO / "tasks_repo"))
-    parser.add_argument("--backend", choices=["docker", "bwrap"], default="docker")
+    parser.add_argument("--backend", choices=["auto", "docker", "bwrap"], default="auto")
     parser.add_argument("--jobs", default="2")
     args = parser.parse_args()
     common = ["--backend", args.backend, "--jobs", args.jobs, *OFFLINE]

@@ -22,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from qaflow.errors import QaflowError
 from qaflow.sandbox import backend_class, check_backend, resolve_backend, split_backend, with_runtime
 from qaflow.sandbox.base import SandboxSpec
 from qaflow.sandbox.dockerfile import plan_build
@@ -93,7 +94,10 @@ def docker_reason(task: Task, spec: SandboxSpec) -> str | None:
     declined: str | None = bwrap.declines(spec)
     if declined is not None:
         return declined
-    base = plan_build(spec.dockerfile, spec.context_dir).base
+    try:
+        base = plan_build(spec.dockerfile, spec.context_dir).base
+    except QaflowError as e:
+        return str(e).splitlines()[0]
     if base is None:
         return "the Dockerfile names no FROM image"
     docker = backend_class("docker")()
