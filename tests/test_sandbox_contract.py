@@ -215,6 +215,10 @@ def test_output_over_the_limit_is_cut_with_the_flag(make_any_sandbox):
     assert (both.stdout, both.stderr, both.stderr_truncated) == ("out\n", "0123456789", True)
     exact = box.exec("printf 0123456789")
     assert (exact.stdout, exact.stdout_truncated) == ("0123456789", False)
+    # the cap is the commands' output, not the sandbox's own reads: a trial with it still settles and reads rewards
+    box.exec("mkdir -p /logs/verifier && printf '{\"reward\": 0.25}' > /logs/verifier/reward.json")
+    assert box.settle() == 0
+    assert box.read_first_text("/logs/verifier", ("reward.json",)) == ("reward.json", '{"reward": 0.25}')
 
 
 SHELL_CASES = [

@@ -70,6 +70,8 @@ _READ_FIRST = (
 """After killing a timed-out command, how long to wait for its output stream to end."""
 KILL_TIMEOUT_S = 60.0
 """How long `kill_strays` (and what it runs after) may take."""
+INTERNAL_OUTPUT_BYTES = 64 * 1024
+"""Output kept of qaflow's own execs (process scans, reading the reward) however small `Limits.output_bytes` is."""
 
 _KILL_SCRIPT = r"""
 s=$1; all=" "; i=0
@@ -270,6 +272,7 @@ class DockerSandbox:
         user: str | int | None = None,
         cwd: str | None = None,
         kill_strays_after: bool = False,
+        output_floor: int = 0,
     ) -> ExecResult:
         """Run `cmd` (a string goes through `sh -c`) and return its result, whatever its exit code.
 
@@ -291,7 +294,8 @@ class DockerSandbox:
                 upload = self._take_pending()
             else:
                 self._flush()
-        opts: dict[str, Any] = {"timeout": timeout, "env": env, "user": user, "cwd": cwd, "kill": kill_strays_after}
+        opts: dict[str, Any] = {"timeout": timeout, "env": env, "user": user, "cwd": cwd, "kill": kill_strays_after,
+                                "output_floor": output_floor}  # fmt: skip
         try:
             return self._run(argv, upload, **opts)
         except _UntarFailed:
@@ -315,6 +319,7 @@ class DockerSandbox:
         cwd: str | None,
         kill: bool = False,
         wrapper: str | None = None,
+        output_floor: int = 0,
     ) -> ExecResult:
         """One exec of `argv` under the wrapper (`_wrapper`'s, unless `wrapper` is given); `upload` (a tar) is
         first unpacked at / from its stdin.
@@ -337,7 +342,7 @@ class DockerSandbox:
             sock = api.exec_start(exec_id, socket=True)
         except docker.errors.APIError as exc:
             raise SandboxError(f"docker could not run {argv!r} in {self.spec.name}: {exc}") from exc
-        cap = self.spec.limits.output_bytes
+        cap = max(self.spec.limits.output_bytes, output_floor)
         reader = FrameReader(CappedBuffer(cap), CappedBuffer(cap), marker=nonce.encode())
         timed_out = False
         died: dict[str, Any] = {}
@@ -514,7 +519,7 @@ class DockerSandbox:
                 the script's own error when it failed after counting (a path that stays).
         """
         try:
-            res = self.exec(["sh", "-c", script], user="0", timeout=KILL_TIMEOUT_S)
+            res = self.exec(["sh", "-c", script], user="0", timeout=KILL_TIMEOUT_S, output_floor=INTERNAL_OUTPUT_BYTES)
         except SandboxError as exc:
             raise SandboxError(f"{failing} in {self.spec.name}: {self._dead_why(exc)}") from exc
         found = count.search(res.stdout.encode())
@@ -751,7 +756,10 @@ class DockerSandbox:
         """
         self._require_open()
         target = self._abs(folder)
-        res = self.exec(["sh", "-c", _READ_FIRST, "qaflow-read", target, *names], user="0", timeout=KILL_TIMEOUT_S)
+        res = self.exec(
+            ["sh", "-c", _READ_FIRST, "qaflow-read", target, *names],
+            user="0", timeout=KILL_TIMEOUT_S, output_floor=INTERNAL_OUTPUT_BYTES,
+        )  # fmt: skip
         if res.exit_code == _NONE_FOUND:
             return None
         name, newline, text = res.stdout.partition("\n")
