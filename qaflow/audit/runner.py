@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import tempfile
 import threading
 import time
 import traceback
@@ -57,6 +58,7 @@ from qaflow.audit.observation import Observation
 from qaflow.audit.observe import MAX_DIGESTS, observe_trial
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
 from qaflow.audit.replay import replay_command, run_command
+from qaflow.audit.skipped_tests import judge_enabled, plan_enabled_mutants, write_enabled
 from qaflow.audit.steps import audit_task_steps
 from qaflow.audit.tamper import trusted_paths
 from qaflow.errors import BaseImageUnavailableError, BuildError, QaflowError, TaskError, UnsupportedError
@@ -70,7 +72,7 @@ from qaflow.sandbox import backend_class, open_sandbox, resolve_backend
 from qaflow.sandbox.choice import backend_for_task, run_label
 from qaflow.sandbox.image_names import declared_python
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env, spec_for_task
-from qaflow.task import Task, VerifierEnvironmentMode
+from qaflow.task import Task, VerifierEnvironmentMode, copy_task_folder
 from qaflow.trial import run_trial
 
 MAX_HARNESS_TRIES = 3
@@ -553,6 +555,8 @@ class Auditor:
             mutant_runs = (yield from self._trials(task, shared, resources, items)) if items else []
             if observation is not None and self.config.code_mutants:
                 code_findings = yield from self._code_mutants(task, shared, resources, effect, observation, probes)
+        if mutate and effect is not None and self.config.code_mutants:
+            code_findings += yield from self._enabled_tests(task, shared, resources, effect, probes)
         if observe_run is not None:
             if adaptive:
                 yield from self._settle(task, shared, resources, by_probe, observe_run, effect, probes)
@@ -639,6 +643,45 @@ class Auditor:
         view["equivalent"] = [p.mutant.name for p, o in checked if not o.get("differs") and not o.get("error")]
         view["errors"] = {p.mutant.name: o["error"] for p, o in checked if o.get("error")}
         return judge_code_mutants(checked, str(task.path))
+
+    def _enabled_tests(
+        self, task: Task, shared: Any, resources: Resources, effect: Effect, probes: dict[str, object]
+    ) -> Generator[list[_Work], list[Any], list[AuditFinding]]:
+        """Code mutants of C-family files the oracle wrote, where the tests disable some of their own tests:
+        the survivors, and the oracle, run again with those tests enabled (`skipped_tests`); a survivor the
+        enabled tests reject is a wrong answer the verifier takes."""
+        enabled, mutants, why = plan_enabled_mutants(effect, task.tests_dir)
+        view: dict[str, object] = {"disabled": [{"file": e.path, "how": e.how, "count": e.count} for e in enabled]}
+        if not enabled:
+            return []
+        probes["enabled_tests"] = view
+        if not mutants:
+            view["skipped"] = why
+            return []
+        items = [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m, _ in mutants]
+        runs = yield from self._trials(task, shared, resources, items)
+        survivors = [(m, diff) for (m, diff), run in zip(mutants, runs, strict=True) if run.full]
+        view["mutants"], view["survived"] = len(mutants), [m.name for m, _ in survivors]
+        if not survivors:
+            return []
+        with tempfile.TemporaryDirectory(prefix="qaflow-enabled-") as tmp:
+            folder = copy_task_folder(task.path, Path(tmp) / task.path.name)
+            write_enabled(folder / "tests", enabled)
+            twin = self.executor.share_task(Task.load(folder))
+            items = [("enabled:oracle", 0, ProbeAgent.oracle(), True)]
+            items += [(f"enabled:mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m, _ in survivors]
+            oracle_run, *mutant_runs = yield from self._trials(task, twin, resources, items)
+        view["oracle_reward"] = oracle_run.reward
+        if not oracle_run.full:
+            view["skipped"] = "the reference solution fails the disabled tests: they are no specification"
+            return []
+        wrong = [
+            pair
+            for pair, run in zip(survivors, mutant_runs, strict=True)
+            if not run.full and run.error is None and not run.verifier_timed_out
+        ]
+        view["rejected_by_enabled"] = [m.name for m, _ in wrong]
+        return judge_enabled(str(task.path), enabled, wrong)
 
     def _settle(
         self,
