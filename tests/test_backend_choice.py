@@ -103,6 +103,8 @@ def test_auto_takes_bwrap_only_where_the_host_stands_for_the_image(both: None, t
             program,
         ),
         "apt": ({"dockerfile": "FROM python:3.11-slim\nRUN apt-get install -y jq\n"}, "system packages"),
+        "untar": ({"solve_sh": "#!/bin/bash\ncd /app && tar xzf /solution/payload.tgz\n"}, "maps only root"),
+        "chown": ({"solve_sh": "#!/bin/bash\nchown -R 1000:1000 /app\n"}, "maps only root"),
         "other-python": ({"dockerfile": "FROM python:3.13-slim\nWORKDIR /app\n"}, "Python 3.13"),
         "other-distro": ({"dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\n"}, "ubuntu"),
     }

@@ -32,6 +32,11 @@ from qaflow.task import Task, VerifierEnvironmentMode
 WORKS_TTL_S = 60.0
 """How long a backend check is trusted before `auto` asks again."""
 BASE_REPO = "qaflow/base"
+OWNERSHIP_COMMANDS = frozenset(
+    {"chown", "chgrp", "tar", "su", "runuser", "setpriv", "useradd", "usermod", "groupadd", "adduser", "install"}
+)
+"""Programs that set files' owners or switch users (tar extracting as root keeps the archive's owners): bwrap's
+user namespace maps root alone, so they fail there where docker runs them."""
 AUTO_LABEL = "auto"
 """How a run names its backend where `auto` picks one per task."""
 
@@ -111,7 +116,11 @@ def docker_reason(task: Task, spec: SandboxSpec) -> str | None:
     host = host_userland(python) if python else None
     if image is None or host is None:
         return f"the programs of {target} or of this host could not be listed"
-    extra = host_only(task_uses([task.path]), host, image)
+    uses = task_uses([task.path])
+    owners = sorted(uses.commands & OWNERSHIP_COMMANDS)
+    if owners:
+        return f"the task runs {', '.join(owners)}: bwrap maps only root, so changing a file's owner fails there"
+    extra = host_only(uses, host, image)
     if extra:
         shown = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
         return f"the task uses {shown}, which this host has and {target} (for FROM {base}) lacks"
