@@ -178,3 +178,20 @@ def test_a_verifier_that_runs_one_of_its_tests_is_weak_and_one_that_runs_them_al
         assert errors == [], (sound, audits[sound]["findings"])
     assert "enabled_tests" not in audits["all-run"]["probes"]
     assert audits["disabled-wrong"]["probes"]["enabled_tests"]["oracle_reward"] == 0.0
+
+
+def test_a_code_mutant_trial_runs_its_verifier_under_a_cap_not_the_tasks_whole_timeout(
+    fake_backend: str, tmp_path: Path
+):
+    from qaflow.audit.probe_run import ProbeAgent, ProbeRun
+    from qaflow.audit.runner import mutant_timeout, trial_item
+    from qaflow.task import Task
+
+    task = Task.load(write_task(tmp_path, test_sh="#!/bin/bash\nsleep 25\necho 1 > /logs/verifier/reward.txt\n"))
+    capped = trial_item(task, "mutant:x", 0, ProbeAgent(kind="nop", verifier_timeout_sec=2.0), fake_backend, "r", True)
+    assert capped.verifier_timed_out and not capped.full
+    plain = trial_item(task, "nop", 0, ProbeAgent(kind="nop"), fake_backend, "r", True)
+    assert (plain.verifier_timed_out, plain.reward) == (False, 1.0)  # 25 s is within the task's own 30 s
+    assert task.config.verifier.timeout_sec == 30.0  # the shared task is left as it was
+    runs = [ProbeRun(probe="oracle", duration_s=d) for d in (3.0, 20.0)]
+    assert (mutant_timeout(runs), mutant_timeout(runs[:1]), mutant_timeout([])) == (100.0, 60.0, 60.0)

@@ -126,6 +126,9 @@ class ProbeAgent(BaseModel):
     exploit: Exploit | None = Field(None, description="exploit: the plants its agent writes")
     step: str | None = Field(None, description="multi-step: the step probed (oracle before it; ends there)")
     reruns: int = Field(0, ge=0, description="nop, oracle, observe: plain verifier reruns on the trial's final state")
+    verifier_timeout_sec: float | None = Field(
+        None, gt=0, description="A shorter verifier timeout than the task's (code mutants: a changed loop can spin)"
+    )
     outputs: dict[str, str] = Field(
         default_factory=dict, description="observe: the oracle's output files (path -> sha256), sought in .git history"
     )
@@ -153,8 +156,10 @@ class ProbeAgent(BaseModel):
         return cls(kind="exploit", exploit=exploit)
 
     @classmethod
-    def of_mutant(cls, mutant: Mutant, *, step: str | None = None) -> ProbeAgent:
-        return cls(kind="mutant", mutant=mutant, step=step)
+    def of_mutant(
+        cls, mutant: Mutant, verifier_timeout_sec: float | None = None, *, step: str | None = None
+    ) -> ProbeAgent:
+        return cls(kind="mutant", mutant=mutant, step=step, verifier_timeout_sec=verifier_timeout_sec)
 
     def agent(self) -> Agent:
         inner: Agent

@@ -203,6 +203,7 @@ class BuildOutcome(BaseModel):
     duration_s: float = 0.0
 
 
+MUTANT_TIMEOUT_FLOOR_S = 60.0
 TASKS_PER_SLOT = 3
 """Tasks in flight per executor slot: a task's phases wait on one another (observe before mutants), and
 its narrow phases (one build, one observe) would leave slots idle with one task per slot."""
@@ -301,7 +302,7 @@ def trial_item(
         return run
     built = agent.agent()
     result = run_trial(
-        resolve_task(task),
+        _capped(resolve_task(task), agent.verifier_timeout_sec),
         built,
         backend=backend,
         run_id=run_id,
@@ -320,6 +321,21 @@ def trial_item(
     if effects:
         run.extra["effects"] = {step: e.model_dump(mode="json") for step, e in effects.items()}
     return run
+
+
+def _capped(task: Task, seconds: float | None) -> Task:
+    """`task` with its verifier's timeout cut to `seconds` (a copy; the task itself may be shared by threads)."""
+    current = task.config.verifier.timeout_sec
+    if seconds is None or (current is not None and seconds >= current):
+        return task
+    verifier = task.config.verifier.model_copy(update={"timeout_sec": seconds})
+    return task.model_copy(update={"config": task.config.model_copy(update={"verifier": verifier})})
+
+
+def mutant_timeout(oracle: list[ProbeRun]) -> float:
+    """The verifier timeout of a code mutant's trial: 5x the longest oracle trial, at least a minute (a mutant
+    that spins forever costs that, not the task's whole verifier timeout)."""
+    return max(MUTANT_TIMEOUT_FLOOR_S, 5 * max((r.duration_s for r in oracle), default=0.0))
 
 
 @dataclass
@@ -554,9 +570,12 @@ class Auditor:
             items = [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
             mutant_runs = (yield from self._trials(task, shared, resources, items)) if items else []
             if observation is not None and self.config.code_mutants:
-                code_findings = yield from self._code_mutants(task, shared, resources, effect, observation, probes)
+                code_findings = yield from self._code_mutants(
+                    task, shared, resources, effect, observation, probes, mutant_timeout(oracle)
+                )
         if mutate and effect is not None and self.config.code_mutants:
-            code_findings += yield from self._enabled_tests(task, shared, resources, effect, probes)
+            cap = mutant_timeout(oracle)
+            code_findings += yield from self._enabled_tests(task, shared, resources, effect, probes, cap)
         if observe_run is not None:
             if adaptive:
                 yield from self._settle(task, shared, resources, by_probe, observe_run, effect, probes)
@@ -601,6 +620,7 @@ class Auditor:
         effect: Effect,
         observation: Observation,
         probes: dict[str, object],
+        cap: float,
     ) -> Generator[list[_Work], list[Any], list[AuditFinding]]:
         """Code mutants of the modules the verifier imported that the oracle wrote, each run like a mutant;
         a survivor counts only where it computes something else than the oracle on the tests' inputs."""
@@ -610,7 +630,7 @@ class Auditor:
         if not plans:
             view["skipped"] = why
             return []
-        items = [(f"mutant:{p.mutant.name}", 0, ProbeAgent.of_mutant(p.mutant), True) for p in plans]
+        items = [(f"mutant:{p.mutant.name}", 0, ProbeAgent.of_mutant(p.mutant, cap), True) for p in plans]
         runs = yield from self._trials(task, shared, resources, items)
         survivors = [p for p, run in zip(plans, runs, strict=True) if run.full]
         view["survived"] = [p.mutant.name for p in survivors]
@@ -645,7 +665,7 @@ class Auditor:
         return judge_code_mutants(checked, str(task.path))
 
     def _enabled_tests(
-        self, task: Task, shared: Any, resources: Resources, effect: Effect, probes: dict[str, object]
+        self, task: Task, shared: Any, resources: Resources, effect: Effect, probes: dict[str, object], cap: float
     ) -> Generator[list[_Work], list[Any], list[AuditFinding]]:
         """Code mutants of C-family files the oracle wrote, where the tests disable some of their own tests:
         the survivors, and the oracle, run again with those tests enabled (`skipped_tests`); a survivor the
@@ -658,7 +678,7 @@ class Auditor:
         if not mutants:
             view["skipped"] = why
             return []
-        items = [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m, _ in mutants]
+        items = [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m, cap), True) for m, _ in mutants]
         runs = yield from self._trials(task, shared, resources, items)
         survivors = [(m, diff) for (m, diff), run in zip(mutants, runs, strict=True) if run.full]
         view["mutants"], view["survived"] = len(mutants), [m.name for m, _ in survivors]
@@ -668,8 +688,9 @@ class Auditor:
             folder = copy_task_folder(task.path, Path(tmp) / task.path.name)
             write_enabled(folder / "tests", enabled)
             twin = self.executor.share_task(Task.load(folder))
-            items = [("enabled:oracle", 0, ProbeAgent.oracle(), True)]
-            items += [(f"enabled:mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m, _ in survivors]
+            capped_oracle = ProbeAgent.oracle().model_copy(update={"verifier_timeout_sec": cap})
+            items = [("enabled:oracle", 0, capped_oracle, True)]
+            items += [(f"enabled:mutant:{m.name}", 0, ProbeAgent.of_mutant(m, cap), True) for m, _ in survivors]
             oracle_run, *mutant_runs = yield from self._trials(task, twin, resources, items)
         view["oracle_reward"] = oracle_run.reward
         if not oracle_run.full:
