@@ -163,3 +163,23 @@ def test_an_auto_audit_runs_each_task_on_its_backend_and_gets_the_labelled_verdi
         label = LABELS[name]
         assert codes == sorted(label.get("offline_codes", label["codes"])), (name, codes)  # type: ignore[arg-type]
     assert "auto: bwrap 1, docker 2" in res.output.replace("\n", " ")
+
+
+@pytest.mark.bwrap
+def test_a_solution_that_changes_owners_fails_on_bwrap_as_infrastructure_not_as_a_broken_task(tmp_path: Path):
+    require_backend("bwrap")
+    pool = tmp_path / "pool"
+    write_task(
+        pool,
+        "chowns",
+        solve_sh="#!/bin/bash\ntouch /app/out.txt && chown 1000:1000 /app/out.txt && echo done > /app/out.txt\n",
+    )
+    out = tmp_path / "audit.json"
+    args = ["audit", str(pool), "--backend", "bwrap", "--offline", "--network", "none", "--repeats", "2"]
+    res = CliRunner().invoke(app, [*args, "--json", str(out)])
+    assert res.exit_code in (0, 1), res.output
+    (audit,) = json.loads(out.read_text())
+    errors = {f["code"]: f for f in audit["findings"] if f["severity"] == "error"}
+    assert set(errors) == {"infra_error"}, audit["findings"]
+    assert errors["infra_error"]["evidence"]["was"] == "broken_solution"
+    assert "changing ownership of" in errors["infra_error"]["evidence"]["line"]

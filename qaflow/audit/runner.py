@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import tempfile
 import threading
 import time
@@ -597,6 +598,8 @@ class Auditor:
             probes[name] = view
         probes["mutant_rewards"] = {r.probe.removeprefix("mutant:"): r.reward for r in mutant_runs}
         _name_stand_ins(findings, probes)
+        if self._backend(task) == "bwrap":
+            _owner_changes_on_bwrap(findings)
         audit.findings, audit.probes = findings, probes
         audit.verdict = verdict_for(findings)
         return audit
@@ -1029,6 +1032,33 @@ class Auditor:
 
 
 _JUDGED_ON_THE_IMAGE = frozenset({FindingCode.FALSE_REJECTION, FindingCode.BROKEN_SOLUTION, FindingCode.FLAKY})
+
+
+_OWNER_CHANGE_FAILED = re.compile(
+    r"Cannot change ownership to uid \d+, gid \d+: Invalid argument"
+    r"|chown: changing ownership of [^\\\n]*?: Invalid argument"
+)
+
+
+def _owner_changes_on_bwrap(findings: list[AuditFinding]) -> None:
+    """A finding judged on bwrap whose runs show a change of a file's owner failing (bwrap maps root alone; a
+    tar extracting as root keeps the archive's owners) is `infra_error`: docker would run it."""
+    for i, finding in enumerate(findings):
+        if finding.code not in _JUDGED_ON_THE_IMAGE:
+            continue
+        sign = _OWNER_CHANGE_FAILED.search(json.dumps(finding.evidence))
+        if sign is None:
+            continue
+        findings[i] = finding.model_copy(
+            update={
+                "code": FindingCode.INFRA_ERROR,
+                "message": (
+                    f"judged on bwrap, which maps root alone, where changing a file's owner fails ({sign.group()}); "
+                    f"audit it on docker: {finding.message}"
+                ),
+                "evidence": {**finding.evidence, "line": sign.group(), "was": finding.code.value},
+            }
+        )
 
 
 def _name_stand_ins(findings: list[AuditFinding], probes: dict[str, object]) -> None:
