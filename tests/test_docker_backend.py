@@ -348,7 +348,10 @@ def test_install_gvisor_and_doctor_report_runsc(docker_backend):
     ok, reason = check_runtime("runsc")
     doctor = CliRunner().invoke(app, ["sandbox", "doctor", "--json"])
     assert doctor.exit_code == 0, doctor.output
-    assert json.loads(doctor.output)["runtimes"]["runsc"] == {"works": ok, "reason": reason}
+    report = json.loads(doctor.output)
+    assert report["runtimes"]["runsc"] == {"works": ok, "reason": reason}
+    both = report["backends"]["docker"]["works"] and report["backends"]["bwrap"]["works"]
+    assert report["auto_per_task"] is both
     if ok:  # registered already: install-gvisor finds nothing to change and reports it working
         out = CliRunner().invoke(app, ["sandbox", "install-gvisor", "--json"])
         assert out.exit_code == 0, out.output

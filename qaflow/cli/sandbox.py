@@ -37,7 +37,9 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] =
     except SandboxUnavailableError:
         auto = None
     if as_json:
-        print(json.dumps({"backends": report, "runtimes": runtimes, "auto": auto}, indent=2))
+        per_task = bool(report["docker"]["works"] and report["bwrap"]["works"])
+        shown = {"backends": report, "runtimes": runtimes, "auto": auto, "auto_per_task": per_task}
+        print(json.dumps(shown, indent=2))
     else:
         table = Table(title="sandbox backends")
         table.add_column("backend")
