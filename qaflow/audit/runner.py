@@ -500,10 +500,11 @@ class Auditor:
                 ],
             )
         audit.timings["total"] = time.perf_counter() - started
-        audit.backend = self._backend(task)
+        with self._backends_lock:  # the one its work ran on; none when no backend could be chosen
+            audit.backend = self._backends.get(task.version or str(task.path))
         for finding in audit.findings:
             finding.replay = replay_command(
-                finding, str(folder), backend=self._backend(task), offline=self.config.offline,
+                finding, str(folder), backend=audit.backend or self.config.backend, offline=self.config.offline,
                 network=self.config.network.value,
             )  # fmt: skip
         self._record(task, audit)
