@@ -689,9 +689,13 @@ class Auditor:
         if not survivors:
             return []
         with tempfile.TemporaryDirectory(prefix="qaflow-enabled-") as tmp:
-            folder = copy_task_folder(task.path, Path(tmp) / task.path.name)
-            write_enabled(folder / "tests", enabled)
-            twin = self.executor.share_task(Task.load(folder))
+            try:
+                folder = copy_task_folder(task.path, Path(tmp) / task.path.name)
+                write_enabled(folder / "tests", enabled)
+                twin = self.executor.share_task(Task.load(folder))
+            except (OSError, QaflowError) as e:
+                view["skipped"] = f"the copy with the tests enabled could not be made: {e}"
+                return []
             capped_oracle = ProbeAgent.oracle().model_copy(update={"verifier_timeout_sec": cap})
             items = [("enabled:oracle", 0, capped_oracle, True)]
             items += [(f"enabled:mutant:{m.name}", 0, ProbeAgent.of_mutant(m, cap), True) for m, _ in survivors]
