@@ -15,12 +15,10 @@ mutant only where the task's own disabled tests, enabled, reject it and pass the
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-from qaflow.audit.code_mutants import MAX_PER_FILE, CodeMutant
+from qaflow.audit.code_mutants import MAX_PER_FILE, CodeMutant, TextEdit, every_kind_first, mutant_of
 
 SUFFIXES = frozenset(
     {".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".js", ".mjs", ".cjs", ".ts", ".java", ".go", ".rs", ".cs"}
@@ -42,38 +40,16 @@ _OPERAND_END = re.compile(r"[\w)\]]\s*$")
 _GENERIC = re.compile(r"^\s*[\w:,\s*&<>\[\]]*>")
 
 
-@dataclass(frozen=True)
-class _Edit:
-    operator: str
-    line: int
-    start: int
-    end: int
-    text: str
-
-
 def brace_mutants(path: str, source: str, *, limit: int = MAX_PER_FILE) -> list[CodeMutant]:
     """Up to `limit` one-change mutants of the C-family file `source` at `path` (module docstring)."""
-    by_kind: dict[str, list[_Edit]] = {}
-    for edit in _edits(source):
-        by_kind.setdefault(edit.operator, []).append(edit)
-    order: list[_Edit] = []
-    while any(by_kind.values()):
-        for kind in list(by_kind):
-            if by_kind[kind]:
-                order.append(by_kind[kind].pop(0))
     out: list[CodeMutant] = []
-    for edit in order[:limit]:
+    for edit in every_kind_first(list(_edits(source)))[:limit]:
         mutated = source[: edit.start] + edit.text + source[edit.end :]
-        diff = "".join(
-            difflib.unified_diff(
-                source.splitlines(keepends=True), mutated.splitlines(keepends=True), path, path + " (mutant)", n=1
-            )
-        )
-        out.append(CodeMutant(path=path, operator=edit.operator, line=edit.line, source=mutated, diff=diff))
+        out.append(mutant_of(path, source, mutated, edit.operator, edit.line))
     return out
 
 
-def _edits(source: str) -> Iterator[_Edit]:
+def _edits(source: str) -> Iterator[TextEdit]:
     lines = source.splitlines(keepends=True)
     starts = [0]
     for text_line in lines:
@@ -101,16 +77,16 @@ def _edits(source: str) -> Iterator[_Edit]:
             continue
         token = m.group()
         if m.lastgroup == "num":
-            yield _Edit("constant", line, start, end, str(int(token) + 1))
+            yield TextEdit("constant", line, start, end, str(int(token) + 1))
         elif m.lastgroup == "bool":
-            yield _Edit("constant", line, start, end, "false" if token == "true" else "true")
+            yield TextEdit("constant", line, start, end, "false" if token == "true" else "true")
         elif token in _SWAP:
             before = source[starts[line - 1] : start]
             if token in ("+", "-") and not _OPERAND_END.search(before):
                 continue  # unary sign, not a binary operator
             if token in ("<", ">") and _looks_generic(token, source, start, end, before):
                 continue
-            yield _Edit(_KIND[token], line, start, end, _SWAP[token])
+            yield TextEdit(_KIND[token], line, start, end, _SWAP[token])
 
 
 _GENERIC_BEFORE = re.compile(

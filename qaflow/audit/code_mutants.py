@@ -43,7 +43,9 @@ class CodeMutant:
 
 
 @dataclass(frozen=True)
-class _Edit:
+class TextEdit:
+    """One change at `start:end` of a source text (offsets in characters), on `line`."""
+
     operator: str
     line: int
     start: int
@@ -64,31 +66,40 @@ def code_mutants(path: str, source: str, *, limit: int = MAX_PER_FILE) -> list[C
         n for w in ast.walk(tree) if isinstance(w, ast.While) for n in range(w.lineno, (w.end_lineno or w.lineno) + 1)
     }
     edits = [e for e in _edits(tree, source, offsets) if e.line not in looping]
-    by_kind: dict[str, list[_Edit]] = {}
-    for edit in edits:
-        by_kind.setdefault(edit.operator, []).append(edit)
-    # one of each kind first, then the rest round-robin: a small sample still tries every operator
-    order: list[_Edit] = []
-    while any(by_kind.values()):
-        for kind in list(by_kind):
-            if by_kind[kind]:
-                order.append(by_kind[kind].pop(0))
     out: list[CodeMutant] = []
     seen: set[str] = {source}
-    for edit in order:
+    for edit in every_kind_first(edits):
         if len(out) >= limit:
             break
         mutated = source[: edit.start] + edit.text + source[edit.end :]
         if mutated in seen or not _parses(mutated) or _same_tree(source, mutated):
             continue
         seen.add(mutated)
-        diff = "".join(
-            difflib.unified_diff(
-                source.splitlines(keepends=True), mutated.splitlines(keepends=True), path, path + " (mutant)", n=1
-            )
-        )
-        out.append(CodeMutant(path=path, operator=edit.operator, line=edit.line, source=mutated, diff=diff))
+        out.append(mutant_of(path, source, mutated, edit.operator, edit.line))
     return out
+
+
+def every_kind_first(edits: list[TextEdit]) -> list[TextEdit]:
+    """One edit of each operator kind first, then the rest round-robin: a small sample still tries every kind."""
+    by_kind: dict[str, list[TextEdit]] = {}
+    for edit in edits:
+        by_kind.setdefault(edit.operator, []).append(edit)
+    order: list[TextEdit] = []
+    while any(by_kind.values()):
+        for kind in list(by_kind):
+            if by_kind[kind]:
+                order.append(by_kind[kind].pop(0))
+    return order
+
+
+def mutant_of(path: str, source: str, mutated: str, operator: str, line: int) -> CodeMutant:
+    """The mutant of `path` whose text is `mutated`, with its one-hunk diff."""
+    diff = "".join(
+        difflib.unified_diff(
+            source.splitlines(keepends=True), mutated.splitlines(keepends=True), path, path + " (mutant)", n=1
+        )
+    )
+    return CodeMutant(path=path, operator=operator, line=line, source=mutated, diff=diff)
 
 
 def _line_offsets(source: str) -> list[int]:
@@ -105,7 +116,7 @@ def _pos(offsets: list[int], source_bytes: bytes, line: int, col: int) -> int:
     return len(source_bytes[:byte].decode("utf-8", "replace"))
 
 
-def _edits(tree: ast.AST, source: str, offsets: list[int]) -> Iterator[_Edit]:
+def _edits(tree: ast.AST, source: str, offsets: list[int]) -> Iterator[TextEdit]:
     data = source.encode("utf-8")
 
     def span(node: ast.AST) -> tuple[int, int]:
@@ -122,19 +133,19 @@ def _edits(tree: ast.AST, source: str, offsets: list[int]) -> Iterator[_Edit]:
             at = gap.find(op)
             if at >= 0:
                 new = gap[:at] + _CMP_SWAP[type(node.ops[0])] + gap[at + len(op) :]
-                yield _Edit("comparison", node.lineno, gap_start, gap_end, new)
+                yield TextEdit("comparison", node.lineno, gap_start, gap_end, new)
         elif isinstance(node, ast.BinOp) and type(node.op) in _BIN_SWAP:
             gap_start, gap_end = span(node.left)[1], span(node.right)[0]
             gap = source[gap_start:gap_end]
             old, new_op = _BIN_SWAP[type(node.op)]
             at = gap.find(old)
             if at >= 0 and not (old == "*" and gap[at : at + 2] == "**"):
-                yield _Edit("arithmetic", node.lineno, gap_start, gap_end, gap[:at] + new_op + gap[at + len(old) :])
+                yield TextEdit("arithmetic", node.lineno, gap_start, gap_end, gap[:at] + new_op + gap[at + len(old) :])
         elif isinstance(node, ast.Subscript):
             index = node.slice
             if isinstance(index, ast.Constant) and type(index.value) is int:
                 start, end = span(index)
-                yield _Edit(
+                yield TextEdit(
                     "index", node.lineno, start, end, str(index.value + 1 if index.value >= 0 else index.value - 1)
                 )
             elif (
@@ -148,21 +159,21 @@ def _edits(tree: ast.AST, source: str, offsets: list[int]) -> Iterator[_Edit]:
                 old, new_op = ("+", "-") if isinstance(index.op, ast.Add) else ("-", "+")
                 at = gap.find(old)
                 if at >= 0:
-                    yield _Edit("index", node.lineno, gap_start, gap_end, gap[:at] + new_op + gap[at + 1 :])
+                    yield TextEdit("index", node.lineno, gap_start, gap_end, gap[:at] + new_op + gap[at + 1 :])
         elif isinstance(node, ast.Constant) and type(node.value) is int and not isinstance(node.value, bool):
             start, end = span(node)
             if source[start:end].isdigit():
-                yield _Edit("constant", node.lineno, start, end, str(node.value + 1))
+                yield TextEdit("constant", node.lineno, start, end, str(node.value + 1))
         elif isinstance(node, ast.If) and not isinstance(node.test, ast.Constant):
             start, end = span(node.test)
-            yield _Edit("negate", node.lineno, start, end, f"not ({source[start:end]})")
+            yield TextEdit("negate", node.lineno, start, end, f"not ({source[start:end]})")
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             yield from _function_edits(node, source, span)
 
 
 def _function_edits(
     node: ast.FunctionDef | ast.AsyncFunctionDef, source: str, span: Callable[[ast.AST], tuple[int, int]]
-) -> Iterator[_Edit]:
+) -> Iterator[TextEdit]:
     body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if not body:
         return
@@ -174,12 +185,12 @@ def _function_edits(
     if params and params[0] in ("self", "cls"):
         params = params[1:]
     if params and indent.strip() == "":
-        yield _Edit("return-input", first.lineno, line_start, line_start, f"{indent}return {params[0]}\n")
+        yield TextEdit("return-input", first.lineno, line_start, line_start, f"{indent}return {params[0]}\n")
     removable = [s for s in body if isinstance(s, ast.Assign | ast.AugAssign | ast.Expr) and len(body) > 1]
     for stmt in removable[:2]:
         s_start, s_end = span(stmt)
         if source[s_start:s_end].count("\n") == 0:
-            yield _Edit("remove", stmt.lineno, s_start, s_end, "pass")
+            yield TextEdit("remove", stmt.lineno, s_start, s_end, "pass")
 
 
 def _parses(source: str) -> bool:
