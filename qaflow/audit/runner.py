@@ -1054,16 +1054,19 @@ def _owner_changes_on_bwrap(findings: list[AuditFinding]) -> None:
         sign = _OWNER_CHANGE_FAILED.search(json.dumps(finding.evidence))
         if sign is None:
             continue
-        findings[i] = finding.model_copy(
-            update={
-                "code": FindingCode.INFRA_ERROR,
-                "message": (
-                    f"judged on bwrap, which maps root alone, where changing a file's owner fails ({sign.group()}); "
-                    f"audit it on docker: {finding.message}"
-                ),
-                "evidence": {**finding.evidence, "line": sign.group(), "was": finding.code.value},
-            }
-        )
+        why = f"judged on bwrap, which maps root alone, where changing a file's owner fails ({sign.group()})"
+        findings[i] = _machine_not_task(finding, f"{why}; audit it on docker", {"line": sign.group()})
+
+
+def _machine_not_task(finding: AuditFinding, why: str, evidence: dict[str, object]) -> AuditFinding:
+    """`finding` as the `infra_error` it is: `why` it belongs to the machine, what it was, its evidence kept."""
+    return finding.model_copy(
+        update={
+            "code": FindingCode.INFRA_ERROR,
+            "message": f"{why}: {finding.message}",
+            "evidence": {**finding.evidence, **evidence, "was": finding.code.value},
+        }
+    )
 
 
 def _name_stand_ins(findings: list[AuditFinding], probes: dict[str, object]) -> None:
@@ -1081,17 +1084,12 @@ def _name_stand_ins(findings: list[AuditFinding], probes: dict[str, object]) -> 
             continue
         finding.evidence["stand_ins"] = used
         if other and isinstance(python, dict):
-            findings[i] = finding.model_copy(
-                update={
-                    "code": FindingCode.INFRA_ERROR,
-                    "message": (
-                        f"judged on a stand-in image whose Python is {python['found']}, not the {python['declared']} "
-                        f"the task's image names ({', '.join(f'{a} -> {b}' for a, b in used.items())}), so this "
-                        f"{finding.code.value} may be the stand-in's: {finding.message}"
-                    ),
-                    "evidence": {**finding.evidence, "python": python, "was": finding.code.value},
-                }
+            why = (
+                f"judged on a stand-in image whose Python is {python['found']}, not the {python['declared']} "
+                f"the task's image names ({', '.join(f'{a} -> {b}' for a, b in used.items())}), so this "
+                f"{finding.code.value} may be the stand-in's"
             )
+            findings[i] = _machine_not_task(finding, why, {"python": python})
 
 
 def _observation_of(run: ProbeRun) -> Observation | None:
