@@ -43,3 +43,15 @@ def test_check_takes_the_audits_executor_options(tmp_path: Path) -> None:
     write_task(tmp_path / "pool", "t")
     out = CliRunner().invoke(app, ["check", str(tmp_path / "pool"), "--address", "auto"])
     assert out.exit_code == 2 and "--address needs --executor ray" in out.output
+
+
+def test_the_table_shows_a_failed_builds_first_line_and_the_json_its_log(tmp_path: Path) -> None:
+    require_backend("bwrap")
+    pool = tmp_path / "pool"
+    noisy = "FROM python:3.11-slim\nWORKDIR /app\nRUN for i in 1 2 3 4 5 6; do echo build-line-$i; done; exit 3\n"
+    write_task(pool, "no-build", dockerfile=noisy)
+    rows = json.loads(CliRunner().invoke(app, ["check", str(pool), "--backend", "bwrap", "--json"]).stdout)
+    assert "build-line-6" in rows[0]["oracle"]["error"] and rows[0]["sound"] is False
+    table = CliRunner().invoke(app, ["check", str(pool), "--backend", "bwrap"])
+    assert table.exit_code == 0 and "build_failed" in table.output and "build-line-6" not in table.output
+    assert "1 tasks: 0 sound, 1 suspect or invalid" in table.output

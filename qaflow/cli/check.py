@@ -117,7 +117,8 @@ def check(
         for name in ("oracle", "nop"):
             res = row[name]
             assert isinstance(res, dict)
-            cells.append(res["error"] or f"{res['reward']:g}")
+            # the table shows an error's first line (the build log tail is in --json)
+            cells.append(str(res["error"]).splitlines()[0][:200] if res["error"] else f"{res['reward']:g}")
         seconds = sum(row[n]["seconds"] for n in ("oracle", "nop"))  # type: ignore[index]
         verdict = "[green]sound[/green]" if row["sound"] else "[red]suspect[/red]"
         table.add_row(str(row["task"]), *cells, verdict, f"{seconds:.2f}")
