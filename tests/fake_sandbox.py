@@ -2380,11 +2380,7 @@ def _b_mv(sh: _Shell, argv: list[str], fds: _Fds) -> int:
 def _b_command(sh: _Shell, argv: list[str], fds: _Fds, extra: Mapping[str, str]) -> Gen:
     flags, args = _options(argv, "v")
     if "v" not in flags:
-        child = sh.subshell()
-        try:
-            return (yield from child.run_argv(args, fds, extra)) if args else 0
-        except _Exit as e:
-            return e.code
+        return (yield from _in_subshell(sh, args, fds, extra)) if args else 0
     status = 0
     for name in args:
         if "/" in name:
@@ -2482,11 +2478,7 @@ def _b_detach(sh: _Shell, argv: list[str], fds: _Fds, extra: Mapping[str, str]) 
     if not args:
         sh.say(fds, f"{argv[0]}: missing operand")
         return 1
-    child = sh.subshell()
-    try:
-        return (yield from child.run_argv(args, fds, extra))
-    except _Exit as e:
-        return e.code
+    return (yield from _in_subshell(sh, args, fds, extra))
 
 
 def _b_env(sh: _Shell, argv: list[str], fds: _Fds, extra: Mapping[str, str]) -> Gen:
@@ -2499,9 +2491,13 @@ def _b_env(sh: _Shell, argv: list[str], fds: _Fds, extra: Mapping[str, str]) -> 
     if not args:
         fds.w(1).write(_enc("".join(f"{k}={v}\n" for k, v in sh.environ(more).items())))
         return 0
-    child = sh.subshell()
+    return (yield from _in_subshell(sh, args, fds, more))
+
+
+def _in_subshell(sh: _Shell, args: list[str], fds: _Fds, extra: Mapping[str, str]) -> Gen:
+    """Run `args` in a subshell of `sh`; an `exit` there is the command's status, not the shell's."""
     try:
-        return (yield from child.run_argv(args, fds, more))
+        return (yield from sh.subshell().run_argv(args, fds, extra))
     except _Exit as e:
         return e.code
 
