@@ -7,7 +7,10 @@ audit builds every image first. Prints audit/check (target <= 2x), exhaustive/de
 each audit recorded, and every task whose verdict or error codes differ between the two plans
 (target: none).
 
-Usage: python bench/audit_evidence.py [--pool tasks_repo] [--backend auto|docker|bwrap] [--jobs 2]
+Also prints where the default audit's trial time went, by probe and phase (setup, agent, verifier,
+the verifier's reruns).
+
+Usage: python bench/audit_evidence.py [--pool tasks_repo] [--backend auto|docker|bwrap] [--jobs 2] [--no-exhaustive]
 """
 
 from __future__ import annotations
@@ -47,6 +50,22 @@ def trials(pool: Path) -> int:
         return db.execute("SELECT count(*) FROM results WHERE probe != 'build'").fetchone()[0]
 
 
+def phase_seconds(pool: Path) -> dict[str, dict[str, float]]:
+    """Trial seconds by probe family (nop, oracle, observe, mutant, exploit, ...) and by phase (setup, agent,
+    verifier, reruns), from the timings each recorded probe run keeps."""
+    by: dict[str, dict[str, float]] = {}
+    with sqlite3.connect(pool / ".qaflow" / "ledger.sqlite") as db:
+        rows = db.execute("SELECT probe, payload_json, duration_s FROM results WHERE probe != 'build'").fetchall()
+    for probe, payload, total in rows:
+        timings = json.loads(payload).get("timings") or {}
+        family = by.setdefault(probe.split(":")[0], {})
+        for phase in ("setup", "agent", "verifier", "reruns"):
+            family[phase] = family.get(phase, 0.0) + timings.get(phase, 0.0)
+        family["total"] = family.get("total", 0.0) + total
+        family["runs"] = family.get("runs", 0) + 1
+    return by
+
+
 def verdicts(report: Path) -> dict[str, tuple[str, list[str]]]:
     out = {}
     for audit in json.loads(report.read_text()):
@@ -60,6 +79,7 @@ def main() -> None:
     parser.add_argument("--pool", default=str(REPO / "tasks_repo"))
     parser.add_argument("--backend", choices=["auto", "docker", "bwrap"], default="auto")
     parser.add_argument("--jobs", default="2")
+    parser.add_argument("--no-exhaustive", action="store_true", help="skip the fixed plan's audit")
     args = parser.parse_args()
     common = ["--backend", args.backend, "--jobs", args.jobs, *OFFLINE]
     with tempfile.TemporaryDirectory(prefix="qaflow-bench-") as tmp:
@@ -68,23 +88,39 @@ def main() -> None:
         timed([QAFLOW, "audit", str(warm), *common, "--repeats", "1", "--max-mutants", "0"])
         check_s = timed([QAFLOW, "check", str(copy_pool(Path(args.pool), root, "check")), *common, "--json"])
         runs: dict[str, tuple[float, int, dict[str, tuple[str, list[str]]]]] = {}
-        for plan, extra in (("default", []), ("exhaustive", ["--exhaustive"])):
+        plans = (("default", []),) if args.no_exhaustive else (("default", []), ("exhaustive", ["--exhaustive"]))
+        for plan, extra in plans:
             pool = copy_pool(Path(args.pool), root, plan)
             report = root / f"{plan}.json"
             seconds = timed([QAFLOW, "audit", str(pool), *common, *extra, "--json", str(report)])
             runs[plan] = (seconds, trials(pool), verdicts(report))
-    (default_s, default_n, default_v), (exhaustive_s, exhaustive_n, exhaustive_v) = runs["default"], runs["exhaustive"]
+            if plan == "default":
+                phases = phase_seconds(pool)
+    (default_s, default_n, default_v) = runs["default"]
+    print(f"{args.backend}: {len(default_v)} tasks, jobs {args.jobs}: check {check_s:.1f} s")
+    print(f"audit {default_s:.1f} s ({default_n} trials)")
+    print_phases(phases)
+    print(f"audit / check: {default_s / check_s:.2f}x (target <= 2x)")
+    if "exhaustive" not in runs:
+        return
+    (exhaustive_s, exhaustive_n, exhaustive_v) = runs["exhaustive"]
     differ = {t: (default_v.get(t), exhaustive_v.get(t)) for t in default_v.keys() | exhaustive_v.keys()}
     differ = {t: pair for t, pair in differ.items() if pair[0] != pair[1]}
-    print(
-        f"{args.backend}: {len(default_v)} tasks, jobs {args.jobs}: check {check_s:.1f} s; "
-        f"audit {default_s:.1f} s ({default_n} trials); audit --exhaustive {exhaustive_s:.1f} s ({exhaustive_n} trials)"
-    )
-    print(f"audit / check: {default_s / check_s:.2f}x (target <= 2x)")
+    print(f"audit --exhaustive {exhaustive_s:.1f} s ({exhaustive_n} trials)")
     print(f"exhaustive / default: {exhaustive_s / default_s:.2f}x; trials {exhaustive_n / default_n:.2f}x")
     print(f"verdicts that differ between the plans: {len(differ)} (target 0)")
     for task, (a, b) in sorted(differ.items()):
         print(f"  {task}: default {a}, exhaustive {b}")
+
+
+def print_phases(phases: dict[str, dict[str, float]]) -> None:
+    """Where the default audit's trial time went: the verifier's runs (first runs and reruns) against the rest."""
+    total = sum(f["total"] for f in phases.values())
+    verifier = sum(f["verifier"] + f["reruns"] for f in phases.values())
+    print(f"default audit trial time {total:.1f} s; the verifier's runs {verifier:.1f} s ({verifier / total:.0%}):")
+    for name, f in sorted(phases.items(), key=lambda kv: -kv[1]["total"]):
+        runs, spent = int(f["runs"]), " ".join(f"{p} {f[p]:6.1f}" for p in ("setup", "agent", "verifier", "reruns"))
+        print(f"  {name:10} {runs:4} runs {f['total']:7.1f} s: {spent}")
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ from qaflow.audit.observe import _CLASSIFY, owner_of, task_roots
 from qaflow.audit.observer_files import SEP
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.report import harness_note
-from qaflow.audit.runner import MIN_CONFIRM_RUNS, confirms_again, needs_confirmation
+from qaflow.audit.settle import MIN_CONFIRM_RUNS, confirms_again, needs_confirmation
 from qaflow.cli import app
 from qaflow.models.audit import TaskAudit, Verdict
 from qaflow.task import Task
@@ -361,7 +361,9 @@ def test_a_verifier_that_changes_what_it_checks_is_confirmed_not_called_flaky(ba
     probes = audit["probes"]
     assert probes["verifier_reruns"] == {"runs": 8, "full": 8}
     assert probes["oracle_confirm"] == {"extra_runs": MIN_CONFIRM_RUNS, "full": 0}
-    assert probes["oracle"]["rewards"] == [0.0] * (2 + MIN_CONFIRM_RUNS)
+    # the nop's rerun passes where its trial failed: the nop side alone gets the fixed plan's trials
+    assert probes["evidence"]["why"] == ["the nop's verifier reruns disagree"]
+    assert probes["oracle"]["rewards"] == [0.0] * (1 + MIN_CONFIRM_RUNS)
 
 
 def test_a_grader_whose_output_the_verifier_reads_gets_a_shim_that_prints_it(tmp_path: Path):

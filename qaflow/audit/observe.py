@@ -59,7 +59,7 @@ from qaflow.sandbox.dockerfile import logical_lines
 from qaflow.sandbox.spec import RunNetwork, spec_for_task
 from qaflow.task import Task
 from qaflow.trial.phases import VerifierPlan, agent_phase, environment_healthcheck, verifier_phase
-from qaflow.trial.reruns import RERUN_BUDGET_S, rerun_verifier
+from qaflow.trial.reruns import rerun_after
 
 
 def observe_trial(
@@ -100,8 +100,7 @@ def observe_trial(
                 observation = read_observation(box, task)
                 observation.duration_s = time.perf_counter() - t0
                 observation.replays = replay_scripts(box, plan, observation, set(outputs or {}))
-                verifier_s = result.timings.get("verifier", RERUN_BUDGET_S)
-                observation.reruns = rerun_verifier(box, plan, reruns, verifier_s=verifier_s)
+                observation.reruns = rerun_after(box, plan, reruns, result)
             observation.oracle_reads = oracle_reads
             observation.oracle_decodes = oracle_decodes
             observation.output_digests = output_digests

@@ -42,6 +42,8 @@ class ProbeRun(BaseModel):
     verifier_timed_out: bool = False
     verifier_output: str = ""
     duration_s: float = 0.0
+    timings: dict[str, float] = {}
+    """Seconds by phase: setup, agent, verifier, reruns (the verifier's reruns, all of them), total."""
     services_left: int = 0
     """Processes the agent phase left running for the verifier."""
     verifier_note: str | None = None
@@ -74,6 +76,7 @@ class ProbeRun(BaseModel):
             verifier_timed_out=bool(result.verifier_exec and result.verifier_exec.timed_out),
             verifier_output=out(result.verifier_exec),
             duration_s=result.timings.get("total", 0.0),
+            timings={k: round(v, 4) for k, v in result.timings.items()},
             services_left=getattr(result, "services_left", 0),
             verifier_note=getattr(result, "verifier_note", None),
             reruns=list(result.reruns),

@@ -56,9 +56,16 @@ from qaflow.audit.lint import LintConfig, lint_task
 from qaflow.audit.mutant_lookup import focus_text
 from qaflow.audit.mutants import Mutant, MutantAgent, MutantKind, deliverables, make_mutants, oracle_state
 from qaflow.audit.observation import Observation
-from qaflow.audit.observe import MAX_DIGESTS, observe_trial
+from qaflow.audit.observe import observe_trial
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
 from qaflow.audit.replay import replay_command, run_command
+from qaflow.audit.settle import (
+    MIN_CONFIRM_RUNS,
+    added_attempts,
+    confirms_again,
+    escalations,
+    verifier_reruns,
+)
 from qaflow.audit.skipped_tests import judge_enabled, plan_enabled_mutants, write_enabled
 from qaflow.audit.steps import audit_task_steps
 from qaflow.audit.tamper import trusted_paths
@@ -135,66 +142,6 @@ class AuditConfig(BaseModel):
 
 
 ProgressFn = Callable[[str], None]
-
-MIN_CONFIRM_RUNS = 8
-"""Oracle trials added, at the least, when the verifier's reruns disagree with oracle runs that agree."""
-
-
-def verifier_reruns(observe_run: ProbeRun) -> list[bool]:
-    """The outcomes (full reward or not) of the verifier's reruns the observe probe recorded."""
-    return (observe_run.extra.get("observation") or {}).get("reruns", [])
-
-
-def needs_confirmation(oracle: list[ProbeRun], observe_run: ProbeRun) -> bool:
-    """Whether the oracle runs all agree (all full reward, or none) while the verifier's reruns on the
-    observed run's final state, or that run itself when there are none, do not agree with them."""
-    reruns = verifier_reruns(observe_run)
-    outcomes = {r.full for r in oracle}
-    return len(outcomes) == 1 and not set(reruns or [observe_run.full]) <= outcomes
-
-
-def confirms_again(oracle: list[ProbeRun], observe_run: ProbeRun, rounds_done: int) -> bool:
-    """Whether another round of confirming oracle trials runs: the first when `needs_confirmation`, a
-    second when the first left every trial agreeing while the verifier's reruns on one unchanged state
-    gave both outcomes (chance decides there, as no verifier that only changes what it checks does)."""
-    if rounds_done == 0:
-        return needs_confirmation(oracle, observe_run)
-    mixed = len(set(verifier_reruns(observe_run))) > 1
-    return rounds_done == 1 and mixed and needs_confirmation(oracle, observe_run)
-
-
-def escalations(
-    nop: list[ProbeRun], oracle: list[ProbeRun], observe_run: ProbeRun, effect: Effect | None, repeats: int
-) -> list[str]:
-    """Why one trial each of nop and oracle (with reruns) does not settle the task, if it does not.
-
-    Settled means: every nop and oracle trial (the observed oracle run included) ended cleanly, the
-    nop's outcomes (its trial and its reruns) number at least `repeats` and agree, the oracle's (its
-    trial, the observed run and its reruns) number at least 2 x repeats + 1 and agree, and the observed
-    run's reference solution left every output the first one wrote byte for byte as it did. A verifier
-    whose oracle reruns disagree is then confirmed by `needs_confirmation`'s trials."""
-    why: list[str] = []
-    for run in [*nop, *oracle, observe_run]:
-        if run.status is not ExitStatus.OK or run.error_kind:
-            kind = f" ({run.error_kind})" if run.error_kind else ""
-            why.append(f"{run.probe} run {run.attempt} ended {run.exit_status}{kind}")
-    nop_outcomes = [o for r in nop for o in (r.full, *r.reruns)]
-    if len(set(nop_outcomes)) > 1:
-        why.append("the nop's verifier reruns disagree")
-    elif nop and len(nop_outcomes) < repeats:
-        why.append(f"{len(nop_outcomes)} nop outcomes of {repeats} (the verifier's reruns ran out of time)")
-    oracle_outcomes = [o for r in [*oracle, observe_run] for o in (r.full, *r.reruns)]
-    if len(set(oracle_outcomes)) == 1 and len(oracle_outcomes) < 2 * repeats + 1:
-        why.append(
-            f"{len(oracle_outcomes)} oracle outcomes of {2 * repeats + 1} (the verifier's reruns ran out of time)"
-        )
-    outputs = effect.output_digests() if effect is not None else {}
-    seen = (observe_run.extra.get("observation") or {}).get("output_digests") or {}
-    compared = [p for p in sorted(outputs) if "\n" not in p][:MAX_DIGESTS]
-    varied = [p for p in compared if seen.get(p) != outputs[p]]
-    if observe_run.status is ExitStatus.OK and varied:
-        why.append(f"the reference solution's outputs differ between runs ({', '.join(varied[:3])})")
-    return why
 
 
 class BuildOutcome(BaseModel):
@@ -722,17 +669,17 @@ class Auditor:
         effect: Effect | None,
         probes: dict[str, object],
     ) -> Generator[list[_Work], list[Any], list[ProbeRun]]:
-        """The evidence-driven plan's stopping rule (`escalations`): where one trial each of nop and oracle,
-        their reruns and the observed oracle run leave the verdict unclear, the trials of the fixed plan
-        (`repeats` each) are added; `by_probe` gets them. Returns the added runs."""
-        why = escalations(by_probe.get("nop", []), by_probe.get("oracle", []), observe_run, effect, self.config.repeats)
-        probes["evidence"] = {"escalated": bool(why), "why": why}
+        """The evidence-driven plan's stopping rule (`settle.escalations`): where one trial each of nop and
+        oracle, their reruns and the observed oracle run leave a side unclear, that side gets the trials
+        `settle.added_attempts` asks for (the fixed plan's, or the outcomes it lacks); `by_probe` gets them.
+        Returns the added runs."""
+        nop, oracle, n = by_probe.get("nop", []), by_probe.get("oracle", []), self.config.repeats
+        why = escalations(nop, oracle, observe_run, effect, n)
+        probes["evidence"] = {"escalated": bool(why), "why": [e.why for e in why]}
         if not why:
             return []
-        n = self.config.repeats
-        have = {(r.probe, r.attempt) for group in by_probe.values() for r in group}
-        items = [("nop", i, ProbeAgent.nop(), True) for i in range(n) if ("nop", i) not in have]
-        items += [("oracle", i, ProbeAgent.oracle(), True) for i in range(n) if ("oracle", i) not in have]
+        items = [("nop", i, ProbeAgent.nop(), True) for i in added_attempts(why, "nop", nop, n)]
+        items += [("oracle", i, ProbeAgent.oracle(), True) for i in added_attempts(why, "oracle", oracle, n)]
         more = yield from self._trials(task, shared, resources, items)
         for run in more:
             by_probe.setdefault(run.probe, []).append(run)

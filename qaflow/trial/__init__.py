@@ -35,7 +35,7 @@ from qaflow.trial.phases import (
     environment_healthcheck,
     verifier_phase,
 )
-from qaflow.trial.reruns import RERUN_BUDGET_S, rerun_verifier
+from qaflow.trial.reruns import rerun_after
 from qaflow.trial.steps import run_steps
 
 __all__ = ["TESTS_DIR", "VERIFIER_LOGS", "VerifierPlan", "run_trial"]
@@ -76,10 +76,9 @@ def run_trial(
                 agent_phase(task, agent, box, result)
                 plan = VerifierPlan.of(task)
                 verifier_phase(box, spec, plan, result, clear=clear_verifier_logs, backend=result.backend)
-                if verifier_reruns and result.verifier_sandbox is VerifierSandbox.SHARED:
-                    verifier_s = result.timings.get("verifier", RERUN_BUDGET_S)
-                    if result.exit_status is ExitStatus.OK:
-                        result.reruns = rerun_verifier(box, plan, verifier_reruns, verifier_s=verifier_s)
+                shared = result.verifier_sandbox is VerifierSandbox.SHARED
+                if verifier_reruns and shared and result.exit_status is ExitStatus.OK:
+                    result.reruns = rerun_after(box, plan, verifier_reruns, result)
     except SetupError as exc:
         result.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
     except QaflowError as exc:

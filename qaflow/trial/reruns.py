@@ -4,6 +4,9 @@ and the whole solution."""
 
 from __future__ import annotations
 
+import time
+
+from qaflow.models.trial import TrialResult
 from qaflow.reward import RewardError, reward_from_file
 from qaflow.sandbox.base import Sandbox
 from qaflow.trial.phases import VerifierPlan
@@ -54,3 +57,11 @@ def rerun_verifier(box: Sandbox, plan: VerifierPlan, count: int, *, verifier_s: 
         except RewardError:
             outcomes.append(False)
     return outcomes[: ex.stdout.count("\035")]
+
+
+def rerun_after(box: Sandbox, plan: VerifierPlan, count: int, result: TrialResult) -> list[bool]:
+    """`rerun_verifier` after the verifier run `result` timed, its time kept as `result.timings["reruns"]`."""
+    t0 = time.perf_counter()
+    outcomes = rerun_verifier(box, plan, count, verifier_s=result.timings.get("verifier", RERUN_BUDGET_S))
+    result.timings["reruns"] = time.perf_counter() - t0
+    return outcomes
