@@ -13,7 +13,7 @@ from qaflow.agents import NopAgent, OracleAgent
 from qaflow.cli import app
 from qaflow.models.trial import ErrorKind, ExitStatus
 from qaflow.task import Task
-from qaflow.trial import run_trial
+from qaflow.trial import TrialHooks, run_trial
 from tests.conftest import TASKS_REPO
 from tests.taskfactory import write_task
 
@@ -196,3 +196,65 @@ def test_tests_are_not_visible_during_the_agent_phase(any_backend: str, tmp_path
     solve = "#!/bin/bash\nif [ -e /tests/test.sh ]; then echo leaked; else echo done; fi > /app/out.txt\n"
     task = Task.load(write_task(tmp_path, solve_sh=solve))
     assert run_trial(task, OracleAgent(), backend=backend).reward == 1.0
+
+
+class _RecordingHooks(TrialHooks):
+    """Records what each hook saw of the sandbox; the agent gets a variable, the verifier's first run another."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.seen: dict[str, str] = {}
+
+    def wrap_agent(self, task, box, agent):
+        self.calls.append("wrap_agent")
+        self.seen["before_agent"] = box.exec("cat /app/out.txt 2>/dev/null || echo none", timeout=30).stdout.strip()
+        return OracleAgent(extra_env={"WORD": "hooked"})
+
+    def after_agent(self, task, box, result):
+        self.calls.append("after_agent")
+        self.seen["after_agent"] = box.exec("cat /app/out.txt", timeout=30).stdout.strip()
+
+    def verifier_env(self):
+        self.calls.append("verifier_env")
+        return {"FIRST": "1"}
+
+    def after_verifier(self, task, box, result):
+        self.calls.append("after_verifier")
+        self.seen["reward_then"] = str(result.reward)
+
+
+HOOKED_VERIFIER = (
+    "#!/bin/bash\nmkdir -p /logs/verifier\n"
+    '[ "$(cat /app/out.txt)" = hooked ] && [ "$FIRST" = 1 ] && echo 1 > /logs/verifier/reward.txt'
+    " || echo 0 > /logs/verifier/reward.txt\n"
+)
+HOOKED_SOLUTION = '#!/bin/bash\necho "${WORD:-plain}" > /app/out.txt\n'
+
+
+def test_hooks_wrap_the_agent_and_the_verifiers_first_run_in_order(any_backend: str, tmp_path: Path):
+    """The verifier passes only with both hooks' variables (the agent's and the verifier's)."""
+    task = Task.load(write_task(tmp_path, solve_sh=HOOKED_SOLUTION, test_sh=HOOKED_VERIFIER))
+    hooks = _RecordingHooks()
+    result = run_trial(task, OracleAgent(), backend=any_backend, hooks=hooks)
+    assert hooks.calls == ["wrap_agent", "after_agent", "verifier_env", "after_verifier"]
+    assert hooks.seen == {"before_agent": "none", "after_agent": "hooked", "reward_then": "1.0"}
+    assert result.reward == 1.0
+    assert run_trial(task, OracleAgent(), backend=any_backend).reward == 0.0
+
+
+def test_the_verifiers_reruns_run_without_the_hooks_variables(backend: str, tmp_path: Path):
+    """Real backends only: the reruns' script uses arithmetic expansion, which the fake's shell lacks."""
+    task = Task.load(write_task(tmp_path, solve_sh=HOOKED_SOLUTION, test_sh=HOOKED_VERIFIER))
+    result = run_trial(task, OracleAgent(), backend=backend, hooks=_RecordingHooks(), verifier_reruns=2)
+    assert result.reward == 1.0 and result.reruns == [False, False]
+    assert result.timings["reruns"] > 0
+
+
+def test_a_hook_that_raises_ends_the_trial_as_an_error(any_backend: str, tmp_path: Path):
+    class Broken(TrialHooks):
+        def after_agent(self, task, box, result):
+            raise RuntimeError("hook broke")
+
+    result = run_trial(Task.load(write_task(tmp_path)), OracleAgent(), backend=any_backend, hooks=Broken())
+    assert result.exit_status is ExitStatus.ERROR and "hook broke" in result.error.message
+    assert result.reward is None and result.verifier_exec is None

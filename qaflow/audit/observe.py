@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Literal
 
 from qaflow.agents import OracleAgent
+from qaflow.agents.base import Agent
 from qaflow.audit.decodes import decode_steps
-from qaflow.audit.git_history import git_leaks, mentions_git
+from qaflow.audit.git_history import GitLeak, git_leaks, mentions_git
 from qaflow.audit.observation import (
     MAX_PATHS,
     MAX_REPLAY_BYTES,
@@ -49,17 +50,14 @@ from qaflow.audit.observation import (
     parse_logs,
 )
 from qaflow.audit.observer_files import FILES, LOG_DIR, OBSERVE_DIR, verifier_env
-from qaflow.errors import QaflowError
-from qaflow.healthcheck import SetupError
-from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, TrialResult, VerifierSandbox
-from qaflow.sandbox import open_sandbox
+from qaflow.models.trial import TrialResult, VerifierSandbox
 from qaflow.sandbox.base import Sandbox
-from qaflow.sandbox.choice import backend_for_task
 from qaflow.sandbox.dockerfile import logical_lines
-from qaflow.sandbox.spec import RunNetwork, spec_for_task
+from qaflow.sandbox.spec import RunNetwork
 from qaflow.task import Task
-from qaflow.trial.phases import VerifierPlan, agent_phase, environment_healthcheck, verifier_phase
-from qaflow.trial.reruns import rerun_after
+from qaflow.trial import run_trial
+from qaflow.trial.hooks import TrialHooks
+from qaflow.trial.phases import VerifierPlan
 
 
 def observe_trial(
@@ -71,52 +69,60 @@ def observe_trial(
     reruns: int = 0,
     outputs: dict[str, str] | None = None,
 ) -> tuple[TrialResult, Observation]:
-    """The oracle, then the verifier under observation (same as `run_trial` but for the observer), then
-    up to `reruns` plain runs of the verifier on the same final state (`rerun_verifier`)."""
-    started = time.perf_counter()
-    result = TrialResult(task=task.name, version=task.version, agent="oracle", backend=backend, run_id=run_id)
-    observation = Observation(why_not="the trial did not reach the verifier")
-    try:
-        spec = spec_for_task(task, run_id=run_id, network=network)
-        result.backend = backend_for_task(task, spec, backend)
-        with open_sandbox(spec, result.backend) as box:
-            environment_healthcheck(task, box)
-            roots = task_roots(task, box.workdir)
-            leftovers = find_leftovers(box, roots)
-            user = task.config.agent.user
-            in_git = [] if mentions_git(task.instruction) else git_leaks(box, roots, outputs or {}, user=user)
-            observer_env = verifier_env(_upload_observer(box))
-            agent_phase(task, OracleAgent(extra_env=observer_env), box, result)
-            output_digests, _ = read_digests(box, sorted(outputs or {}))
-            oracle_reads, oracle_decodes = read_oracle_reads(box, task)
-            plan = VerifierPlan.of(task)
-            observed = plan.model_copy(update={"env": {**plan.env, **observer_env}})
-            verifier_phase(box, spec, observed, result, clear=True, backend=result.backend)
-            if result.verifier_sandbox is not VerifierSandbox.SHARED:
-                where = result.verifier_sandbox.value if result.verifier_sandbox else "different"
-                observation.why_not = f"the verifier ran in a {where} sandbox, not observed"
-            else:
-                t0 = time.perf_counter()
-                observation = read_observation(box, task)
-                observation.duration_s = time.perf_counter() - t0
-                observation.replays = replay_scripts(box, plan, observation, set(outputs or {}))
-                observation.reruns = rerun_after(box, plan, reruns, result)
-            observation.oracle_reads = oracle_reads
-            observation.oracle_decodes = oracle_decodes
-            observation.output_digests = output_digests
-            result.reruns = observation.reruns
-            observation.leftovers = leftovers
-            observation.git_leaks = in_git
-    except SetupError as exc:
-        result.error = ErrorInfo.of(exc).model_copy(update={"kind": ErrorKind.SETUP})
-    except QaflowError as exc:
-        result.error = ErrorInfo.of(exc)
-    except Exception as exc:  # a bug of ours: kept with its traceback
-        result.error = ErrorInfo.of(exc)
-    if result.error is not None and result.exit_status is ExitStatus.OK:
-        result.exit_status = ExitStatus.ERROR
-    result.timings["total"] = time.perf_counter() - started
+    """The oracle, then the verifier under observation (a `run_trial` with `ObserveHooks`), then up to
+    `reruns` plain runs of the verifier on the same final state."""
+    hooks = ObserveHooks(outputs)
+    result = run_trial(task, OracleAgent(), backend=backend, run_id=run_id, network=network,
+                       verifier_reruns=reruns, hooks=hooks)  # fmt: skip
+    observation = hooks.observation
+    observation.reruns = result.reruns
     return result, observation
+
+
+class ObserveHooks(TrialHooks):
+    """The observe probe as hooks of the oracle's trial: before the agent, the compiled leftovers and the
+    `.git` history the agent could read, and the observer uploaded; the oracle runs under it (its reads
+    and decodes kept, its outputs' digests taken); the verifier's first run is observed, then read back
+    with the replays of what it ran. `observation` is the result (reruns are the trial's)."""
+
+    def __init__(self, outputs: dict[str, str] | None = None):
+        self.outputs = outputs or {}
+        self.observation = Observation(why_not="the trial did not reach the verifier")
+        self._env: dict[str, str] = {}
+        self._leftovers: list[str] = []
+        self._in_git: list[GitLeak] = []
+        self._oracle: tuple[dict[str, str], list[str], list[DecodeStep]] = ({}, [], [])
+
+    def wrap_agent(self, task: Task, box: Sandbox, agent: Agent) -> Agent:
+        roots = task_roots(task, box.workdir)
+        self._leftovers = find_leftovers(box, roots)
+        if not mentions_git(task.instruction):
+            self._in_git = git_leaks(box, roots, self.outputs, user=task.config.agent.user)
+        self._env = verifier_env(_upload_observer(box))
+        if isinstance(agent, OracleAgent):
+            return OracleAgent(extra_env={**agent.extra_env, **self._env})
+        return agent
+
+    def after_agent(self, task: Task, box: Sandbox, result: TrialResult) -> None:
+        digests, _ = read_digests(box, sorted(self.outputs))
+        self._oracle = (digests, *read_oracle_reads(box, task))
+
+    def verifier_env(self) -> dict[str, str]:
+        return self._env
+
+    def after_verifier(self, task: Task, box: Sandbox, result: TrialResult) -> None:
+        if result.verifier_sandbox is not VerifierSandbox.SHARED:
+            where = result.verifier_sandbox.value if result.verifier_sandbox else "different"
+            self.observation.why_not = f"the verifier ran in a {where} sandbox, not observed"
+        else:
+            t0 = time.perf_counter()
+            self.observation = read_observation(box, task)
+            self.observation.duration_s = time.perf_counter() - t0
+            plan = VerifierPlan.of(task)
+            self.observation.replays = replay_scripts(box, plan, self.observation, set(self.outputs))
+        found = self.observation
+        found.output_digests, found.oracle_reads, found.oracle_decodes = self._oracle
+        found.leftovers, found.git_leaks = self._leftovers, self._in_git
 
 
 MAX_LOG_BYTES = 4 * 1024 * 1024

@@ -27,6 +27,7 @@ from qaflow.sandbox import Limits, open_sandbox
 from qaflow.sandbox.choice import backend_for_task
 from qaflow.sandbox.spec import RunNetwork, spec_for_task
 from qaflow.task import Task
+from qaflow.trial.hooks import TrialHooks
 from qaflow.trial.phases import (
     TESTS_DIR,
     VERIFIER_LOGS,
@@ -38,7 +39,7 @@ from qaflow.trial.phases import (
 from qaflow.trial.reruns import rerun_after
 from qaflow.trial.steps import run_steps
 
-__all__ = ["TESTS_DIR", "VERIFIER_LOGS", "VerifierPlan", "run_trial"]
+__all__ = ["TESTS_DIR", "VERIFIER_LOGS", "TrialHooks", "VerifierPlan", "run_trial"]
 
 
 def run_trial(
@@ -52,6 +53,7 @@ def run_trial(
     network: RunNetwork | None = None,
     last_step: str | None = None,
     verifier_reruns: int = 0,
+    hooks: TrialHooks | None = None,
 ) -> TrialResult:
     """Run one trial of `agent` on `task` and return its result; never raises for task or sandbox failures.
 
@@ -59,8 +61,10 @@ def run_trial(
     harness that does not clear it would: the tamper probe uses it to see whether the verifier
     overwrites a planted reward. `last_step` ends a multi-step trial after that step (audit probes).
     `verifier_reruns` runs the verifier that many more times on the final state (`TrialResult.reruns`),
-    when it ran in the sandbox itself and finished in time (single-step tasks).
+    when it ran in the sandbox itself and finished in time (single-step tasks). `hooks` add what a probe
+    needs to a single-step trial (`qaflow.trial.hooks`).
     """
+    hooks = hooks or TrialHooks()
     started = time.perf_counter()
     run_id = run_id or uuid.uuid4().hex[:12]
     result = TrialResult(task=task.name, version=task.version, agent=agent.name, backend=backend, run_id=run_id)
@@ -73,9 +77,12 @@ def run_trial(
             if task.config.steps:
                 run_steps(task, agent, box, spec, result, clear=clear_verifier_logs, last_step=last_step)
             else:
-                agent_phase(task, agent, box, result)
+                agent_phase(task, hooks.wrap_agent(task, box, agent), box, result)
+                hooks.after_agent(task, box, result)
                 plan = VerifierPlan.of(task)
-                verifier_phase(box, spec, plan, result, clear=clear_verifier_logs, backend=result.backend)
+                first = plan.model_copy(update={"env": {**plan.env, **hooks.verifier_env()}})
+                verifier_phase(box, spec, first, result, clear=clear_verifier_logs, backend=result.backend)
+                hooks.after_verifier(task, box, result)
                 shared = result.verifier_sandbox is VerifierSandbox.SHARED
                 if verifier_reruns and shared and result.exit_status is ExitStatus.OK:
                     result.reruns = rerun_after(box, plan, verifier_reruns, result)

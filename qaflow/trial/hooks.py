@@ -1,0 +1,34 @@
+"""Hooks into a single-step trial: what a probe adds to the trial without a trial of its own.
+
+`run_trial` calls them in order: `wrap_agent` once the environment is up (before the agent phase),
+`after_agent` before the verifier, `verifier_env` for the verifier's first run, and `after_verifier`
+once it ran (before the verifier's plain reruns). The observe probe is such hooks
+(`qaflow.audit.observe.ObserveHooks`); the default hooks change nothing. A hook that raises ends the
+trial like any other failure of it: recorded in the result, never a reward.
+"""
+
+from __future__ import annotations
+
+from qaflow.agents.base import Agent
+from qaflow.models.trial import TrialResult
+from qaflow.sandbox.base import Sandbox
+from qaflow.task import Task
+
+
+class TrialHooks:
+    """No-op hooks; subclass and override what a probe needs."""
+
+    def wrap_agent(self, task: Task, box: Sandbox, agent: Agent) -> Agent:
+        """The agent the trial runs (the environment is up, nothing of the agent ran yet)."""
+        return agent
+
+    def after_agent(self, task: Task, box: Sandbox, result: TrialResult) -> None:
+        """After the agent phase, before the verifier's."""
+
+    def verifier_env(self) -> dict[str, str]:
+        """Variables added to the verifier's environment for its first run (not its reruns)."""
+        return {}
+
+    def after_verifier(self, task: Task, box: Sandbox, result: TrialResult) -> None:
+        """After the verifier's first run, in the sandbox it ran in when that is the agent's own
+        (`result.verifier_sandbox` says where it ran), before its reruns."""
