@@ -25,7 +25,7 @@ def _run(probe: str, full: bool, reruns: list[bool], status: str = "ok") -> Prob
 
 def _observed(full: bool, reruns: list[bool], digests: dict[str, str], status: str = "ok") -> ProbeRun:
     run = _run("observe", full, reruns, status)
-    run.extra["observation"] = Observation(observed=True, reruns=reruns, output_digests=digests).model_dump(mode="json")
+    run.observation = Observation(observed=True, reruns=reruns, output_digests=digests)
     return run
 
 

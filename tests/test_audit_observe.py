@@ -311,7 +311,7 @@ def test_audit_proves_the_fixture_exploits_and_spares_the_controls(backend: str,
 
 def _observed_run(full: bool, reruns: list[bool]) -> ProbeRun:
     run = _run("observe", full)
-    run.extra["observation"] = Observation(observed=True, reruns=reruns).model_dump(mode="json")
+    run.observation = Observation(observed=True, reruns=reruns)
     return run
 
 

@@ -381,7 +381,7 @@ def test_recorded_trials_are_reused_only_under_the_same_runtime_network(tmp_path
         with Ledger(pool / ".qaflow" / "ledger.sqlite") as ledger:
             result = ledger.get_result(key)
         assert result is not None
-        return result.run_id, result.payload.get("extra", {}).get("network")
+        return result.run_id, result.payload.get("network")
 
     first = audit("--network", "none")
     assert first[1] == "none"

@@ -218,7 +218,7 @@ class _RecordingHooks(TrialHooks):
         self.calls.append("verifier_env")
         return {"FIRST": "1"}
 
-    def after_verifier(self, task, box, result):
+    def after_verifier(self, task, box, plan, result):
         self.calls.append("after_verifier")
         self.seen["reward_then"] = str(result.reward)
 

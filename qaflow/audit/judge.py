@@ -204,7 +204,7 @@ def judge(
                 ),
                 evidence={
                     "passing_mutants": [m.probe.removeprefix("mutant:") for m in passing],
-                    "descriptions": {m.probe: m.extra.get("description", "") for m in passing[:8]},
+                    "descriptions": {m.probe: m.description for m in passing[:8]},
                     "mutants_run": len(mutants),
                 },
             )

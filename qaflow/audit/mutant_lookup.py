@@ -76,16 +76,14 @@ def find_mutant(task: Task, name: str, pool_root: Path | None) -> Mutant:
             observe = pool.ledger.get_result(ResultKey(task_version=task.version, probe="observe", attempt=0))
     except (PoolError, LedgerError) as e:
         raise MutantLookupError(task.path, f"cannot read the pool's ledger ({e})") from e
-    raw = ProbeRun.model_validate(oracle.payload).extra.get("effect") if oracle is not None else None
-    if raw is None:
+    effect = ProbeRun.model_validate(oracle.payload).effect if oracle is not None else None
+    if effect is None:
         raise MutantLookupError(
             task.path,
             f"no recorded oracle effect for this version ({task.short_version}) in {pool_root}: run "
             f"`qaflow audit {shlex.quote(str(pool_root))}` first",
         )
-    effect = Effect.model_validate(raw)
-    seen = ProbeRun.model_validate(observe.payload).extra.get("observation") if observe is not None else None
-    observation = Observation.model_validate(seen) if seen else None
+    observation = ProbeRun.model_validate(observe.payload).observation if observe is not None else None
     mutants = rebuild_mutants(task, effect, observation)
     if name not in mutants:
         shown = ", ".join(f"mutant:{n}" for n in list(mutants)[:8]) or "none"

@@ -50,7 +50,7 @@ from qaflow.audit.observation import (
     parse_logs,
 )
 from qaflow.audit.observer_files import FILES, LOG_DIR, OBSERVE_DIR, verifier_env
-from qaflow.models.trial import TrialResult, VerifierSandbox
+from qaflow.models.trial import PhaseResult, TrialResult, VerifierSandbox
 from qaflow.sandbox.base import Sandbox
 from qaflow.sandbox.dockerfile import logical_lines
 from qaflow.sandbox.spec import RunNetwork
@@ -68,12 +68,14 @@ def observe_trial(
     network: RunNetwork | None,
     reruns: int = 0,
     outputs: dict[str, str] | None = None,
+    last_step: str | None = None,
 ) -> tuple[TrialResult, Observation]:
     """The oracle, then the verifier under observation (a `run_trial` with `ObserveHooks`), then up to
-    `reruns` plain runs of the verifier on the same final state."""
+    `reruns` plain runs of the verifier on the same final state (single-step tasks). On a multi-step task,
+    the oracle's steps up to `last_step`, that one observed."""
     hooks = ObserveHooks(outputs)
     result = run_trial(task, OracleAgent(), backend=backend, run_id=run_id, network=network,
-                       verifier_reruns=reruns, hooks=hooks)  # fmt: skip
+                       verifier_reruns=reruns, hooks=hooks, last_step=last_step)  # fmt: skip
     observation = hooks.observation
     observation.reruns = result.reruns
     return result, observation
@@ -103,14 +105,14 @@ class ObserveHooks(TrialHooks):
             return OracleAgent(extra_env={**agent.extra_env, **self._env})
         return agent
 
-    def after_agent(self, task: Task, box: Sandbox, result: TrialResult) -> None:
+    def after_agent(self, task: Task, box: Sandbox, result: PhaseResult) -> None:
         digests, _ = read_digests(box, sorted(self.outputs))
         self._oracle = (digests, *read_oracle_reads(box, task))
 
     def verifier_env(self) -> dict[str, str]:
         return self._env
 
-    def after_verifier(self, task: Task, box: Sandbox, result: TrialResult) -> None:
+    def after_verifier(self, task: Task, box: Sandbox, plan: VerifierPlan, result: PhaseResult) -> None:
         if result.verifier_sandbox is not VerifierSandbox.SHARED:
             where = result.verifier_sandbox.value if result.verifier_sandbox else "different"
             self.observation.why_not = f"the verifier ran in a {where} sandbox, not observed"
@@ -118,7 +120,6 @@ class ObserveHooks(TrialHooks):
             t0 = time.perf_counter()
             self.observation = read_observation(box, task)
             self.observation.duration_s = time.perf_counter() - t0
-            plan = VerifierPlan.of(task)
             self.observation.replays = replay_scripts(box, plan, self.observation, set(self.outputs))
         found = self.observation
         found.output_digests, found.oracle_reads, found.oracle_decodes = self._oracle

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from qaflow.agents import NopAgent, OracleAgent
 from qaflow.agents.base import Agent
 from qaflow.agents.stepwise import StepwiseAgent
-from qaflow.audit.effects import RecordingAgent
+from qaflow.audit.effects import Effect, RecordingAgent
 from qaflow.audit.exploits import Exploit, ExploitAgent
 from qaflow.audit.mutants import Mutant, MutantAgent
+from qaflow.audit.observation import Observation
 from qaflow.audit.tamper import TamperAgent
 from qaflow.models.trial import ExitStatus, PhaseResult, StepResult, TrialResult
 from qaflow.sandbox.base import ExecResult
@@ -50,7 +51,37 @@ class ProbeRun(BaseModel):
     """Why the verifier could not reach what the agent left running (a backend limit), if it could not."""
     reruns: list[bool] = []
     """Plain verifier reruns on this trial's final state (nop, oracle and observe probes): full reward or not."""
+    network: str | None = None
+    """The runtime network, when not the task's own (`--network none`)."""
+    effect: Effect | None = None
+    """What the agent phase changed, when the probe recorded it (the first oracle trial)."""
+    effects: dict[str, Effect] = {}
+    """A multi-step trial's recorded effects, by step."""
+    observation: Observation | None = None
+    """The observe probe's view of the verifier's trust boundary."""
+    description: str = ""
+    """A mutant's: what it changed."""
+    step: str | None = None
+    """One step's view of a multi-step run: its name."""
+    aborted: str | None = None
+    """One step's view: why the trial ended after it (`min_reward`, an error), if it did."""
+    setup_output: str = ""
+    """One step's view: what its setup.sh printed."""
+    steps: list[ProbeRun] = []
+    """A multi-step run's per-step views."""
     extra: dict[str, Any] = {}
+    """What a newer qaflow recorded that this one does not know (kept as read)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_from_extra(cls, data: Any) -> Any:
+        """Results recorded before these fields were typed carried them in `extra`: read them from there."""
+        if isinstance(data, dict) and isinstance(data.get("extra"), dict):
+            extra = dict(data["extra"])
+            lifted = {k: extra.pop(k) for k in _TYPED if k in extra and k not in data}
+            if lifted:
+                data = {**data, **lifted, "extra": extra}
+        return data
 
     @classmethod
     def of(cls, probe: str, attempt: int, result: PhaseResult) -> ProbeRun:
@@ -82,9 +113,9 @@ class ProbeRun(BaseModel):
             reruns=list(result.reruns),
         )
         if isinstance(result, StepResult):
-            run.extra = {"step": result.name, "aborted": result.aborted, "setup_output": out(result.setup_exec)}
+            run.step, run.aborted, run.setup_output = result.name, result.aborted, out(result.setup_exec)
         elif isinstance(result, TrialResult) and result.steps:
-            run.extra["steps"] = [cls.of(probe, attempt, step).model_dump(mode="json") for step in result.steps]
+            run.steps = [cls.of(probe, attempt, step) for step in result.steps]
         return run
 
     @property
@@ -116,10 +147,13 @@ class ProbeRun(BaseModel):
         return view
 
 
+_TYPED = ("network", "effect", "effects", "observation", "description", "step", "aborted", "setup_output", "steps")
+
+
 class ProbeAgent(BaseModel):
     """The agent of one probe trial as a small picklable description, rebuilt by `agent()` where the
     trial runs: nop, oracle, tamper (the reward files to plant) or a mutant (its writes); `record`
-    wraps it in a `RecordingAgent`, whose effect the trial's `ProbeRun.extra["effect"]` carries."""
+    wraps it in a `RecordingAgent`, whose effect the trial's `ProbeRun.effect` carries."""
 
     kind: Literal["nop", "oracle", "tamper", "mutant", "observe", "exploit"]
     record: bool = False
@@ -149,14 +183,14 @@ class ProbeAgent(BaseModel):
         return cls(kind="tamper", files=files, extra_paths=extra_paths, step=step)
 
     @classmethod
-    def observe(cls, *, reruns: int = 0, outputs: dict[str, str] | None = None) -> ProbeAgent:
+    def observe(cls, *, reruns: int = 0, outputs: dict[str, str] | None = None, step: str | None = None) -> ProbeAgent:
         """The oracle, then the verifier under observation, then `reruns` plain verifier runs on the same
-        state (`qaflow.audit.observe`; run by `trial_item`)."""
-        return cls(kind="observe", reruns=reruns, outputs=outputs or {})
+        state (`qaflow.audit.observe`; run by `trial_item`); at `step`, the oracle's steps up to it."""
+        return cls(kind="observe", reruns=reruns, outputs=outputs or {}, step=step)
 
     @classmethod
-    def of_exploit(cls, exploit: Exploit) -> ProbeAgent:
-        return cls(kind="exploit", exploit=exploit)
+    def of_exploit(cls, exploit: Exploit, *, step: str | None = None) -> ProbeAgent:
+        return cls(kind="exploit", exploit=exploit, step=step)
 
     @classmethod
     def of_mutant(

@@ -67,7 +67,7 @@ from qaflow.audit.settle import (
     verifier_reruns,
 )
 from qaflow.audit.skipped_tests import judge_enabled, plan_enabled_mutants, write_enabled
-from qaflow.audit.steps import audit_task_steps
+from qaflow.audit.steps import audit_task_steps, step_view
 from qaflow.audit.tamper import trusted_paths
 from qaflow.errors import BaseImageUnavailableError, BuildError, QaflowError, TaskError, UnsupportedError
 from qaflow.executors import Executor, LocalExecutor, Resources, TaskRef, resolve_task
@@ -81,6 +81,7 @@ from qaflow.sandbox.choice import backend_for_task, run_label
 from qaflow.sandbox.image_names import declared_python
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env, spec_for_task
 from qaflow.task import Task, VerifierEnvironmentMode, copy_task_folder
+from qaflow.task_steps import StepTask
 from qaflow.trial import run_trial
 
 MAX_HARNESS_TRIES = 3
@@ -242,11 +243,12 @@ def trial_item(
             network=run_network,
             reruns=agent.reruns,
             outputs=agent.outputs,
+            last_step=agent.step,
         )
         run = ProbeRun.of(probe, attempt, observed)
-        run.extra["observation"] = observation.model_dump(mode="json")
+        run.observation = observation
         if run_network.network is not RuntimeNetwork.TASK:
-            run.extra["network"] = run_network.network.value
+            run.network = run_network.network.value
         return run
     built = agent.agent()
     result = run_trial(
@@ -261,13 +263,13 @@ def trial_item(
     )
     run = ProbeRun.of(probe, attempt, result)
     if run_network.network is not RuntimeNetwork.TASK:
-        run.extra["network"] = run_network.network.value
+        run.network = run_network.network.value
     effect = getattr(built, "effect", None)
     if isinstance(effect, Effect):
-        run.extra["effect"] = effect.model_dump(mode="json")
+        run.effect = effect
     effects = getattr(built, "effects", None)
     if effects:
-        run.extra["effects"] = {step: e.model_dump(mode="json") for step, e in effects.items()}
+        run.effects = dict(effects)
     return run
 
 
@@ -480,7 +482,8 @@ class Auditor:
             audit.findings, audit.probes = findings, probes
             trials = functools.partial(self._trials, task, shared, resources)
             limits = {"repeats": self.config.repeats, "max_mutants": self.config.max_mutants}
-            return (yield from audit_task_steps(task, trials, audit, **limits))
+            battery = functools.partial(self._step_battery, task, shared, resources) if self.config.observe else None
+            return (yield from audit_task_steps(task, trials, audit, **limits, battery=battery))
         n = self.config.repeats
         observing = self.config.observe and task.verifier_mode is VerifierEnvironmentMode.SHARED
         adaptive = observing and not self.config.exhaustive
@@ -498,7 +501,7 @@ class Auditor:
         # phase 2 needs the oracle: the reward file it writes (tamper) and its recorded effect (mutants)
         sources = sorted({r.reward_source for r in oracle if r.reward_source}) or ["reward.txt"]
         phase2 = [("tamper", 0, ProbeAgent.tamper(sources, trusted_paths(task)), False)]
-        effect = _effect_of(oracle[0]) if oracle else None
+        effect = oracle[0].effect if oracle else None
         mutate = effect is not None and all(r.full for r in oracle) and self.config.max_mutants > 0
         mutants: list[Mutant] = []
         if observing:
@@ -514,7 +517,7 @@ class Auditor:
         code_findings: list[AuditFinding] = []
         if observe_run is not None and mutate and effect is not None:
             # mutants wait for the observation: a file the verifier never reads is no wrong answer
-            observation = _observation_of(observe_run)
+            observation = observe_run.observation
             mutants = self._mutants(task, effect, observation, probes)
             items = [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
             mutant_runs = (yield from self._trials(task, shared, resources, items)) if items else []
@@ -532,7 +535,7 @@ class Auditor:
             oracle = yield from self._confirm_oracle(task, shared, resources, oracle, observe_run, probes)
             by_probe["oracle"] = oracle
         for m, run in zip(mutants, mutant_runs, strict=True):
-            run.extra["description"] = m.description
+            run.description = m.description
         findings += judge(by_probe.get("nop", []), oracle, tamper, mutant_runs) + code_findings
         if observe_run is not None:
             findings += yield from self._battery(task, shared, resources, observe_run, effect, by_probe, probes)
@@ -713,6 +716,20 @@ class Auditor:
             probes["oracle_confirm"] = {"extra_runs": len(more), "full": sum(r.full for r in more)}
         return [*oracle, *more]
 
+    def _step_battery(
+        self,
+        task: Task,
+        shared: Any,
+        resources: Resources,
+        step: StepTask,
+        observe_run: ProbeRun,
+        effect: Effect | None,
+        by_probe: dict[str, list[ProbeRun]],
+        probes: dict[str, Any],
+    ) -> Generator[list[_Work], list[Any], list[AuditFinding]]:
+        """`_battery` at one step of a multi-step task (`audit.steps.Battery`)."""
+        return (yield from self._battery(task, shared, resources, observe_run, effect, by_probe, probes, step=step))
+
     def _battery(
         self,
         task: Task,
@@ -722,11 +739,17 @@ class Auditor:
         effect: Effect | None,
         by_probe: dict[str, list[ProbeRun]],
         probes: dict[str, object],
+        step: StepTask | None = None,
     ) -> Generator[list[_Work], list[Any], list[AuditFinding]]:
         """The exploit battery over what the observe probe saw (`qaflow.audit.exploits`): run only when
-        the oracle passed under observation and the verifier took task-owned inputs the agent can write."""
-        raw = observe_run.extra.get("observation")
-        observation = Observation.model_validate(raw) if raw else Observation(why_not="no observation recorded")
+        the oracle passed under observation and the verifier took task-owned inputs the agent can write.
+
+        For a step of a multi-step task (`step`), planned on that step (its instruction and verifier) and
+        played at it after the oracle's earlier steps (`<step>/exploit:<name>`), judged on the step's part
+        of each run; `observe_run`, `effect` and `by_probe` are then the step's."""
+        observation = observe_run.observation or Observation(why_not="no observation recorded")
+        subject: Task = step or task
+        prefix, at = (f"{step.step_name}/", step.step_name) if step is not None else ("", None)
         summary: dict[str, Any] = observation.brief()
         summary["oracle_full"] = observe_run.full
         note = harness_note(observation)
@@ -738,18 +761,19 @@ class Auditor:
             return findings
         changed = {c.path for c in effect.changes} if effect is not None and effect.ok else None
         exploits: list[Exploit] = plan_exploits(observation, changed)
-        rewrite = plan_expected_rewrite(observation, effect, task.instruction)
+        rewrite = plan_expected_rewrite(observation, effect, subject.instruction)
         exploits += [rewrite] if rewrite is not None else []
-        sources = verifier_texts(task.tests_dir)
+        folders = step.test_folders if step is not None else [task.tests_dir]
+        sources = [text for folder in folders for text in verifier_texts(folder)]
         in_process = {e.name: e for e in plan_in_process(observation, effect, sources)}
         if EXIT_AT_IMPORT in in_process:
             exploits.append(in_process[EXIT_AT_IMPORT])
         always_equal = in_process.get(ALWAYS_EQUAL)
-        answer_copy = plan_answer_copy(observation, effect, task.instruction)
-        decode_copy = plan_decode_copy(observation, effect, task.instruction)
-        hidden_link = plan_hidden_link(task, effect)
+        answer_copy = plan_answer_copy(observation, effect, subject.instruction)
+        decode_copy = plan_decode_copy(observation, effect, subject.instruction)
+        hidden_link = plan_hidden_link(subject, effect)
         clock = plan_clock(observation, effect, sources)
-        forgeries = plan_data_forge(observation, effect, task.instruction)
+        forgeries = plan_data_forge(observation, effect, subject.instruction)
         paired = [e for pair in forgeries for e in pair]
         # a hole of the harness (a root agent, the verifier's own user) is proven once per run, on the first
         # task whose verifier it fools, trying at most MAX_HARNESS_TRIES tasks
@@ -763,8 +787,10 @@ class Auditor:
         tried = [*exploits, *(e for e in proofs if e is not None)]
         if not tried:
             return findings
-        items = [(f"exploit:{e.name}", 0, ProbeAgent.of_exploit(e), True) for e in tried]
+        items = [(f"{prefix}exploit:{e.name}", 0, ProbeAgent.of_exploit(e, step=at), True) for e in tried]
         trial_runs = yield from self._trials(task, shared, resources, items)
+        if step is not None:
+            trial_runs = [step_view(run, step) for run in trial_runs]
         by_probe.update({run.probe: [run] for e, run in zip(tried, trial_runs, strict=True) if e not in harness})
         task_exploits = {
             e.name: {"reward": r.reward, "files": [p.path for p in e.plants]}
@@ -793,9 +819,9 @@ class Auditor:
             proofs_of = summary.setdefault("harness", {}).setdefault("proofs", {})
             for e in harness:
                 run = ran[e.name]
-                network = self.config.network.value
-                replay = run_command(f"exploit:{e.name}", where, backend=self._backend(task),
-                                     offline=self.config.offline, network=network)  # fmt: skip
+                network, offline = self.config.network.value, self.config.offline
+                replay = run_command(f"exploit:{e.name}", where, backend=self._backend(task), offline=offline,
+                                     network=network) if step is None else None  # fmt: skip
                 proven = run.full and not (nop and all(r.full for r in nop))
                 if proven:
                     self._harness_proven.add(e.name)
@@ -940,7 +966,8 @@ class Auditor:
 
     def _same_network(self, payload: dict[str, Any]) -> bool:
         """Whether a recorded trial ran with this run's runtime network (`trial_item` marks `none`)."""
-        return (payload.get("extra") or {}).get("network", RuntimeNetwork.TASK.value) == self.config.network.value
+        recorded = payload.get("network") or (payload.get("extra") or {}).get("network")  # before it was typed
+        return (recorded or RuntimeNetwork.TASK.value) == self.config.network.value
 
     def _put_run(self, task: Task, run: ProbeRun) -> None:
         self._put(
@@ -1037,16 +1064,6 @@ def _name_stand_ins(findings: list[AuditFinding], probes: dict[str, object]) -> 
                 f"{finding.code.value} may be the stand-in's"
             )
             findings[i] = _machine_not_task(finding, why, {"python": python})
-
-
-def _observation_of(run: ProbeRun) -> Observation | None:
-    raw = run.extra.get("observation")
-    return Observation.model_validate(raw) if raw else None
-
-
-def _effect_of(run: ProbeRun) -> Effect | None:
-    raw = run.extra.get("effect")
-    return None if raw is None else Effect.model_validate(raw)
 
 
 def _rel(path: Path, folder: Path) -> str:

@@ -74,7 +74,7 @@ def escalations(
         short = f"{len(oracle_outcomes)} oracle outcomes of {2 * repeats + 1} (the verifier's reruns ran out of time)"
         why.append(Escalation("oracle", short))
     outputs = effect.output_digests() if effect is not None else {}
-    seen = (observe_run.extra.get("observation") or {}).get("output_digests") or {}
+    seen = observe_run.observation.output_digests if observe_run.observation else {}
     compared = [p for p in sorted(outputs) if "\n" not in p][:MAX_DIGESTS]
     varied = [p for p in compared if seen.get(p) != outputs[p]]
     if observe_run.status is ExitStatus.OK and varied:
@@ -103,7 +103,7 @@ MIN_CONFIRM_RUNS = 8
 
 def verifier_reruns(observe_run: ProbeRun) -> list[bool]:
     """The outcomes (full reward or not) of the verifier's reruns the observe probe recorded."""
-    return (observe_run.extra.get("observation") or {}).get("reruns", [])
+    return observe_run.observation.reruns if observe_run.observation else []
 
 
 def needs_confirmation(oracle: list[ProbeRun], observe_run: ProbeRun) -> bool:

@@ -8,6 +8,9 @@
 - tamper of step k (`<k>/tamper`): the tamper probe, played at k after the oracle's earlier steps.
 - mutants of step k (`<k>/mutant:<name>`, up to `max_mutants` per step): derived from the oracle's
   effect at k and played at k after the oracle's earlier steps: `weak_verifier` for k.
+- observe of step k (`<k>/observe`), where the oracle passed k in every run: the oracle's steps up to k,
+  k's verifier observed (`qaflow.audit.observe`); then k's exploit battery over what it saw
+  (`<k>/exploit:<name>`, played at k after the oracle's earlier steps), as for a single-step task.
 
 Each finding names its step in the message and in `evidence["step"]`. A step no oracle run reached
 (an earlier one failed or missed its `min_reward`) is not judged: the earlier step's finding says why.
@@ -32,15 +35,21 @@ from qaflow.task_steps import StepTask, step_tasks
 Item = tuple[str, int, ProbeAgent, bool]
 """(probe, attempt, agent, clear the verifier logs): one probe trial, as the runner's `_trials` takes it."""
 Trials = Callable[[list[Item]], Generator[Any, Any, list[ProbeRun]]]
+Battery = Callable[
+    [StepTask, ProbeRun, Effect | None, dict[str, list[ProbeRun]], dict[str, Any]],
+    Generator[Any, Any, list[AuditFinding]],
+]
+"""The exploit battery of one step (the runner's `_battery` with `step`): the step, its observed run's view,
+the oracle's effect at the step, the step's nop views by probe, the step's probes summary -> findings."""
 
 
 def audit_task_steps(
-    task: Task, trials: Trials, audit: TaskAudit, *, repeats: int, max_mutants: int
+    task: Task, trials: Trials, audit: TaskAudit, *, repeats: int, max_mutants: int, battery: Battery | None = None
 ) -> Generator[Any, Any, TaskAudit]:
     """The probes of a multi-step task after its build: `audit` (lint and build done) gets their findings,
     probes summary, timing and verdict."""
     started = time.perf_counter()
-    found, summary = yield from audit_steps(task, trials, repeats=repeats, max_mutants=max_mutants)
+    found, summary = yield from audit_steps(task, trials, repeats=repeats, max_mutants=max_mutants, battery=battery)
     audit.timings["trials"] = time.perf_counter() - started
     audit.findings = [*audit.findings, *found]
     audit.probes = {**audit.probes, **summary}
@@ -49,9 +58,11 @@ def audit_task_steps(
 
 
 def audit_steps(
-    task: Task, trials: Trials, *, repeats: int, max_mutants: int
+    task: Task, trials: Trials, *, repeats: int, max_mutants: int, battery: Battery | None = None
 ) -> Generator[Any, Any, tuple[list[AuditFinding], dict[str, Any]]]:
-    """Run every step's probes through `trials` and judge them; returns the findings and the probes summary."""
+    """Run every step's probes through `trials` and judge them; returns the findings and the probes summary.
+    With `battery`, each step the oracle passed in every run is observed (`<step>/observe`) and its exploit
+    battery run on what that saw."""
     steps = step_tasks(task)
     names = [s.step_name for s in steps]
     items: list[Item] = [("oracle", i, ProbeAgent.oracle(record=i == 0), True) for i in range(repeats)]
@@ -63,6 +74,7 @@ def audit_steps(
 
     later: list[Item] = []
     mutants: dict[str, list[Mutant]] = {}
+    observed: set[str] = set()
     for step in steps:
         name = step.step_name
         reached = step_views(oracle, name, first=step.index == 0)
@@ -74,6 +86,10 @@ def audit_steps(
         if effect is not None and sound and max_mutants:
             mutants[name] = make_mutants(effect, limit=max_mutants, focus=_focus_text(step))
             later += [(f"{name}/mutant:{m.name}", 0, ProbeAgent.of_mutant(m, step=name), True) for m in mutants[name]]
+        if effect is not None and sound and battery is not None:
+            observe = ProbeAgent.observe(outputs=effect.output_digests(), step=name)
+            later.append((f"{name}/observe", 0, observe, True))
+            observed.add(name)
     done = iter((yield from trials(later)))
 
     findings: list[AuditFinding] = []
@@ -82,8 +98,9 @@ def audit_steps(
         name, first = step.step_name, step.index == 0
         tamper = next(done)
         mutant_runs = [next(done) for _ in mutants.get(name, [])]
+        observe_run = next(done) if name in observed else None
         for m, run in zip(mutants.get(name, []), mutant_runs, strict=True):
-            run.extra["description"] = m.description
+            run.description = m.description
         views = {
             "oracle": step_views(oracle, name, first=first),
             "nop": step_views(nops[name], name, first=first),
@@ -94,6 +111,12 @@ def audit_steps(
         probes["steps"][name] = {key: _summary(group) for key, group in views.items() if key != "mutants"}
         probes["steps"][name]["mutants"] = {"generated": len(mutant_runs)}
         probes["steps"][name]["mutant_rewards"] = {r.probe.removeprefix("mutant:"): r.reward for r in views["mutants"]}
+        if observe_run is not None and battery is not None:
+            effect = _effect_at(oracle[0], name)
+            found = yield from battery(
+                step, step_view(observe_run, step), effect, {"nop": views["nop"]}, probes["steps"][name]
+            )
+            findings += [_tagged(f, name) for f in found]
     return findings, probes
 
 
@@ -103,16 +126,23 @@ def step_views(runs: Sequence[ProbeRun], name: str, *, first: bool = False) -> l
     A run in which no step ran at all (the sandbox never started) counts as the first step's."""
     out = []
     for run in runs:
-        parts = run.extra.get("steps")
-        if not parts:
+        if not run.steps:
             if first:
                 out.append(run.model_copy(update={"probe": run.probe.removeprefix(f"{name}/")}))
             continue
-        part = next((p for p in parts if (p.get("extra") or {}).get("step") == name), None)
-        if part is not None:
-            view = ProbeRun.model_validate(part)
+        view = next((p for p in run.steps if p.step == name), None)
+        if view is not None:
             out.append(view.model_copy(update={"probe": view.probe.removeprefix(f"{name}/")}))
     return out
+
+
+def step_view(run: ProbeRun, step: StepTask) -> ProbeRun:
+    """`run`'s part at `step` named as a single-step probe, with the run's observation; the run itself,
+    renamed, when it never reached the step (it counts as a run that did not pass there)."""
+    name = step.step_name
+    views = step_views([run], name, first=step.index == 0)
+    view = views[0] if views else run.model_copy(update={"probe": run.probe.removeprefix(f"{name}/")})
+    return view.model_copy(update={"observation": run.observation})
 
 
 def judge_step(
@@ -127,7 +157,7 @@ def judge_step(
                 f"step {name!r}: its setup failed in every run ({run.error}); fix steps/{name}/workdir/setup.sh "
                 "(or the step's healthcheck) so the step can start"
             ),
-            evidence={"runs": len(oracle), "setup_output": run.extra.get("setup_output", ""), "first": run.brief()},
+            evidence={"runs": len(oracle), "setup_output": run.setup_output, "first": run.brief()},
         )
         return [_tagged(finding, name)]
     found = judge(nop, oracle, tamper[0] if tamper else None, mutants)
@@ -142,8 +172,7 @@ def _tagged(finding: AuditFinding, name: str) -> AuditFinding:
 
 
 def _effect_at(run: ProbeRun, name: str) -> Effect | None:
-    raw = (run.extra.get("effects") or {}).get(name)
-    return None if raw is None else Effect.model_validate(raw)
+    return run.effects.get(name)
 
 
 def _focus_text(step: StepTask) -> str:

@@ -15,7 +15,6 @@ from typing import Any
 
 from qaflow.agents.base import Agent
 from qaflow.audit.effects import ChangeKind, Effect, FileChange, RecordingAgent
-from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.trust_edges import keep_for_record, task_edges
 from qaflow.ledger import Ledger
@@ -71,12 +70,11 @@ def audited_edges(ledger: Ledger, task: Task) -> list[str] | None:
     oracle = ledger.get_result(ResultKey(task_version=task.version, probe="oracle", attempt=0))
     if observe is None:
         return None
-    seen = ProbeRun.model_validate(observe.payload).extra.get("observation")
-    if not seen:
+    seen = ProbeRun.model_validate(observe.payload).observation
+    if seen is None:
         return None
-    raw = ProbeRun.model_validate(oracle.payload).extra.get("effect") if oracle is not None else None
-    wrote = Effect.model_validate(raw).paths if raw is not None else {}
-    return task_edges(Observation.model_validate(seen), wrote, task.instruction)
+    effect = ProbeRun.model_validate(oracle.payload).effect if oracle is not None else None
+    return task_edges(seen, effect.paths if effect is not None else {}, task.instruction)
 
 
 def add_task_edges(record: RolloutRecord, edges: list[str] | None) -> None:

@@ -75,14 +75,14 @@ def run_trial(
             environment_healthcheck(task, box)
             result.timings["setup"] = time.perf_counter() - started
             if task.config.steps:
-                run_steps(task, agent, box, spec, result, clear=clear_verifier_logs, last_step=last_step)
+                run_steps(task, agent, box, spec, result, clear=clear_verifier_logs, last_step=last_step, hooks=hooks)
             else:
                 agent_phase(task, hooks.wrap_agent(task, box, agent), box, result)
                 hooks.after_agent(task, box, result)
                 plan = VerifierPlan.of(task)
                 first = plan.model_copy(update={"env": {**plan.env, **hooks.verifier_env()}})
                 verifier_phase(box, spec, first, result, clear=clear_verifier_logs, backend=result.backend)
-                hooks.after_verifier(task, box, result)
+                hooks.after_verifier(task, box, plan, result)
                 shared = result.verifier_sandbox is VerifierSandbox.SHARED
                 if verifier_reruns and shared and result.exit_status is ExitStatus.OK:
                     result.reruns = rerun_after(box, plan, verifier_reruns, result)

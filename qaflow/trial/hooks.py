@@ -2,17 +2,24 @@
 
 `run_trial` calls them in order: `wrap_agent` once the environment is up (before the agent phase),
 `after_agent` before the verifier, `verifier_env` for the verifier's first run, and `after_verifier`
-once it ran (before the verifier's plain reruns). The observe probe is such hooks
-(`qaflow.audit.observe.ObserveHooks`); the default hooks change nothing. A hook that raises ends the
-trial like any other failure of it: recorded in the result, never a reward.
+once it ran (before the verifier's plain reruns). In a multi-step trial they apply to its last step
+(`last_step`, else the task's last): `task` is then that step (a `StepTask`) and `result` its
+`StepResult`. The observe probe is such hooks (`qaflow.audit.observe.ObserveHooks`); the default hooks
+change nothing. A hook that raises ends the trial (or the step) like any other failure of it: recorded
+in the result, never a reward.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from qaflow.agents.base import Agent
-from qaflow.models.trial import TrialResult
+from qaflow.models.trial import PhaseResult
 from qaflow.sandbox.base import Sandbox
 from qaflow.task import Task
+
+if TYPE_CHECKING:
+    from qaflow.trial.phases import VerifierPlan
 
 
 class TrialHooks:
@@ -22,13 +29,13 @@ class TrialHooks:
         """The agent the trial runs (the environment is up, nothing of the agent ran yet)."""
         return agent
 
-    def after_agent(self, task: Task, box: Sandbox, result: TrialResult) -> None:
+    def after_agent(self, task: Task, box: Sandbox, result: PhaseResult) -> None:
         """After the agent phase, before the verifier's."""
 
     def verifier_env(self) -> dict[str, str]:
         """Variables added to the verifier's environment for its first run (not its reruns)."""
         return {}
 
-    def after_verifier(self, task: Task, box: Sandbox, result: TrialResult) -> None:
-        """After the verifier's first run, in the sandbox it ran in when that is the agent's own
-        (`result.verifier_sandbox` says where it ran), before its reruns."""
+    def after_verifier(self, task: Task, box: Sandbox, plan: VerifierPlan, result: PhaseResult) -> None:
+        """After the verifier's first run by `plan` (without `verifier_env`), with the agent's sandbox
+        (`result.verifier_sandbox` says whether the verifier ran in it), before its reruns."""

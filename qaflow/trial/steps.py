@@ -22,6 +22,7 @@ from qaflow.sandbox import make_log_dirs
 from qaflow.sandbox.base import ExecResult, Sandbox, SandboxSpec
 from qaflow.task import Task
 from qaflow.task_steps import StepTask, step_tasks
+from qaflow.trial.hooks import TrialHooks
 from qaflow.trial.phases import TESTS_DIR, VERIFIER_LOGS, VerifierPlan, agent_phase, verifier_phase
 from qaflow.trial.step_rewards import min_reward_failure, roll_up
 
@@ -37,8 +38,10 @@ def run_steps(
     *,
     clear: bool,
     last_step: str | None,
+    hooks: TrialHooks | None = None,
 ) -> None:
-    """Run the steps of `task` (up to `last_step`) in `box`, appending a `StepResult` per step to `result`."""
+    """Run the steps of `task` (up to `last_step`) in `box`, appending a `StepResult` per step to `result`;
+    `hooks` apply to the last of them."""
     steps = step_tasks(task)
     if last_step is not None:
         names = [s.step_name for s in steps]
@@ -47,7 +50,8 @@ def run_steps(
         steps = steps[: names.index(last_step) + 1]
     for position, step in enumerate(steps):
         more = position < len(steps) - 1
-        outcome = _run_step(step, agent, box, spec, clear=clear, more=more, backend=result.backend)
+        hooked = hooks if not more and hooks is not None else TrialHooks()
+        outcome = _run_step(step, agent, box, spec, clear=clear, more=more, backend=result.backend, hooks=hooked)
         result.steps.append(outcome)
         stop = _stop_reason(step, outcome)
         if stop is not None and position < len(steps) - 1:
@@ -57,7 +61,15 @@ def run_steps(
 
 
 def _run_step(
-    step: StepTask, agent: Agent, box: Sandbox, spec: SandboxSpec, *, clear: bool, more: bool, backend: str
+    step: StepTask,
+    agent: Agent,
+    box: Sandbox,
+    spec: SandboxSpec,
+    *,
+    clear: bool,
+    more: bool,
+    backend: str,
+    hooks: TrialHooks,
 ) -> StepResult:
     """One step in `box` (`more`: another step follows); failures are recorded on the result, never raised."""
     started = time.perf_counter()
@@ -66,8 +78,12 @@ def _run_step(
     try:
         setup_exec = _prepare(step, box)
         outcome.timings["setup"] = time.perf_counter() - started
-        agent_phase(step, agent, box, outcome)
-        verifier_phase(box, spec, step_plan(step), outcome, clear=clear, backend=backend)
+        agent_phase(step, hooks.wrap_agent(step, box, agent), box, outcome)
+        hooks.after_agent(step, box, outcome)
+        plan = step_plan(step)
+        first = plan.model_copy(update={"env": {**plan.env, **hooks.verifier_env()}})
+        verifier_phase(box, spec, first, outcome, clear=clear, backend=backend)
+        hooks.after_verifier(step, box, plan, outcome)
         if more and outcome.verifier_sandbox is VerifierSandbox.SHARED:
             box.kill_strays(clear=[TESTS_DIR, VERIFIER_LOGS])  # the verifier's leftovers are dead already
             make_log_dirs(box)  # the next step's agent finds an empty /logs/verifier, as under Harbor
