@@ -31,27 +31,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow import interrupts
-from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
-from qaflow.audit.data_forge import judge_data_forge, plan_data_forge
-from qaflow.audit.decodes import judge_decode_copy, plan_decode_copy
+from qaflow.audit.battery import Evidence, battery_probes
 from qaflow.audit.differential import DIFF_SCRIPT, diff_config, judge_code_mutants, plan_code_mutants
 from qaflow.audit.effects import Effect
-from qaflow.audit.expected import plan_expected_rewrite
-from qaflow.audit.exploits import Exploit, harness_exploits, harness_note, leftover_findings, plan_exploits
+from qaflow.audit.exploits import harness_exploits, harness_note, leftover_findings
 from qaflow.audit.git_history import git_findings
-from qaflow.audit.hidden_links import judge_hidden_link, plan_hidden_link
 from qaflow.audit.infra import classify, stand_in_sign
 from qaflow.audit.inprocess import (
-    ALWAYS_EQUAL,
-    EXIT_AT_IMPORT,
     imported_modules,
-    judge_always_equal,
-    judge_clock,
-    plan_clock,
-    plan_in_process,
     verifier_texts,
 )
-from qaflow.audit.judge import judge, judge_exploits
+from qaflow.audit.judge import judge
 from qaflow.audit.lint import LintConfig, lint_task
 from qaflow.audit.mutant_lookup import focus_text
 from qaflow.audit.mutants import Mutant, MutantAgent, MutantKind, deliverables, make_mutants, oracle_state
@@ -759,22 +749,11 @@ class Auditor:
         findings = leftover_findings(observation) + git_findings(observation.git_leaks)
         if not observe_run.full:
             return findings
-        changed = {c.path for c in effect.changes} if effect is not None and effect.ok else None
-        exploits: list[Exploit] = plan_exploits(observation, changed)
-        rewrite = plan_expected_rewrite(observation, effect, subject.instruction)
-        exploits += [rewrite] if rewrite is not None else []
         folders = step.test_folders if step is not None else [task.tests_dir]
         sources = [text for folder in folders for text in verifier_texts(folder)]
-        in_process = {e.name: e for e in plan_in_process(observation, effect, sources)}
-        if EXIT_AT_IMPORT in in_process:
-            exploits.append(in_process[EXIT_AT_IMPORT])
-        always_equal = in_process.get(ALWAYS_EQUAL)
-        answer_copy = plan_answer_copy(observation, effect, subject.instruction)
-        decode_copy = plan_decode_copy(observation, effect, subject.instruction)
-        hidden_link = plan_hidden_link(subject, effect)
-        clock = plan_clock(observation, effect, sources)
-        forgeries = plan_data_forge(observation, effect, subject.instruction)
-        paired = [e for pair in forgeries for e in pair]
+        nop, where = by_probe.get("nop", []), str(task.path)
+        evidence = Evidence(subject, observation, effect, sources, nop, where)
+        planned = [(probe, probe.plan(evidence)) for probe in battery_probes()]
         # a hole of the harness (a root agent, the verifier's own user) is proven once per run, on the first
         # task whose verifier it fools, trying at most MAX_HARNESS_TRIES tasks
         harness = [
@@ -783,8 +762,7 @@ class Auditor:
             if e.name not in self._harness_proven and self._harness_tries[e.name] < MAX_HARNESS_TRIES
         ]
         self._harness_tries.update(e.name for e in harness)
-        proofs = [*paired, *(clock or ()), always_equal, hidden_link, answer_copy, decode_copy, *harness]
-        tried = [*exploits, *(e for e in proofs if e is not None)]
+        tried = [*(e for _, exploits in planned for e in exploits), *harness]
         if not tried:
             return findings
         items = [(f"{prefix}exploit:{e.name}", 0, ProbeAgent.of_exploit(e, step=at), True) for e in tried]
@@ -800,21 +778,9 @@ class Auditor:
         if task_exploits:
             summary["exploits"] = task_exploits
         ran = {e.name: r for e, r in zip(tried, trial_runs, strict=True)}
-        nop, where = by_probe.get("nop", []), str(task.path)
-        if answer_copy is not None:
-            findings += judge_answer_copy(nop, ran[answer_copy.name], answer_copy, where)
-        if decode_copy is not None:
-            findings += judge_decode_copy(nop, ran[decode_copy.name], decode_copy, where)
-        if hidden_link is not None:
-            findings += judge_hidden_link(nop, ran[hidden_link.name], hidden_link, where)
-        if always_equal is not None:
-            findings += judge_always_equal(nop, ran[always_equal.name], always_equal, where)
-        if clock is not None:
-            control, patch = clock
-            findings += judge_clock(nop, ran[control.name], ran[patch.name], patch, where)
-        if forgeries:
-            results = [(e, ran[e.name], ran[c.name]) for e, c in forgeries]
-            findings += judge_data_forge(nop, results, where)
+        for probe, exploits in planned:
+            if exploits:
+                findings += probe.judge(evidence, exploits, [ran[e.name] for e in exploits])
         if harness:
             proofs_of = summary.setdefault("harness", {}).setdefault("proofs", {})
             for e in harness:
@@ -831,8 +797,7 @@ class Auditor:
                     "files": [p.path for p in e.plants],
                     "replay": replay,
                 }
-        runs = [ran[e.name] for e in exploits]
-        return findings + judge_exploits(nop, runs, exploits, where)
+        return findings
 
     def _build_finding(self, task: Task, build: dict[str, str]) -> AuditFinding:
         """`build_failed`, or `infra_error` when the backend cannot build it (unsupported) or the log
