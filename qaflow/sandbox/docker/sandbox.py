@@ -254,6 +254,8 @@ class DockerSandbox:
         self._storage_enforced = storage_enforced
         """The storage driver enforces limits.storage_mb itself (no watchdog needed)."""
         self._upper: Path | bool | None = None
+        self._sized = False
+        """Whether an exec's watchdog has measured the writable layer before it started (the first one does)."""
         """The container's writable layer folder on this host; False when unreadable (None: not looked up)."""
 
     @property
@@ -428,7 +430,13 @@ class DockerSandbox:
             log.warning("sandbox %s passed its storage limit (%s MiB): killing it all", self.spec.name, storage_mb)
             self.kill_strays()
 
-        return StorageWatch(measure, limit, exceeded).start()
+        baseline = None
+        if limit is not None and not self._sized:
+            # the first exec's baseline comes before it starts: a fast filler is past the limit at the first poll
+            self._sized = True
+            with contextlib.suppress(docker.errors.APIError):
+                baseline = self._layer_size(self.client.api.inspect_container(self.id))
+        return StorageWatch(measure, limit, exceeded, baseline=baseline).start()
 
     def _final_state(self, state: dict[str, Any], wait_s: float = 1.0) -> dict[str, Any]:
         """The state of a container that died, once docker has recorded why (its OOM event lags)."""
