@@ -472,7 +472,7 @@ class Auditor:
             audit.findings, audit.probes = findings, probes
             trials = functools.partial(self._trials, task, shared, resources)
             limits = {"repeats": self.config.repeats, "max_mutants": self.config.max_mutants}
-            battery = functools.partial(self._step_battery, task, shared, resources) if self.config.observe else None
+            battery = functools.partial(self._battery, task, shared, resources) if self.config.observe else None
             return (yield from audit_task_steps(task, trials, audit, **limits, battery=battery))
         n = self.config.repeats
         observing = self.config.observe and task.verifier_mode is VerifierEnvironmentMode.SHARED
@@ -705,20 +705,6 @@ class Auditor:
         if rounds:
             probes["oracle_confirm"] = {"extra_runs": len(more), "full": sum(r.full for r in more)}
         return [*oracle, *more]
-
-    def _step_battery(
-        self,
-        task: Task,
-        shared: Any,
-        resources: Resources,
-        step: StepTask,
-        observe_run: ProbeRun,
-        effect: Effect | None,
-        by_probe: dict[str, list[ProbeRun]],
-        probes: dict[str, Any],
-    ) -> Generator[list[_Work], list[Any], list[AuditFinding]]:
-        """`_battery` at one step of a multi-step task (`audit.steps.Battery`)."""
-        return (yield from self._battery(task, shared, resources, observe_run, effect, by_probe, probes, step=step))
 
     def _battery(
         self,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from qaflow.audit.effects import Effect
 from qaflow.audit.judge import SETUP_FAILED, judge
@@ -35,12 +35,20 @@ from qaflow.task_steps import StepTask, step_tasks
 Item = tuple[str, int, ProbeAgent, bool]
 """(probe, attempt, agent, clear the verifier logs): one probe trial, as the runner's `_trials` takes it."""
 Trials = Callable[[list[Item]], Generator[Any, Any, list[ProbeRun]]]
-Battery = Callable[
-    [StepTask, ProbeRun, Effect | None, dict[str, list[ProbeRun]], dict[str, Any]],
-    Generator[Any, Any, list[AuditFinding]],
-]
-"""The exploit battery of one step (the runner's `_battery` with `step`): the step, its observed run's view,
-the oracle's effect at the step, the step's nop views by probe, the step's probes summary -> findings."""
+
+
+class Battery(Protocol):
+    """The exploit battery (the runner's `_battery`, its task bound): at `step`, over the step's observed run's
+    view, the oracle's effect there, the step's nop views by probe and the step's probes summary."""
+
+    def __call__(
+        self,
+        observe_run: ProbeRun,
+        effect: Effect | None,
+        by_probe: dict[str, list[ProbeRun]],
+        probes: dict[str, object],
+        step: StepTask | None = None,
+    ) -> Generator[Any, Any, list[AuditFinding]]: ...
 
 
 def audit_task_steps(
@@ -113,9 +121,8 @@ def audit_steps(
         probes["steps"][name]["mutant_rewards"] = {r.probe.removeprefix("mutant:"): r.reward for r in views["mutants"]}
         if observe_run is not None and battery is not None:
             effect = _effect_at(oracle[0], name)
-            found = yield from battery(
-                step, step_view(observe_run, step), effect, {"nop": views["nop"]}, probes["steps"][name]
-            )
+            view = step_view(observe_run, step)
+            found = yield from battery(view, effect, {"nop": views["nop"]}, probes["steps"][name], step=step)
             findings += [_tagged(f, name) for f in found]
     return findings, probes
 
