@@ -7,7 +7,7 @@ import json
 
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.observation import Access, Observation
-from qaflow.audit.probe_run import ProbeRun
+from qaflow.audit.probe_run import ProbeRun, recorded_network
 
 EFFECT = Effect(changes=[FileChange(path="/app/out.bin", kind=ChangeKind.CREATED, content=b"\xff\x00 answer")])
 OBSERVATION = Observation(
@@ -53,6 +53,8 @@ def test_a_result_recorded_with_extra_reads_into_the_typed_fields():
     step = {k: v for k, v in typed["steps"][0].items() if k not in ("step", "aborted", "setup_output")}
     old["extra"]["steps"] = [step | {"extra": {"step": "b", "aborted": "min_reward", "setup_output": "set up"}}]
     del old["steps"]
+    assert recorded_network(old) == recorded_network(typed) == "none"
+    assert recorded_network({"extra": {}}) is None and recorded_network({}) is None
     read = ProbeRun.model_validate(old)
     assert read.model_copy(update={"extra": {}}) == _typed()
     assert read.extra == {"from_a_newer_qaflow": [1, 2]}  # kept as read

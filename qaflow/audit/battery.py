@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
 from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
@@ -53,6 +54,11 @@ class Evidence:
     """The nop runs (at the step): an exploit that passes where the nop passes too proves nothing."""
     where: str = ""
     """The task's folder, as findings name it."""
+
+    @cached_property
+    def in_process(self) -> list[Exploit]:
+        """`inprocess.plan_in_process`, once for the probes that use it (always-equal, exit-at-import)."""
+        return plan_in_process(self.observation, self.effect, self.sources)
 
 
 class BatteryProbe(Protocol):
@@ -117,9 +123,7 @@ class SingleExploitProbe:
 
 
 def _in_process(evidence: Evidence, name: str) -> Exploit | None:
-    return next(
-        (e for e in plan_in_process(evidence.observation, evidence.effect, evidence.sources) if e.name == name), None
-    )
+    return next((e for e in evidence.in_process if e.name == name), None)
 
 
 class ClockProbe:

@@ -150,6 +150,13 @@ class ProbeRun(BaseModel):
 _TYPED = ("network", "effect", "effects", "observation", "description", "step", "aborted", "setup_output", "steps")
 
 
+def recorded_network(payload: dict[str, Any]) -> str | None:
+    """A recorded run's `network` read from its raw ledger payload, in either shape (`_typed_from_extra`),
+    without validating the rest of it."""
+    extra = payload.get("extra")
+    return payload.get("network") or (extra.get("network") if isinstance(extra, dict) else None)
+
+
 class ProbeAgent(BaseModel):
     """The agent of one probe trial as a small picklable description, rebuilt by `agent()` where the
     trial runs: nop, oracle, tamper (the reward files to plant) or a mutant (its writes); `record`

@@ -47,7 +47,7 @@ from qaflow.audit.mutant_lookup import focus_text
 from qaflow.audit.mutants import Mutant, MutantAgent, MutantKind, deliverables, make_mutants, oracle_state
 from qaflow.audit.observation import Observation
 from qaflow.audit.observe import observe_trial
-from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
+from qaflow.audit.probe_run import ProbeAgent, ProbeRun, recorded_network, tail
 from qaflow.audit.replay import replay_command, run_command
 from qaflow.audit.settle import (
     MIN_CONFIRM_RUNS,
@@ -505,6 +505,7 @@ class Auditor:
         tamper, *mutant_runs = yield from self._trials(task, shared, resources, phase2)
         observe_run = mutant_runs.pop() if observing else None
         code_findings: list[AuditFinding] = []
+        cap = mutant_timeout(oracle)
         if observe_run is not None and mutate and effect is not None:
             # mutants wait for the observation: a file the verifier never reads is no wrong answer
             observation = observe_run.observation
@@ -512,11 +513,8 @@ class Auditor:
             items = [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
             mutant_runs = (yield from self._trials(task, shared, resources, items)) if items else []
             if observation is not None and self.config.code_mutants:
-                code_findings = yield from self._code_mutants(
-                    task, shared, resources, effect, observation, probes, mutant_timeout(oracle)
-                )
+                code_findings = yield from self._code_mutants(task, shared, resources, effect, observation, probes, cap)
         if mutate and effect is not None and self.config.code_mutants:
-            cap = mutant_timeout(oracle)
             code_findings += yield from self._enabled_tests(task, shared, resources, effect, probes, cap)
         if observe_run is not None:
             if adaptive:
@@ -917,8 +915,7 @@ class Auditor:
 
     def _same_network(self, payload: dict[str, Any]) -> bool:
         """Whether a recorded trial ran with this run's runtime network (`trial_item` marks `none`)."""
-        recorded = payload.get("network") or (payload.get("extra") or {}).get("network")  # before it was typed
-        return (recorded or RuntimeNetwork.TASK.value) == self.config.network.value
+        return (recorded_network(payload) or RuntimeNetwork.TASK.value) == self.config.network.value
 
     def _put_run(self, task: Task, run: ProbeRun) -> None:
         self._put(

@@ -27,14 +27,12 @@ from qaflow.sandbox import Limits, open_sandbox
 from qaflow.sandbox.choice import backend_for_task
 from qaflow.sandbox.spec import RunNetwork, spec_for_task
 from qaflow.task import Task
-from qaflow.trial.hooks import TrialHooks
+from qaflow.trial.hooks import TrialHooks, hooked_phases
 from qaflow.trial.phases import (
     TESTS_DIR,
     VERIFIER_LOGS,
     VerifierPlan,
-    agent_phase,
     environment_healthcheck,
-    verifier_phase,
 )
 from qaflow.trial.reruns import rerun_after
 from qaflow.trial.steps import run_steps
@@ -62,7 +60,7 @@ def run_trial(
     overwrites a planted reward. `last_step` ends a multi-step trial after that step (audit probes).
     `verifier_reruns` runs the verifier that many more times on the final state (`TrialResult.reruns`),
     when it ran in the sandbox itself and finished in time (single-step tasks). `hooks` add what a probe
-    needs to a single-step trial (`qaflow.trial.hooks`).
+    needs to the trial, or to its last step (`qaflow.trial.hooks`).
     """
     hooks = hooks or TrialHooks()
     started = time.perf_counter()
@@ -77,12 +75,9 @@ def run_trial(
             if task.config.steps:
                 run_steps(task, agent, box, spec, result, clear=clear_verifier_logs, last_step=last_step, hooks=hooks)
             else:
-                agent_phase(task, hooks.wrap_agent(task, box, agent), box, result)
-                hooks.after_agent(task, box, result)
                 plan = VerifierPlan.of(task)
-                first = plan.model_copy(update={"env": {**plan.env, **hooks.verifier_env()}})
-                verifier_phase(box, spec, first, result, clear=clear_verifier_logs, backend=result.backend)
-                hooks.after_verifier(task, box, plan, result)
+                hooked_phases(task, agent, box, spec, plan, result, hooks=hooks, clear=clear_verifier_logs,
+                              backend=result.backend)  # fmt: skip
                 shared = result.verifier_sandbox is VerifierSandbox.SHARED
                 if verifier_reruns and shared and result.exit_status is ExitStatus.OK:
                     result.reruns = rerun_after(box, plan, verifier_reruns, result)

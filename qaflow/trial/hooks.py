@@ -11,15 +11,11 @@ in the result, never a reward.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from qaflow.agents.base import Agent
 from qaflow.models.trial import PhaseResult
-from qaflow.sandbox.base import Sandbox
+from qaflow.sandbox.base import Sandbox, SandboxSpec
 from qaflow.task import Task
-
-if TYPE_CHECKING:
-    from qaflow.trial.phases import VerifierPlan
+from qaflow.trial.phases import VerifierPlan, agent_phase, verifier_phase
 
 
 class TrialHooks:
@@ -39,3 +35,24 @@ class TrialHooks:
     def after_verifier(self, task: Task, box: Sandbox, plan: VerifierPlan, result: PhaseResult) -> None:
         """After the verifier's first run by `plan` (without `verifier_env`), with the agent's sandbox
         (`result.verifier_sandbox` says whether the verifier ran in it), before its reruns."""
+
+
+def hooked_phases(
+    task: Task,
+    agent: Agent,
+    box: Sandbox,
+    spec: SandboxSpec,
+    plan: VerifierPlan,
+    result: PhaseResult,
+    *,
+    hooks: TrialHooks,
+    clear: bool,
+    backend: str,
+) -> None:
+    """The agent phase, then the verifier's by `plan`, with `hooks` around them (`qaflow.trial.hooks`): the
+    sequence of a single-step trial and of each step of a multi-step one."""
+    agent_phase(task, hooks.wrap_agent(task, box, agent), box, result)
+    hooks.after_agent(task, box, result)
+    first = plan.model_copy(update={"env": {**plan.env, **hooks.verifier_env()}})
+    verifier_phase(box, spec, first, result, clear=clear, backend=backend)
+    hooks.after_verifier(task, box, plan, result)

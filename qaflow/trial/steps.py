@@ -22,8 +22,8 @@ from qaflow.sandbox import make_log_dirs
 from qaflow.sandbox.base import ExecResult, Sandbox, SandboxSpec
 from qaflow.task import Task
 from qaflow.task_steps import StepTask, step_tasks
-from qaflow.trial.hooks import TrialHooks
-from qaflow.trial.phases import TESTS_DIR, VERIFIER_LOGS, VerifierPlan, agent_phase, verifier_phase
+from qaflow.trial.hooks import TrialHooks, hooked_phases
+from qaflow.trial.phases import TESTS_DIR, VERIFIER_LOGS, VerifierPlan
 from qaflow.trial.step_rewards import min_reward_failure, roll_up
 
 SETUP_SCRIPT = "setup.sh"
@@ -78,12 +78,7 @@ def _run_step(
     try:
         setup_exec = _prepare(step, box)
         outcome.timings["setup"] = time.perf_counter() - started
-        agent_phase(step, hooks.wrap_agent(step, box, agent), box, outcome)
-        hooks.after_agent(step, box, outcome)
-        plan = step_plan(step)
-        first = plan.model_copy(update={"env": {**plan.env, **hooks.verifier_env()}})
-        verifier_phase(box, spec, first, outcome, clear=clear, backend=backend)
-        hooks.after_verifier(step, box, plan, outcome)
+        hooked_phases(step, agent, box, spec, step_plan(step), outcome, hooks=hooks, clear=clear, backend=backend)
         if more and outcome.verifier_sandbox is VerifierSandbox.SHARED:
             box.kill_strays(clear=[TESTS_DIR, VERIFIER_LOGS])  # the verifier's leftovers are dead already
             make_log_dirs(box)  # the next step's agent finds an empty /logs/verifier, as under Harbor

@@ -254,9 +254,9 @@ class DockerSandbox:
         self._storage_enforced = storage_enforced
         """The storage driver enforces limits.storage_mb itself (no watchdog needed)."""
         self._upper: Path | bool | None = None
+        """The container's writable layer folder on this host; False when unreadable (None: not looked up)."""
         self._sized = False
         """Whether an exec's watchdog has measured the writable layer before it started (the first one does)."""
-        """The container's writable layer folder on this host; False when unreadable (None: not looked up)."""
 
     @property
     def writable_roots(self) -> list[str]:
