@@ -1,0 +1,223 @@
+"""Every decision table of the audit, the gate and the repair rules, driven through its public entry point
+on both sides of each edge: a one-line change to a rule's precedence, threshold or guard fails here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from qaflow.audit.data_forge import CONTROL, judge_data_forge
+from qaflow.audit.exploits import FORCE_CONFTEST, Exploit, Plant
+from qaflow.audit.judge import judge
+from qaflow.audit.mutants import Mutant, MutantKind
+from qaflow.audit.probe_run import ProbeRun
+from qaflow.audit.settle import escalations
+from qaflow.audit.skipped_tests import Enabled, judge_enabled
+from qaflow.cli import app
+from qaflow.harden.gate import Band
+from qaflow.models.records import FindingCode as C
+from tests.conftest import require_backend
+from tests.taskfactory import write_task
+
+
+def run(probe: str, reward: float | None, **kw: object) -> ProbeRun:
+    return ProbeRun.model_validate({"probe": probe, "reward": reward, "full": reward == 1.0, "agent_exit": 0, **kw})
+
+
+CLEAN_FAIL = run("oracle", 0.0, verifier_output="expected 3 got 4")
+AGENT_FAILED = run("oracle", 0.0, agent_exit=1, agent_output="Traceback: KeyError")
+AGENT_TIMED_OUT = run("oracle", 0.0, agent_exit=137, agent_timed_out=True, exit_status="agent_timeout")
+NOP = [run("nop", 0.0)] * 3
+
+
+# -- judge: the oracle's side -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("oracle", "want"),
+    [
+        ([AGENT_FAILED] * 3, {C.BROKEN_SOLUTION}),
+        ([AGENT_TIMED_OUT] * 3, {C.BROKEN_SOLUTION}),
+        ([AGENT_FAILED, AGENT_TIMED_OUT, AGENT_FAILED], {C.BROKEN_SOLUTION}),
+        # a solution that failed in some runs and ran cleanly (rejected) in others is not broken: the clean
+        # runs show the verifier rejecting it
+        ([AGENT_FAILED, CLEAN_FAIL, CLEAN_FAIL], {C.FALSE_REJECTION}),
+        ([CLEAN_FAIL, CLEAN_FAIL, AGENT_FAILED], {C.FALSE_REJECTION}),
+        ([AGENT_TIMED_OUT, CLEAN_FAIL, AGENT_FAILED], {C.FALSE_REJECTION}),
+        ([CLEAN_FAIL] * 3, {C.FALSE_REJECTION}),
+        # one full reward among failures is disagreement, whatever made the others fail
+        ([run("oracle", 1.0), AGENT_FAILED, AGENT_FAILED], {C.FLAKY}),
+        ([run("oracle", 1.0), CLEAN_FAIL, CLEAN_FAIL], {C.FLAKY}),
+        ([run("oracle", 1.0)] * 3, set()),
+    ],
+)
+def test_broken_solution_needs_every_oracle_run_to_fail_in_its_agent_phase(oracle: list[ProbeRun], want: set[C]):
+    assert {f.code for f in judge(nop=NOP, oracle=oracle)} == want
+
+
+def test_broken_solution_counts_and_quotes_the_runs_that_failed():
+    findings = judge(nop=NOP, oracle=[AGENT_FAILED, AGENT_TIMED_OUT])
+    assert [f.code for f in findings] == [C.BROKEN_SOLUTION]
+    assert findings[0].evidence["runs"] == 2 and "KeyError" in findings[0].evidence["agent_output_tail"]
+
+
+@pytest.mark.parametrize(
+    ("nop_rewards", "want"),
+    [((1.0, 1.0, 1.0), {C.FALSE_PASS}), ((0.0, 0.0, 0.0), set()), ((1.0, 0.0, 0.0), {C.FLAKY}), ((0.5,) * 3, set())],
+)
+def test_false_pass_needs_full_reward_in_every_nop_run(nop_rewards: tuple[float, ...], want: set[C]):
+    nop = [run("nop", r) for r in nop_rewards]
+    assert {f.code for f in judge(nop=nop, oracle=[run("oracle", 1.0)] * 3)} == want
+
+
+@pytest.mark.parametrize(
+    ("oracle", "mutant_reward", "want"),
+    [
+        ([run("oracle", 1.0)] * 3, 1.0, {C.WEAK_VERIFIER}),
+        ([run("oracle", 1.0)] * 3, 0.0, set()),
+        # a mutant passing a verifier that rejects the reference solution says nothing of weakness
+        ([CLEAN_FAIL] * 3, 1.0, {C.FALSE_REJECTION}),
+    ],
+)
+def test_weak_verifier_needs_a_sound_oracle(oracle: list[ProbeRun], mutant_reward: float, want: set[C]):
+    got = judge(nop=NOP, oracle=oracle, mutants=[run("mutant:empty-all", mutant_reward)])
+    assert {f.code for f in got} == want
+
+
+# -- settle: the number of outcomes that settles each side ----------------------------------------------
+
+
+def _observed(outcomes: int) -> ProbeRun:
+    """The observed oracle run with `outcomes - 2` verifier reruns (the oracle trial and it make two)."""
+    return run("observe", 1.0, reruns=[True] * (outcomes - 2))
+
+
+@pytest.mark.parametrize("repeats", [1, 2, 3, 5])
+def test_the_oracle_is_settled_by_exactly_two_repeats_plus_one_agreeing_outcomes(repeats: int):
+    nop = [run("nop", 0.0, reruns=[False] * (repeats - 1))]
+    oracle = [run("oracle", 1.0)]
+    enough = 2 * repeats + 1
+    assert escalations(nop, oracle, _observed(enough), None, repeats) == []
+    short = escalations(nop, oracle, _observed(enough - 1), None, repeats)
+    assert [(e.side, e.trials) for e in short] == [("oracle", None)]
+    assert f"{enough - 1} oracle outcomes of {enough}" in short[0].why
+
+
+@pytest.mark.parametrize("repeats", [2, 3, 5])
+def test_the_nop_is_settled_by_repeats_agreeing_outcomes_and_gets_only_what_it_lacks(repeats: int):
+    oracle = [run("oracle", 1.0)]
+    observed = _observed(2 * repeats + 1)
+    settled = [run("nop", 0.0, reruns=[False] * (repeats - 1))]
+    assert escalations(settled, oracle, observed, None, repeats) == []
+    short = [run("nop", 0.0, reruns=[False] * (repeats - 2))]
+    assert [(e.side, e.trials) for e in escalations(short, oracle, observed, None, repeats)] == [("nop", 1)]
+
+
+# -- the acceptance gate's band -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("band", "rate", "inside"),
+    [
+        (Band(), 0.0, False),  # nobody solves it
+        (Band(), 1.0, False),  # everybody solves it
+        (Band(), 1e-9, True),
+        (Band(), 1 - 1e-9, True),
+        (Band(inclusive=True), 0.0, True),
+        (Band(inclusive=True), 1.0, True),
+        (Band.parse("0.2,0.8"), 0.2, False),
+        (Band.parse("0.2,0.8"), 0.8, False),
+        (Band.parse("0.2,0.8"), 0.5, True),
+        (Band.parse("0.2,0.8", inclusive=True), 0.2, True),
+        (Band.parse("0.2,0.8", inclusive=True), 0.19, False),
+    ],
+)
+def test_the_band_edges(band: Band, rate: float, inside: bool):
+    assert band.contains(rate) is inside
+
+
+# -- guards of the exploit judges ---------------------------------------------------------------------
+
+
+def _forgery(full: bool, control_full: bool) -> tuple[Exploit, ProbeRun, ProbeRun]:
+    work = Plant(path="/app/total.txt", content="0\n", why="the work")
+    data = Plant(path="/app/data.json", content="", why="the data", command="sed -i s/1/0/ /app/data.json")
+    exploit = Exploit(name="data-zero", plants=[work, data])
+    return (
+        exploit,
+        run("exploit:data-zero", 1.0 if full else 0.0),
+        run(f"exploit:data-zero{CONTROL}", 1.0 if control_full else 0.0),
+    )
+
+
+@pytest.mark.parametrize(
+    ("full", "control_full", "nop_full", "found"),
+    [
+        (True, False, False, True),
+        (True, True, False, False),  # the work alone passes: the data played no part
+        (False, False, False, False),
+        (True, False, True, False),  # a false pass is its own finding
+    ],
+)
+def test_data_forge_counts_only_forgeries_whose_control_failed(
+    full: bool, control_full: bool, nop_full: bool, found: bool
+):
+    nop = [run("nop", 1.0 if nop_full else 0.0)] * 2
+    got = judge_data_forge(nop, [_forgery(full, control_full)], "pool/t")
+    assert [f.code for f in got] == ([C.REWARD_TAMPER] if found else [])
+    if found:
+        assert got[0].evidence["exploits"][0]["data"] == ["/app/data.json"]
+
+
+def test_enabled_tests_judge_reports_exactly_the_mutants_the_disabled_tests_reject():
+    enabled = [Enabled(path="test_x.py", how="pytest.mark.skip", count=2, text="")]
+    mutant = Mutant(name="code:app/x.py:1", kind=MutantKind.CODE, description="a + b -> a - b")
+    assert judge_enabled("pool/t", enabled, []) == []
+    got = judge_enabled("pool/t", enabled, [(mutant, "-a + b\n+a - b\n")])
+    assert [f.code for f in got] == [C.WEAK_VERIFIER]
+    assert got[0].evidence["code_mutants"][0]["mutant"] == "code:app/x.py:1"
+    assert got[0].evidence["disabled"] == [{"file": "tests/test_x.py", "how": "pytest.mark.skip", "count": 2}]
+
+
+# -- the pytest-forcing plugin forces outcomes, run by a real pytest ------------------------------------
+
+FAILING_TESTS = "def test_fails():\n    assert 1 == 2\n\n\ndef test_raises():\n    raise RuntimeError('no')\n"
+
+
+def test_the_forcing_conftest_makes_failing_tests_pass_in_a_real_pytest(tmp_path: Path):
+    (tmp_path / "test_x.py").write_text(FAILING_TESTS)
+    junit = tmp_path / "report.xml"
+    plain = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_x.py")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert plain.returncode == 1 and "2 failed" in plain.stdout
+    (tmp_path / "conftest.py").write_text(FORCE_CONFTEST)
+    forced = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", "test_x.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert "2 passed" in forced.stdout and "failed" not in forced.stdout
+    report = junit.read_text()
+    assert 'failures="0"' in report and 'errors="0"' in report and 'tests="2"' in report
+
+
+# -- `qaflow run` exits non-zero on a trial error ------------------------------------------------------
+
+
+@pytest.mark.bwrap
+def test_qaflow_run_exits_1_when_the_trial_errs_and_0_when_it_does_not(tmp_path: Path):
+    require_backend("bwrap")
+    silent = write_task(tmp_path, "silent", test_sh="#!/bin/bash\necho checked\n")  # writes no reward
+    sound = write_task(tmp_path, "sound")
+    runner = CliRunner()
+    erred = runner.invoke(app, ["run", str(silent), "--agent", "oracle", "--backend", "bwrap"], terminal_width=200)
+    assert erred.exit_code == 1, erred.output
+    assert "reward" in erred.output
+    passed = runner.invoke(app, ["run", str(sound), "--agent", "oracle", "--backend", "bwrap"], terminal_width=200)
+    assert passed.exit_code == 0, passed.output
