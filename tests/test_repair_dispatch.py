@@ -26,8 +26,8 @@ def _exploit(name: str, *files: str) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class Case:
-    """A rule's fixture (keyed `RULE` or `RULE:variant`): the files that show its defect (over a small task, or a bundled task's), the evidence
-    the rule needs, and the finding codes the audit reports that defect under."""
+    """A rule's fixture (keyed `RULE` or `RULE:variant`): the files that show its defect (over a small task, or
+    a bundled task's), the evidence the rule needs, and the finding codes the audit reports that defect under."""
 
     files: dict[str, str]
     evidence: dict[str, object]
@@ -39,30 +39,38 @@ class Case:
 PASSING = frozenset({C.FALSE_PASS, C.WEAK_VERIFIER})
 TAMPER = frozenset({C.REWARD_TAMPER})
 CHECK = "python3 /tests/check.py"
+REWARD = "/logs/verifier/reward.txt"
+
+
+def verifier(body: str) -> dict[str, str]:
+    return {"tests/test.sh": "#!/bin/bash\n" + body}
+
+
 CASES: dict[str, Case] = {
     "swallowed_status": Case(
-        {"tests/test.sh": f"#!/bin/bash\n{CHECK} || true\nif [ $? -eq 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"},
+        verifier(f"{CHECK} || true\nif [ $? -eq 0 ]; then echo 1; else echo 0; fi > {REWARD}\n"),
         {}, PASSING,
     ),
     "always_true_status": Case(
-        {"tests/test.sh": f"#!/bin/bash\n{CHECK}\nif [ $? ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"},
+        verifier(f"{CHECK}\nif [ $? ]; then echo 1; else echo 0; fi > {REWARD}\n"),
         {}, PASSING,
     ),
     "pytest_exit5": Case(
-        {"tests/test.sh": "#!/bin/bash\npython3 -m pytest -q /tests\nrc=$?\nif [ $rc -eq 0 ] || [ $rc -eq 5 ]; then echo 1; "
-         "else echo 0; fi > /logs/verifier/reward.txt\n"},
+        verifier(f"pytest -q /tests\nrc=$?\nif [ $rc -eq 0 ] || [ $rc -eq 5 ]; then echo 1; fi > {REWARD}\n"),
         {}, PASSING,
     ),
     "reward_tail": Case(
-        {"tests/test.sh": f"#!/bin/bash\nmkdir -p /logs/verifier\n{CHECK} || true\necho 1 > /logs/verifier/reward.txt\n"},
+        verifier(f"mkdir -p /logs/verifier\n{CHECK} || true\necho 1 > {REWARD}\n"),
         {}, PASSING,
     ),
     "reward_on_failure": Case(
-        {"tests/test.sh": f"#!/bin/bash\nset -euo pipefail\nmkdir -p /logs/verifier\n{CHECK}\necho 1 > /logs/verifier/reward.txt\n"},
+        verifier(f"set -euo pipefail\nmkdir -p /logs/verifier\n{CHECK}\necho 1 > {REWARD}\n"),
         {"runs": [{"probe": "nop", "error": "the verifier wrote no /logs/verifier/reward.json or reward.txt"}]},
         TAMPER,
     ),
-    "grader_into_tests": Case({}, _exploit("script-shim", "/app/grader/check_tally.py"), TAMPER, base="tally-survey-answers"),
+    "grader_into_tests": Case(
+        {}, _exploit("script-shim", "/app/grader/check_tally.py"), TAMPER, base="tally-survey-answers"
+    ),
     "pytest_isolation": Case(
         {}, _exploit("python-plant", "/app/conftest.py", "/app/tests/conftest.py", "/app/pytest.py"), TAMPER,
         base="word-length-histogram",
