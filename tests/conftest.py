@@ -9,11 +9,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from qaflow.sandbox import Limits, SandboxSpec, check_backend, open_sandbox
 from qaflow.sandbox.base import Sandbox
 from qaflow.task import tree_hash
 from tests.fake_sandbox import FakeBackend, Program
+
+settings.register_profile("qaflow", derandomize=True, deadline=None, database=None)
+settings.load_profile("qaflow")
+"""Property tests draw the same examples on every run and machine (a failure reproduces; a loaded CI
+machine cannot fail one on time): a test's own `@settings` overrides only what it names."""
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS_REPO = REPO / "tasks_repo"

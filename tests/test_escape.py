@@ -3,7 +3,8 @@
 Each case plays an attacker (the agent's commands, the reference solution, or the verifier's
 own processes) and checks that the attempt is contained, that it is reported in the result,
 and that the recorded reward is the verifier's own. gVisor cases skip, with the reason printed,
-only where runsc cannot start containers here (`qaflow sandbox doctor` says why).
+only where runsc cannot start containers here (`qaflow sandbox doctor` says why), and fail instead under
+QAFLOW_REQUIRE_BACKENDS=1 (CI), where setup.sh registers it.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def require_gvisor(config: pytest.Config) -> None:
     if ok:
         return
     message = f"gVisor (docker --runtime runsc) cannot start here: {reason}"
+    if os.environ.get("QAFLOW_REQUIRE_BACKENDS") == "1":
+        pytest.fail(f"gVisor is required here (QAFLOW_REQUIRE_BACKENDS=1) but {message}")
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"SKIP {message}", yellow=True)
