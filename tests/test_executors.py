@@ -457,14 +457,16 @@ def test_the_driver_hands_back_every_outcome_lets_the_caller_refill_and_reaps_wh
         release = threading.Event()
         driver = Driver(workers, ["run-b"], poll_s=0.05)
         driver.submit(0, release.wait, 30)
-        driver.submit(1, release.wait, 30)
-        driver.submit(2, release.wait, 30)  # queued behind the two running
+        driver.submit(1, square, 2)  # the one outcome: it stops the driver while the others wait
+        driver.submit(2, release.wait, 30)
+        driver.submit(3, release.wait, 30)  # queued behind the two running
 
         def stop(_n: int, _outcome: object) -> None:
             raise KeyboardInterrupt
 
-        driver.submit(3, square, 2)
+        started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             driver.run(stop)
+        assert time.monotonic() - started < 10, "the interrupt waited for the running items"
         release.set()
         assert len(workers.cancelled) == 3 and workers.reaped == ["run-b"] and driver.in_flight == 0
