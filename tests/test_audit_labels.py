@@ -15,7 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from qaflow.cli import app
+from qaflow.models.probe_key import ProbeKey, ProbeKind
 from qaflow.models.records import FindingCode
+from qaflow.pool import Pool
 from qaflow.sandbox.docker.images import BASE_IMAGE
 from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, LABELS, SAMPLES, labelled_audit
 from tests.conftest import TASKS_REPO, require_backend
@@ -82,6 +84,22 @@ def test_audit_finds_exactly_the_labelled_codes(backend_name: str, tmp_path_fact
             assert audit["verdict"] == "needs_repair"
         for finding in audit["findings"]:
             assert finding["message"] and isinstance(finding["evidence"], dict)
+
+
+def test_every_probe_the_audit_recorded_reads_back_as_a_probe_key(
+    backend_name: str, tmp_path_factory: pytest.TempPathFactory
+):
+    require_backend(backend_name)
+    pool = labelled_audit(backend_name, tmp_path_factory.mktemp("audit")).pool
+    with Pool.open(pool, create=False) as opened:
+        probes = {r.probe for r in opened.ledger.results()}
+    keys = {p: ProbeKey.read(p) for p in probes}
+    assert sorted(p for p, key in keys.items() if key is None) == []
+    assert all(str(key) == p for p, key in keys.items())
+    kinds = {key.kind for key in keys.values() if key is not None}
+    assert kinds >= {ProbeKind.BUILD, ProbeKind.NOP, ProbeKind.ORACLE, ProbeKind.TAMPER, ProbeKind.OBSERVE,
+                     ProbeKind.MUTANT, ProbeKind.EXPLOIT}, sorted(kinds)  # fmt: skip
+    assert any(key is not None and key.step is not None for key in keys.values()), "no multi-step task's probe"
 
 
 def test_backends_that_match_their_labels_agree():

@@ -31,6 +31,7 @@ from qaflow.audit.exploits import Exploit
 from qaflow.audit.infra import InfraEvidence, classify
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.models.audit import AuditFinding
+from qaflow.models.probe_key import ProbeKind, name_of
 from qaflow.models.records import FindingCode, Severity
 
 SETUP_FAILED = "setup_failed"
@@ -199,11 +200,11 @@ def judge(
                 code=FindingCode.WEAK_VERIFIER,
                 message=(
                     f"{len(passing)} of {len(mutants)} wrong solutions derived from the oracle got full reward "
-                    f"(e.g. {passing[0].probe.removeprefix('mutant:')}): "
+                    f"(e.g. {name_of(passing[0].probe, ProbeKind.MUTANT)}): "
                     "the verifier does not check the content of what the task asks for"
                 ),
                 evidence={
-                    "passing_mutants": [m.probe.removeprefix("mutant:") for m in passing],
+                    "passing_mutants": [name_of(m.probe, ProbeKind.MUTANT) for m in passing],
                     "descriptions": {m.probe: m.description for m in passing[:8]},
                     "mutants_run": len(mutants),
                 },

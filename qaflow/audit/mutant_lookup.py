@@ -19,11 +19,11 @@ from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.errors import PathError
 from qaflow.ledger.db import LedgerError
+from qaflow.models.probe_key import ProbeKey, ProbeKind, name_of, probe_name
 from qaflow.models.records import ResultKey
 from qaflow.pool import Pool, PoolError
 from qaflow.task import Task
 
-PREFIX = "mutant:"
 ALL_MUTANTS = 1000
 """A limit no audit reaches: mutant lists are prefixes of one deterministic order."""
 
@@ -34,7 +34,7 @@ class MutantLookupError(PathError):
 
 def mutant_name(agent: str) -> str | None:
     """NAME of a `mutant:NAME` agent; None for any other agent name."""
-    return agent.removeprefix(PREFIX) if agent.startswith(PREFIX) else None
+    return name_of(agent, ProbeKind.MUTANT)
 
 
 def focus_text(task: Task) -> str:
@@ -72,8 +72,10 @@ def find_mutant(task: Task, name: str, pool_root: Path | None) -> Mutant:
         )
     try:
         with Pool.open(pool_root, create=False) as pool:
-            oracle = pool.ledger.get_result(ResultKey(task_version=task.version, probe="oracle", attempt=0))
-            observe = pool.ledger.get_result(ResultKey(task_version=task.version, probe="observe", attempt=0))
+            oracle, observe = (
+                pool.ledger.get_result(ResultKey(task_version=task.version, probe=probe_name(kind), attempt=0))
+                for kind in (ProbeKind.ORACLE, ProbeKind.OBSERVE)
+            )
     except (PoolError, LedgerError) as e:
         raise MutantLookupError(task.path, f"cannot read the pool's ledger ({e})") from e
     effect = ProbeRun.model_validate(oracle.payload).effect if oracle is not None else None
@@ -86,6 +88,6 @@ def find_mutant(task: Task, name: str, pool_root: Path | None) -> Mutant:
     observation = ProbeRun.model_validate(observe.payload).observation if observe is not None else None
     mutants = rebuild_mutants(task, effect, observation)
     if name not in mutants:
-        shown = ", ".join(f"mutant:{n}" for n in list(mutants)[:8]) or "none"
+        shown = ", ".join(str(ProbeKey.mutant(n)) for n in list(mutants)[:8]) or "none"
         raise MutantLookupError(task.path, f"no mutant {name!r} for this version; some that exist: {shown}")
     return mutants[name]

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.observation import Observation
+from qaflow.models.probe_key import ProbeKey
 from qaflow.sandbox.base import ExecResult, Sandbox
 from qaflow.task import Task
 from qaflow.text import utf8_text
@@ -380,7 +381,7 @@ class MutantAgent:
 
     def __init__(self, mutant: Mutant):
         self.mutant = mutant
-        self.name = f"mutant:{mutant.name}"
+        self.name = str(ProbeKey.mutant(mutant.name))
 
     def run(self, task: Task, sandbox: Sandbox) -> ExecResult | None:
         commands: list[str] = []

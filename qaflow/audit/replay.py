@@ -15,13 +15,12 @@ from typing import Any
 from qaflow.audit.tamper import TamperAgent, trusted_paths
 from qaflow.ledger import LedgerError
 from qaflow.models.audit import AuditFinding
+from qaflow.models.probe_key import ProbeKey, ProbeKind, name_of, probe_name
 from qaflow.models.records import FindingCode
 from qaflow.pool import Pool, PoolError
 from qaflow.task import Task
 
-RERUN = "rerun:"
-"""`--agent rerun:N`: the oracle, then N plain reruns of the verifier on its final state (flakiness)."""
-TAMPER = "tamper"
+TAMPER = probe_name(ProbeKind.TAMPER)
 
 
 def rerun_count(agent: str) -> int | None:
@@ -30,10 +29,10 @@ def rerun_count(agent: str) -> int | None:
     Raises:
         ValueError: N is not a positive whole number.
     """
-    if not agent.startswith(RERUN):
+    text = name_of(agent, ProbeKind.RERUN)
+    if text is None and agent != f"{ProbeKind.RERUN.value}:":
         return None
-    text = agent.removeprefix(RERUN)
-    if not text.isdigit() or int(text) < 1:
+    if text is None or not text.isdigit() or int(text) < 1:
         raise ValueError(f"--agent {agent}: N in rerun:N must be a positive whole number")
     return int(text)
 
@@ -55,16 +54,16 @@ def replay_agent(finding: AuditFinding) -> str | None:
         return None
     exploits = evidence.get("exploits")
     if isinstance(exploits, list) and exploits and isinstance(exploits[0], dict) and exploits[0].get("exploit"):
-        return f"exploit:{exploits[0]['exploit']}"
+        return str(ProbeKey.exploit(str(exploits[0]["exploit"])))
     passing = evidence.get("passing_mutants")
     if isinstance(passing, list) and passing:
-        return f"mutant:{passing[0]}"
+        return str(ProbeKey.mutant(str(passing[0])))
     if "tamper" in evidence:
         return TAMPER
     if finding.code is FindingCode.FLAKY:
         rewards = evidence.get("rewards")
         n = max(len(rewards) - 1, 1) if isinstance(rewards, list) else 8
-        return f"{RERUN}{n}" if evidence.get("probe") == "oracle" else f"nop --reruns {n}"
+        return probe_name(ProbeKind.RERUN, str(n)) if evidence.get("probe") == "oracle" else f"nop --reruns {n}"
     first = _first_run(evidence)
     if first is not None and first.get("probe") in ("nop", "oracle"):
         return str(first["probe"])

@@ -64,6 +64,7 @@ from qaflow.executors import Executor, LocalExecutor, Resources, TaskRef, resolv
 from qaflow.executors.driver import Driver
 from qaflow.ledger import Ledger
 from qaflow.models.audit import AuditFinding, TaskAudit, Verdict, verdict_for
+from qaflow.models.probe_key import ProbeKey, ProbeKind, name_of, probe_name
 from qaflow.models.records import Finding, FindingCode, Result, ResultKey, Severity
 from qaflow.models.trial import ExitStatus
 from qaflow.sandbox import backend_class, open_sandbox, resolve_backend
@@ -501,7 +502,7 @@ class Auditor:
             phase2.append(("observe", 0, observe, True))
         elif mutate and effect is not None:
             mutants = self._mutants(task, effect, None, probes)
-            phase2 += [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
+            phase2 += [(str(ProbeKey.mutant(m.name)), 0, ProbeAgent.of_mutant(m), True) for m in mutants]
         tamper, *mutant_runs = yield from self._trials(task, shared, resources, phase2)
         observe_run = mutant_runs.pop() if observing else None
         code_findings: list[AuditFinding] = []
@@ -510,7 +511,7 @@ class Auditor:
             # mutants wait for the observation: a file the verifier never reads is no wrong answer
             observation = observe_run.observation
             mutants = self._mutants(task, effect, observation, probes)
-            items = [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m), True) for m in mutants]
+            items = [(str(ProbeKey.mutant(m.name)), 0, ProbeAgent.of_mutant(m), True) for m in mutants]
             mutant_runs = (yield from self._trials(task, shared, resources, items)) if items else []
             if observation is not None and self.config.code_mutants:
                 code_findings = yield from self._code_mutants(task, shared, resources, effect, observation, probes, cap)
@@ -535,7 +536,7 @@ class Auditor:
             if outcomes:
                 view |= {"reruns": len(outcomes), "reruns_full": sum(outcomes)}
             probes[name] = view
-        probes["mutant_rewards"] = {r.probe.removeprefix("mutant:"): r.reward for r in mutant_runs}
+        probes["mutant_rewards"] = {name_of(r.probe, ProbeKind.MUTANT): r.reward for r in mutant_runs}
         _name_stand_ins(findings, probes)
         if self._backend(task) == "bwrap":
             _owner_changes_on_bwrap(findings)
@@ -572,7 +573,7 @@ class Auditor:
         if not plans:
             view["skipped"] = why
             return []
-        items = [(f"mutant:{p.mutant.name}", 0, ProbeAgent.of_mutant(p.mutant, cap), True) for p in plans]
+        items = [(str(ProbeKey.mutant(p.mutant.name)), 0, ProbeAgent.of_mutant(p.mutant, cap), True) for p in plans]
         runs = yield from self._trials(task, shared, resources, items)
         survivors = [p for p, run in zip(plans, runs, strict=True) if run.full]
         view["survived"] = [p.mutant.name for p in survivors]
@@ -620,7 +621,7 @@ class Auditor:
         if not mutants:
             view["skipped"] = why
             return []
-        items = [(f"mutant:{m.name}", 0, ProbeAgent.of_mutant(m, cap), True) for m, _ in mutants]
+        items = [(str(ProbeKey.mutant(m.name)), 0, ProbeAgent.of_mutant(m, cap), True) for m, _ in mutants]
         runs = yield from self._trials(task, shared, resources, items)
         survivors = [(m, diff) for (m, diff), run in zip(mutants, runs, strict=True) if run.full]
         view["mutants"], view["survived"] = len(mutants), [m.name for m, _ in survivors]
@@ -635,8 +636,11 @@ class Auditor:
                 view["skipped"] = f"the copy with the tests enabled could not be made: {e}"
                 return []
             capped_oracle = ProbeAgent.oracle().model_copy(update={"verifier_timeout_sec": cap})
-            items = [("enabled:oracle", 0, capped_oracle, True)]
-            items += [(f"enabled:mutant:{m.name}", 0, ProbeAgent.of_mutant(m, cap), True) for m, _ in survivors]
+            items = [(probe_name(ProbeKind.ENABLED_ORACLE), 0, capped_oracle, True)]
+            items += [
+                (probe_name(ProbeKind.ENABLED_MUTANT, m.name), 0, ProbeAgent.of_mutant(m, cap), True)
+                for m, _ in survivors
+            ]
             oracle_run, *mutant_runs = yield from self._trials(task, twin, resources, items)
         view["oracle_reward"] = oracle_run.reward
         if not oracle_run.full:
@@ -723,7 +727,7 @@ class Auditor:
         of each run; `observe_run`, `effect` and `by_probe` are then the step's."""
         observation = observe_run.observation or Observation(why_not="no observation recorded")
         subject: Task = step or task
-        prefix, at = (f"{step.step_name}/", step.step_name) if step is not None else ("", None)
+        at = step.step_name if step is not None else None
         summary: dict[str, Any] = observation.brief()
         summary["oracle_full"] = observe_run.full
         note = harness_note(observation)
@@ -749,7 +753,7 @@ class Auditor:
         tried = [*(e for _, exploits in planned for e in exploits), *harness]
         if not tried:
             return findings
-        items = [(f"{prefix}exploit:{e.name}", 0, ProbeAgent.of_exploit(e, step=at), True) for e in tried]
+        items = [(str(ProbeKey.exploit(e.name, at)), 0, ProbeAgent.of_exploit(e, step=at), True) for e in tried]
         trial_runs = yield from self._trials(task, shared, resources, items)
         if step is not None:
             trial_runs = [step_view(run, step) for run in trial_runs]
@@ -770,7 +774,7 @@ class Auditor:
             for e in harness:
                 run = ran[e.name]
                 network, offline = self.config.network.value, self.config.offline
-                replay = run_command(f"exploit:{e.name}", where, backend=self._backend(task), offline=offline,
+                replay = run_command(str(ProbeKey.exploit(e.name)), where, backend=self._backend(task), offline=offline,
                                      network=network) if step is None else None  # fmt: skip
                 proven = run.full and not (nop and all(r.full for r in nop))
                 if proven:

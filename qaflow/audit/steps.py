@@ -28,6 +28,7 @@ from qaflow.audit.mutants import Mutant, make_mutants
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun
 from qaflow.audit.tamper import trusted_paths
 from qaflow.models.audit import AuditFinding, TaskAudit, verdict_for
+from qaflow.models.probe_key import ProbeKey, ProbeKind, name_of, probe_name, unstepped
 from qaflow.models.records import FindingCode
 from qaflow.task import Task
 from qaflow.task_steps import StepTask, step_tasks
@@ -75,7 +76,7 @@ def audit_steps(
     names = [s.step_name for s in steps]
     items: list[Item] = [("oracle", i, ProbeAgent.oracle(record=i == 0), True) for i in range(repeats)]
     for name in names:
-        items += [(f"{name}/nop", i, ProbeAgent.nop(step=name), True) for i in range(repeats)]
+        items += [(probe_name(ProbeKind.NOP, step=name), i, ProbeAgent.nop(step=name), True) for i in range(repeats)]
     runs = yield from trials(items)
     oracle = runs[:repeats]
     nops = {name: runs[repeats * (k + 1) : repeats * (k + 2)] for k, name in enumerate(names)}
@@ -88,15 +89,19 @@ def audit_steps(
         reached = step_views(oracle, name, first=step.index == 0)
         sources = sorted({r.reward_source for r in reached if r.reward_source}) or ["reward.txt"]
         trusted = sorted(set(trusted_paths(task)) | set(trusted_paths(step)))
-        later.append((f"{name}/tamper", 0, ProbeAgent.tamper(sources, trusted, step=name), False))
+        later.append(
+            (probe_name(ProbeKind.TAMPER, step=name), 0, ProbeAgent.tamper(sources, trusted, step=name), False)
+        )
         effect = _effect_at(oracle[0], name) if oracle else None
         sound = len(reached) == len(oracle) > 0 and all(r.full for r in reached)
         if effect is not None and sound and max_mutants:
             mutants[name] = make_mutants(effect, limit=max_mutants, focus=_focus_text(step))
-            later += [(f"{name}/mutant:{m.name}", 0, ProbeAgent.of_mutant(m, step=name), True) for m in mutants[name]]
+            later += [
+                (str(ProbeKey.mutant(m.name, name)), 0, ProbeAgent.of_mutant(m, step=name), True) for m in mutants[name]
+            ]
         if effect is not None and sound and battery is not None:
             observe = ProbeAgent.observe(outputs=effect.output_digests(), step=name)
-            later.append((f"{name}/observe", 0, observe, True))
+            later.append((probe_name(ProbeKind.OBSERVE, step=name), 0, observe, True))
             observed.add(name)
     done = iter((yield from trials(later)))
 
@@ -118,7 +123,9 @@ def audit_steps(
         findings += judge_step(name, views["oracle"], views["nop"], views["tamper"], views["mutants"])
         probes["steps"][name] = {key: _summary(group) for key, group in views.items() if key != "mutants"}
         probes["steps"][name]["mutants"] = {"generated": len(mutant_runs)}
-        probes["steps"][name]["mutant_rewards"] = {r.probe.removeprefix("mutant:"): r.reward for r in views["mutants"]}
+        probes["steps"][name]["mutant_rewards"] = {
+            name_of(r.probe, ProbeKind.MUTANT): r.reward for r in views["mutants"]
+        }
         if observe_run is not None and battery is not None:
             effect = _effect_at(oracle[0], name)
             view = step_view(observe_run, step)
@@ -135,11 +142,11 @@ def step_views(runs: Sequence[ProbeRun], name: str, *, first: bool = False) -> l
     for run in runs:
         if not run.steps:
             if first:
-                out.append(run.model_copy(update={"probe": run.probe.removeprefix(f"{name}/")}))
+                out.append(run.model_copy(update={"probe": unstepped(run.probe)}))
             continue
         view = next((p for p in run.steps if p.step == name), None)
         if view is not None:
-            out.append(view.model_copy(update={"probe": view.probe.removeprefix(f"{name}/")}))
+            out.append(view.model_copy(update={"probe": unstepped(view.probe)}))
     return out
 
 
@@ -148,7 +155,7 @@ def step_view(run: ProbeRun, step: StepTask) -> ProbeRun:
     renamed, when it never reached the step (it counts as a run that did not pass there)."""
     name = step.step_name
     views = step_views([run], name, first=step.index == 0)
-    view = views[0] if views else run.model_copy(update={"probe": run.probe.removeprefix(f"{name}/")})
+    view = views[0] if views else run.model_copy(update={"probe": unstepped(run.probe)})
     return view.model_copy(update={"observation": run.observation})
 
 

@@ -25,13 +25,12 @@ from pydantic import BaseModel, Field, model_validator
 
 from qaflow.harden.versions import author_of
 from qaflow.ledger import Ledger, StatusWriter
+from qaflow.models.probe_key import ProbeKind, name_of, probe_name
 from qaflow.models.records import Finding, Result, Severity, TaskVersion, VersionStatus
 from qaflow.models.trial import ExitStatus
 
-DECISION_PROBE = "gate:decision"
-ATTEMPT_PREFIX = "attempt:"
-AUDIT_PROBES = ("nop", "oracle", "tamper")
-MUTANT_PREFIX = "mutant:"
+DECISION_PROBE = probe_name(ProbeKind.GATE, "decision")
+AUDIT_PROBES = tuple(probe_name(k) for k in (ProbeKind.NOP, ProbeKind.ORACLE, ProbeKind.TAMPER))
 KEEPS_STATUS = frozenset({VersionStatus.NEEDS_REPAIR, VersionStatus.INVALID, VersionStatus.RETIRED})
 
 
@@ -108,7 +107,7 @@ def solver_differs(solver: str, author: str | None) -> bool:
 
 
 def audit_evidence(ledger: Ledger, version: str, results: list[Result], findings: list[Finding]) -> Evidence:
-    probes = [r for r in results if r.probe in AUDIT_PROBES or r.probe.startswith(MUTANT_PREFIX)]
+    probes = [r for r in results if r.probe in AUDIT_PROBES or name_of(r.probe, ProbeKind.MUTANT) is not None]
     audit_changes = [c for c in ledger.status_log(version) if c.reason.startswith("audit:") and c.run_id]
     stamped = [(r.created_at, r.run_id) for r in probes]
     stamped += [(f.created_at, f.run_id) for f in findings]
@@ -118,7 +117,7 @@ def audit_evidence(ledger: Ledger, version: str, results: list[Result], findings
     run_id = max(stamped, key=lambda s: s[0])[1]
     errors = [f for f in findings if f.run_id == run_id and f.severity is Severity.ERROR]
     ran = {r.probe for r in probes}
-    mutants = sorted(p for p in ran if p.startswith(MUTANT_PREFIX))
+    mutants = sorted(p for p in ran if name_of(p, ProbeKind.MUTANT) is not None)
     absent = [p for p in AUDIT_PROBES if p not in ran] + ([] if mutants else ["mutants"])
     error_codes = sorted({f.code.value for f in errors})
     detail = {"run_id": run_id, "errors": error_codes, "mutants": len(mutants), "missing_probes": absent}
@@ -134,7 +133,7 @@ def audit_evidence(ledger: Ledger, version: str, results: list[Result], findings
 
 
 def oracle_evidence(results: list[Result]) -> Evidence:
-    runs = [r for r in results if r.probe == "oracle"]
+    runs = [r for r in results if r.probe == probe_name(ProbeKind.ORACLE)]
     if not runs:
         return Evidence(kind=EvidenceKind.ORACLE, ok=False, summary="the reference solution was never run")
     full = [r for r in runs if r.status is ExitStatus.OK and bool(r.payload.get("full", (r.reward or 0) >= 1.0))]
@@ -154,9 +153,10 @@ def attempt_outcomes(ledger: Ledger, version: str, results: list[Result]) -> lis
         if r.exit_status is not ExitStatus.ERROR
     ]
     for r in results:
-        if r.probe.startswith(ATTEMPT_PREFIX):
+        solver = name_of(r.probe, ProbeKind.ATTEMPT)
+        if solver is not None:
             passed = bool(r.payload.get("passed", (r.reward or 0.0) >= 1.0))
-            found.append((r.probe.removeprefix(ATTEMPT_PREFIX), passed, f"imported attempt {r.attempt}"))
+            found.append((solver, passed, f"imported attempt {r.attempt}"))
     return found
 
 

@@ -27,14 +27,15 @@ from pydantic import BaseModel, Field
 from qaflow.errors import TaskError
 from qaflow.harden.errors import HardenError
 from qaflow.ledger import Ledger
+from qaflow.models.probe_key import ProbeKind, probe_name
 from qaflow.models.records import Result, ResultKey, TaskVersion, VersionStatus, utcnow
 from qaflow.models.trial import ExitStatus
 from qaflow.pool import Pool, task_source
 from qaflow.requirements.graph import GraphMetrics, RequirementGraph
 from qaflow.task import Task, copy_task_folder
 
-AUTHOR_PROBE = "harden:author"
-GRAPH_PROBE = "harden:graph"
+AUTHOR_PROBE = probe_name(ProbeKind.HARDEN, "author")
+GRAPH_PROBE = probe_name(ProbeKind.HARDEN, "graph")
 GRAPH_FILE = Path(".qaflow") / "requirements.graph.json"
 PROPOSED_FILE = Path(".qaflow") / "requirements.proposed.json"
 DEFAULT_OUT = Path(".qaflow") / "hardened"

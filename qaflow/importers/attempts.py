@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from qaflow.harden.errors import HardenError
-from qaflow.harden.gate import ATTEMPT_PREFIX
 from qaflow.harden.versions import resolve_version
+from qaflow.models.probe_key import ProbeKind, probe_name
 from qaflow.models.records import Result
 from qaflow.models.trial import ExitStatus
 from qaflow.pool import Pool
@@ -131,8 +131,9 @@ def import_attempts(pool: Pool, path: Path, *, run_id: str) -> ImportReport:
     report = ImportReport(file=str(path), rows=len(rows), imported=0, known=0)
     for n, row, version_id, index in resolved:
         payload = {"solver": row.solver, "passed": row.passed, "reward": row.reward, "file": str(path), "line": n}
+        probe = probe_name(ProbeKind.ATTEMPT, row.solver)
         new = pool.ledger.put_result(
-            Result(task_version=version_id, probe=f"{ATTEMPT_PREFIX}{row.solver}", attempt=index, run_id=run_id,
+            Result(task_version=version_id, probe=probe, attempt=index, run_id=run_id,
                    backend="imported", status=ExitStatus.OK,
                    reward=row.reward if row.reward is not None else float(bool(row.passed)), payload=payload),
         )  # fmt: skip
