@@ -184,7 +184,7 @@ def test_a_code_mutant_trial_runs_its_verifier_under_a_cap_not_the_tasks_whole_t
     fake_backend: str, tmp_path: Path
 ):
     from qaflow.audit.probe_run import ProbeAgent, ProbeRun
-    from qaflow.audit.runner import mutant_timeout, trial_item
+    from qaflow.audit.work_items import mutant_timeout, trial_item
     from qaflow.task import Task
 
     task = Task.load(write_task(tmp_path, test_sh="#!/bin/bash\nsleep 25\necho 1 > /logs/verifier/reward.txt\n"))

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import ray
 
-from qaflow.audit.runner import AuditConfig, Auditor, trial_item
+from qaflow.audit.runner import AuditConfig, Auditor
+from qaflow.audit.work_items import trial_item
 from qaflow.errors import TaskError
 from qaflow.executors import (
     Executor,

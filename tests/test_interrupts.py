@@ -23,7 +23,8 @@ import docker
 import pytest
 
 from qaflow import interrupts
-from qaflow.audit.runner import AuditConfig, Auditor, _Work
+from qaflow.audit.probes.context import Work
+from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.executors import LocalExecutor
 from qaflow.ledger import Ledger
 from qaflow.models.audit import TaskAudit, Verdict
@@ -72,7 +73,7 @@ def test_a_signal_the_process_ignores_stays_ignored() -> None:
 def _steps(name: str, seconds: list[float], recorded: list[str]) -> Any:
     """A task's steps: one work item per entry of `seconds` (one phase each), its result recorded by the driver."""
     for i, s in enumerate(seconds):
-        yield [_Work(time.sleep, (s,), record=lambda _r, i=i: recorded.append(f"{name}:{i}"))]
+        yield [Work(time.sleep, (s,), record=lambda _r, i=i: recorded.append(f"{name}:{i}"))]
     return TaskAudit(task=name, path=name, version=None, verdict=Verdict.ACCEPTED, findings=[])
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from qaflow.audit.probe_run import ProbeRun
-from qaflow.audit.steps import judge_step, step_views
+from qaflow.audit.probes.multi_step import judge_step
+from qaflow.audit.probes.step_views import step_views
 from qaflow.errors import TaskError
 from qaflow.models.records import FindingCode
 from qaflow.models.trial import StepResult

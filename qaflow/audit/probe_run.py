@@ -85,7 +85,7 @@ class ProbeRun(BaseModel):
 
     @classmethod
     def of(cls, probe: str, attempt: int, result: PhaseResult) -> ProbeRun:
-        """The run of a trial, or of one step of a multi-step trial (read back by `audit.steps.step_views`)."""
+        """The run of a trial, or of one step of a multi-step trial (read back by `audit.probes.step_views`)."""
 
         def out(ex: ExecResult | None) -> str:
             return "" if ex is None else tail(ex.stdout + ("\n" if ex.stdout and ex.stderr else "") + ex.stderr)

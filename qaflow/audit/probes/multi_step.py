@@ -19,28 +19,26 @@ Each finding names its step in the message and in `evidence["step"]`. A step no 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from qaflow.audit.effects import Effect
 from qaflow.audit.judge import SETUP_FAILED, judge
 from qaflow.audit.mutants import Mutant, make_mutants
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun
+from qaflow.audit.probes.context import Probe, TrialRequest, Trials
+from qaflow.audit.probes.step_views import step_view, step_views
 from qaflow.audit.tamper import trusted_paths
 from qaflow.models.audit import AuditFinding, TaskAudit, verdict_for
-from qaflow.models.probe_key import ProbeKey, ProbeKind, name_of, probe_name, unstepped
+from qaflow.models.probe_key import ProbeKey, ProbeKind, name_of
 from qaflow.models.records import FindingCode
 from qaflow.task import Task
 from qaflow.task_steps import StepTask, step_tasks
 
-Item = tuple[str, int, ProbeAgent, bool]
-"""(probe, attempt, agent, clear the verifier logs): one probe trial, as the runner's `_trials` takes it."""
-Trials = Callable[[list[Item]], Generator[Any, Any, list[ProbeRun]]]
-
 
 class Battery(Protocol):
-    """The exploit battery (the runner's `_battery`, its task bound): at `step`, over the step's observed run's
-    view, the oracle's effect there, the step's nop views by probe and the step's probes summary."""
+    """The exploit battery (`exploit_battery.battery_probe`, its task run bound): at `step`, over the step's
+    observed run's view, the oracle's effect there, the step's nop views by probe and its probes summary."""
 
     def __call__(
         self,
@@ -49,12 +47,12 @@ class Battery(Protocol):
         by_probe: dict[str, list[ProbeRun]],
         probes: dict[str, object],
         step: StepTask | None = None,
-    ) -> Generator[Any, Any, list[AuditFinding]]: ...
+    ) -> Probe[list[AuditFinding]]: ...
 
 
 def audit_task_steps(
     task: Task, trials: Trials, audit: TaskAudit, *, repeats: int, max_mutants: int, battery: Battery | None = None
-) -> Generator[Any, Any, TaskAudit]:
+) -> Probe[TaskAudit]:
     """The probes of a multi-step task after its build: `audit` (lint and build done) gets their findings,
     probes summary, timing and verdict."""
     started = time.perf_counter()
@@ -68,20 +66,22 @@ def audit_task_steps(
 
 def audit_steps(
     task: Task, trials: Trials, *, repeats: int, max_mutants: int, battery: Battery | None = None
-) -> Generator[Any, Any, tuple[list[AuditFinding], dict[str, Any]]]:
+) -> Probe[tuple[list[AuditFinding], dict[str, Any]]]:
     """Run every step's probes through `trials` and judge them; returns the findings and the probes summary.
     With `battery`, each step the oracle passed in every run is observed (`<step>/observe`) and its exploit
     battery run on what that saw."""
     steps = step_tasks(task)
     names = [s.step_name for s in steps]
-    items: list[Item] = [("oracle", i, ProbeAgent.oracle(record=i == 0), True) for i in range(repeats)]
+    items = [TrialRequest(ProbeKey(ProbeKind.ORACLE), i, ProbeAgent.oracle(record=i == 0)) for i in range(repeats)]
     for name in names:
-        items += [(probe_name(ProbeKind.NOP, step=name), i, ProbeAgent.nop(step=name), True) for i in range(repeats)]
+        items += [
+            TrialRequest(ProbeKey(ProbeKind.NOP, step=name), i, ProbeAgent.nop(step=name)) for i in range(repeats)
+        ]
     runs = yield from trials(items)
     oracle = runs[:repeats]
     nops = {name: runs[repeats * (k + 1) : repeats * (k + 2)] for k, name in enumerate(names)}
 
-    later: list[Item] = []
+    later: list[TrialRequest] = []
     mutants: dict[str, list[Mutant]] = {}
     observed: set[str] = set()
     for step in steps:
@@ -89,19 +89,19 @@ def audit_steps(
         reached = step_views(oracle, name, first=step.index == 0)
         sources = sorted({r.reward_source for r in reached if r.reward_source}) or ["reward.txt"]
         trusted = sorted(set(trusted_paths(task)) | set(trusted_paths(step)))
-        later.append(
-            (probe_name(ProbeKind.TAMPER, step=name), 0, ProbeAgent.tamper(sources, trusted, step=name), False)
-        )
+        planter = ProbeAgent.tamper(sources, trusted, step=name)
+        later.append(TrialRequest(ProbeKey(ProbeKind.TAMPER, step=name), 0, planter, clear_logs=False))
         effect = _effect_at(oracle[0], name) if oracle else None
         sound = len(reached) == len(oracle) > 0 and all(r.full for r in reached)
         if effect is not None and sound and max_mutants:
             mutants[name] = make_mutants(effect, limit=max_mutants, focus=_focus_text(step))
             later += [
-                (str(ProbeKey.mutant(m.name, name)), 0, ProbeAgent.of_mutant(m, step=name), True) for m in mutants[name]
+                TrialRequest(ProbeKey.mutant(m.name, name), 0, ProbeAgent.of_mutant(m, step=name))
+                for m in mutants[name]
             ]
         if effect is not None and sound and battery is not None:
             observe = ProbeAgent.observe(outputs=effect.output_digests(), step=name)
-            later.append((probe_name(ProbeKind.OBSERVE, step=name), 0, observe, True))
+            later.append(TrialRequest(ProbeKey(ProbeKind.OBSERVE, step=name), 0, observe))
             observed.add(name)
     done = iter((yield from trials(later)))
 
@@ -129,34 +129,11 @@ def audit_steps(
         if observe_run is not None and battery is not None:
             effect = _effect_at(oracle[0], name)
             view = step_view(observe_run, step)
-            found = yield from battery(view, effect, {"nop": views["nop"]}, probes["steps"][name], step=step)
+            found = yield from battery(
+                view, effect, {str(ProbeKey(ProbeKind.NOP)): views["nop"]}, probes["steps"][name], step=step
+            )
             findings += [_tagged(f, name) for f in found]
     return findings, probes
-
-
-def step_views(runs: Sequence[ProbeRun], name: str, *, first: bool = False) -> list[ProbeRun]:
-    """Step `name`'s part of each run that reached it, named as a single-step probe ("nop", "mutant:...").
-
-    A run in which no step ran at all (the sandbox never started) counts as the first step's."""
-    out = []
-    for run in runs:
-        if not run.steps:
-            if first:
-                out.append(run.model_copy(update={"probe": unstepped(run.probe)}))
-            continue
-        view = next((p for p in run.steps if p.step == name), None)
-        if view is not None:
-            out.append(view.model_copy(update={"probe": unstepped(view.probe)}))
-    return out
-
-
-def step_view(run: ProbeRun, step: StepTask) -> ProbeRun:
-    """`run`'s part at `step` named as a single-step probe, with the run's observation; the run itself,
-    renamed, when it never reached the step (it counts as a run that did not pass there)."""
-    name = step.step_name
-    views = step_views([run], name, first=step.index == 0)
-    view = views[0] if views else run.model_copy(update={"probe": unstepped(run.probe)})
-    return view.model_copy(update={"observation": run.observation})
 
 
 def judge_step(

@@ -1,0 +1,164 @@
+"""The audit's work items: pure top-level functions of picklable arguments (the task, or its packed folder;
+a probe's agent as a `ProbeAgent` description) that run on an executor's worker and return results. They
+never touch the ledger: the driver (`qaflow.audit.runner`) records what they return."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from pydantic import BaseModel
+
+from qaflow.audit.differential import DIFF_SCRIPT
+from qaflow.audit.effects import Effect
+from qaflow.audit.mutants import Mutant, MutantAgent
+from qaflow.audit.observe import observe_trial
+from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
+from qaflow.errors import BaseImageUnavailableError, BuildError, UnsupportedError
+from qaflow.executors import TaskRef, resolve_task
+from qaflow.sandbox import backend_class, open_sandbox
+from qaflow.sandbox.image_names import declared_python
+from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, spec_for_task
+from qaflow.task import Task
+from qaflow.trial import run_trial
+
+
+class BuildOutcome(BaseModel):
+    """What `build_item` returns: the ledger payload of the build probe and how long it took."""
+
+    payload: dict[str, str]
+    duration_s: float = 0.0
+
+
+MUTANT_TIMEOUT_FLOOR_S = 60.0
+
+
+def build_item(
+    task: Task | TaskRef, backend: str, run_id: str, offline: bool = False, network: str = "task"
+) -> BuildOutcome:
+    """Work item: build (or find cached) the task's environment on the backend where it runs
+    (`offline`, `network`: the run's `RunNetwork`, as plain values)."""
+    t0 = time.perf_counter()
+    payload: dict[str, str] = {"status": "ok"}
+    loaded = resolve_task(task)
+    run_network = RunNetwork(offline=offline, network=RuntimeNetwork(network))
+    try:
+        spec = spec_for_task(loaded, run_id=run_id, network=run_network)
+        sandboxes = backend_class(backend)()
+        sandboxes.build(spec)
+        stand_ins = getattr(sandboxes, "stand_ins", None)
+        if stand_ins is not None and (used := stand_ins(spec)):
+            payload["stand_ins"] = json.dumps(used, sort_keys=True)
+            # the stand-in's own python3 (one short container per stand-in and process), not each task image's
+            declared = {(v, local) for ref, local in used.items() if (v := declared_python(ref)) is not None}
+            python_of = getattr(sandboxes, "python_version", None)
+            if len(declared) == 1 and python_of is not None:
+                version, local = declared.pop()
+                if (found := python_of(local)) is not None:
+                    payload["python"] = json.dumps({"declared": version, "found": found}, sort_keys=True)
+    except BuildError as e:
+        payload = {"status": "failed", "error": str(e).splitlines()[0], "log_tail": tail(e.log_tail, 3000)}
+        if isinstance(e, BaseImageUnavailableError):
+            payload["base_unavailable"] = "1"
+        if e.stand_ins:
+            payload["stand_ins"] = json.dumps(e.stand_ins, sort_keys=True)
+    except UnsupportedError as e:
+        payload = {"status": "failed", "unsupported": "1", "error": str(e)}
+    return BuildOutcome(payload=payload, duration_s=time.perf_counter() - t0)
+
+
+DIFF_DIR = "/tmp/qaflow-differential"
+DIFF_TIMEOUT_S = 120.0
+
+
+def differential_item(
+    task: Task | TaskRef, base: Mutant, config: str, backend: str, run_id: str, offline: bool = False,
+    network: str = "task",
+) -> dict[str, Any]:  # fmt: skip
+    """Work item: in a fresh sandbox of the task's image with the oracle's state (`base`) in place, call the
+    oracle's and a code mutant's functions on the tests' inputs (`differential.DIFF_SCRIPT`, `config`)."""
+    loaded = resolve_task(task)
+    spec = spec_for_task(loaded, run_id=run_id, network=RunNetwork(offline=offline, network=RuntimeNetwork(network)))
+    with open_sandbox(spec, backend) as box:
+        MutantAgent(base).run(loaded, box)
+        box.put(f"{DIFF_DIR}/config.json", config.encode())
+        box.put(f"{DIFF_DIR}/diff.py", DIFF_SCRIPT.encode())
+        user = loaded.config.agent.user
+        done = box.exec(
+            ["python3", f"{DIFF_DIR}/diff.py", f"{DIFF_DIR}/config.json"], timeout=DIFF_TIMEOUT_S, user=user
+        )
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    try:
+        outcome = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        outcome = None
+    if not isinstance(outcome, dict):
+        return {"error": f"exit {done.exit_code}: {done.stderr[-300:]}", "differs": []}
+    return outcome
+
+
+def trial_item(
+    task: Task | TaskRef,
+    probe: str,
+    attempt: int,
+    agent: ProbeAgent,
+    backend: str,
+    run_id: str,
+    clear: bool,
+    offline: bool = False,
+    network: str = "task",
+) -> ProbeRun:
+    """Work item: one probe trial (the agent rebuilt from its description), as a `ProbeRun`."""
+    run_network = RunNetwork(offline=offline, network=RuntimeNetwork(network))
+    if agent.kind == "observe":
+        observed, observation = observe_trial(
+            resolve_task(task),
+            backend=backend,
+            run_id=run_id,
+            network=run_network,
+            reruns=agent.reruns,
+            outputs=agent.outputs,
+            last_step=agent.step,
+        )
+        run = ProbeRun.of(probe, attempt, observed)
+        run.observation = observation
+        if run_network.network is not RuntimeNetwork.TASK:
+            run.network = run_network.network.value
+        return run
+    built = agent.agent()
+    result = run_trial(
+        _capped(resolve_task(task), agent.verifier_timeout_sec),
+        built,
+        backend=backend,
+        run_id=run_id,
+        clear_verifier_logs=clear,
+        network=run_network,
+        last_step=agent.step,
+        verifier_reruns=agent.reruns,
+    )
+    run = ProbeRun.of(probe, attempt, result)
+    if run_network.network is not RuntimeNetwork.TASK:
+        run.network = run_network.network.value
+    effect = getattr(built, "effect", None)
+    if isinstance(effect, Effect):
+        run.effect = effect
+    effects = getattr(built, "effects", None)
+    if effects:
+        run.effects = dict(effects)
+    return run
+
+
+def _capped(task: Task, seconds: float | None) -> Task:
+    """`task` with its verifier's timeout cut to `seconds` (a copy; the task itself may be shared by threads)."""
+    current = task.config.verifier.timeout_sec
+    if seconds is None or (current is not None and seconds >= current):
+        return task
+    verifier = task.config.verifier.model_copy(update={"timeout_sec": seconds})
+    return task.model_copy(update={"config": task.config.model_copy(update={"verifier": verifier})})
+
+
+def mutant_timeout(oracle: list[ProbeRun]) -> float:
+    """The verifier timeout of a code mutant's trial: 5x the longest oracle trial, at least a minute (a mutant
+    that spins forever costs that, not the task's whole verifier timeout)."""
+    return max(MUTANT_TIMEOUT_FLOOR_S, 5 * max((r.duration_s for r in oracle), default=0.0))
