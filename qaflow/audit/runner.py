@@ -28,36 +28,28 @@ from typing import Any
 
 from qaflow import interrupts
 from qaflow.audit.config import DEFAULT_REPEATS, AuditConfig, ProgressFn, repeats_for
-from qaflow.audit.effects import Effect
-from qaflow.audit.judge import judge
 from qaflow.audit.lint import lint_task
-from qaflow.audit.mutant_lookup import focus_text
-from qaflow.audit.mutants import Mutant, deliverables, make_mutants
-from qaflow.audit.observation import Observation
-from qaflow.audit.probe_run import ProbeAgent, ProbeRun, recorded_network
+from qaflow.audit.probe_run import ProbeRun, recorded_network
 from qaflow.audit.probes.build import build_finding
-from qaflow.audit.probes.code_mutants import code_mutant_probe
 from qaflow.audit.probes.context import Probe, SharedTask, TaskRun, TrialRequest, Work
-from qaflow.audit.probes.enabled_tests import enabled_tests_probe
 from qaflow.audit.probes.exploit_battery import HarnessTries, battery_probe
 from qaflow.audit.probes.machine import name_stand_ins, owner_changes_on_bwrap
 from qaflow.audit.probes.multi_step import audit_task_steps
-from qaflow.audit.probes.settling import confirm_oracle_probe, settle_probe
+from qaflow.audit.probes.single_step import single_step_probe
 from qaflow.audit.replay import replay_command
-from qaflow.audit.tamper import trusted_paths
-from qaflow.audit.work_items import build_item, mutant_timeout, trial_item
+from qaflow.audit.work_items import build_item, trial_item
 from qaflow.errors import QaflowError, TaskError
 from qaflow.executors import Executor, LocalExecutor, Resources
 from qaflow.executors.driver import Driver
 from qaflow.ledger import Ledger
 from qaflow.models.audit import AuditFinding, TaskAudit, Verdict, verdict_for
-from qaflow.models.probe_key import ProbeKey, ProbeKind, name_of
+from qaflow.models.probe_key import ProbeKey, ProbeKind
 from qaflow.models.records import Finding, FindingCode, Result, ResultKey, Severity
 from qaflow.models.trial import ExitStatus
 from qaflow.sandbox import resolve_backend
 from qaflow.sandbox.choice import backend_for_task, run_label
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, spec_for_task
-from qaflow.task import Task, VerifierEnvironmentMode
+from qaflow.task import Task
 
 __all__ = ["DEFAULT_REPEATS", "AuditConfig", "Auditor", "ProgressFn", "repeats_for"]
 
@@ -258,84 +250,15 @@ class Auditor:
             limits = {"repeats": self.config.repeats, "max_mutants": self.config.max_mutants}
             battery = functools.partial(battery_probe, run, self._harness) if self.config.observe else None
             return (yield from audit_task_steps(task, run.trials, audit, **limits, battery=battery))
-        n = self.config.repeats
-        observing = self.config.observe and task.verifier_mode is VerifierEnvironmentMode.SHARED
-        adaptive = observing and not self.config.exhaustive
-        first = n if not adaptive else 1
-        requests = [TrialRequest(NOP, i, ProbeAgent.nop(reruns=n - 1 if adaptive else 0)) for i in range(first)]
-        requests += [TrialRequest(ORACLE, 0, ProbeAgent.oracle(record=True))]
-        requests += [TrialRequest(ORACLE, i, ProbeAgent.oracle()) for i in range(1, first)]
         t0 = time.perf_counter()
-        runs = yield from run.trials(requests)
-        by_probe: dict[str, list[ProbeRun]] = {}
-        for r in runs:
-            by_probe.setdefault(r.probe, []).append(r)
-        oracle = by_probe.get(str(ORACLE), [])
-
-        # phase 2 needs the oracle: the reward file it writes (tamper) and its recorded effect (mutants)
-        sources = sorted({r.reward_source for r in oracle if r.reward_source}) or ["reward.txt"]
-        phase2 = [TrialRequest(TAMPER, 0, ProbeAgent.tamper(sources, trusted_paths(task)), clear_logs=False)]
-        effect = oracle[0].effect if oracle else None
-        mutate = effect is not None and all(r.full for r in oracle) and self.config.max_mutants > 0
-        mutants: list[Mutant] = []
-        if observing:
-            outputs = effect.output_digests() if effect is not None else {}
-            reruns = max(self.config.verifier_reruns, 2 * n - 1) if adaptive else self.config.verifier_reruns
-            phase2.append(TrialRequest(OBSERVE, 0, ProbeAgent.observe(reruns=reruns, outputs=outputs)))
-        elif mutate and effect is not None:
-            mutants = self._mutants(task, effect, None, probes)
-            phase2 += [TrialRequest(ProbeKey.mutant(m.name), 0, ProbeAgent.of_mutant(m)) for m in mutants]
-        tamper, *mutant_runs = yield from run.trials(phase2)
-        observe_run = mutant_runs.pop() if observing else None
-        code_findings: list[AuditFinding] = []
-        cap = mutant_timeout(oracle)
-        if observe_run is not None and mutate and effect is not None:
-            # mutants wait for the observation: a file the verifier never reads is no wrong answer
-            observation = observe_run.observation
-            mutants = self._mutants(task, effect, observation, probes)
-            requests = [TrialRequest(ProbeKey.mutant(m.name), 0, ProbeAgent.of_mutant(m)) for m in mutants]
-            mutant_runs = (yield from run.trials(requests)) if requests else []
-            if observation is not None and self.config.code_mutants:
-                code_findings = yield from code_mutant_probe(run, effect, observation, probes, cap)
-        if mutate and effect is not None and self.config.code_mutants:
-            code_findings += yield from enabled_tests_probe(run, effect, probes, cap)
-        if observe_run is not None:
-            if adaptive:
-                yield from settle_probe(run, by_probe, observe_run, effect, probes)
-                oracle = by_probe.get(str(ORACLE), [])
-            oracle = yield from confirm_oracle_probe(run, oracle, observe_run, probes)
-            by_probe[str(ORACLE)] = oracle
-        for m, r in zip(mutants, mutant_runs, strict=True):
-            r.description = m.description
-        findings += judge(by_probe.get(str(NOP), []), oracle, tamper, mutant_runs) + code_findings
-        if observe_run is not None:
-            findings += yield from battery_probe(run, self._harness, observe_run, effect, by_probe, probes)
+        findings += yield from single_step_probe(run, self._harness, probes)
         audit.timings["trials"] = time.perf_counter() - t0
-        by_probe[str(TAMPER)] = [tamper]
-        for name, group in by_probe.items():
-            view: dict[str, object] = {"rewards": [r.reward for r in group], "exit": [r.exit_status for r in group]}
-            outcomes = [o for r in group for o in r.reruns]
-            if outcomes:
-                view |= {"reruns": len(outcomes), "reruns_full": sum(outcomes)}
-            probes[name] = view
-        probes["mutant_rewards"] = {name_of(r.probe, ProbeKind.MUTANT): r.reward for r in mutant_runs}
         name_stand_ins(findings, probes)
         if run.backend == "bwrap":
             owner_changes_on_bwrap(findings)
         audit.findings, audit.probes = findings, probes
         audit.verdict = verdict_for(findings)
         return audit
-
-    def _mutants(
-        self, task: Task, effect: Effect, observation: Observation | None, probes: dict[str, object]
-    ) -> list[Mutant]:
-        """The mutants of the oracle's effect whose targets are deliverables (`mutants.deliverables`)."""
-        focus = focus_text(task)
-        mutants = make_mutants(
-            effect, limit=self.config.max_mutants, focus=focus, deliverable=deliverables(observation, focus)
-        )
-        probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
-        return mutants
 
     def _resources(self, task: Task) -> Resources:
         """What each of the task's items declares: the task's CPUs and memory, else the executor's default."""
