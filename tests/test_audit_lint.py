@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from qaflow.audit.lint import LintConfig, lint_task
-from qaflow.audit.similarity import heredocs, similarity
+from qaflow.audit.lint.similarity import heredocs, similarity
 from qaflow.models.audit import AuditFinding, Verdict, verdict_for
 from qaflow.models.records import FindingCode, Severity
 from qaflow.task import Task, find_task_dirs
@@ -471,7 +471,7 @@ def test_tasks_repo_controls_have_no_findings() -> None:
     assert len(controls) >= 5
 
 
-# --- advisory checks of the verifier's logic (lint_verifier.py) --------------------------------
+# --- advisory checks of the verifier's logic (lint/verifier.py) ------------------------------
 
 RUN_CHECK = (
     "#!/bin/bash\nmkdir -p /logs/verifier\n"

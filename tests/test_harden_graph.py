@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.coverage import coverage_findings
 from qaflow.audit.lint import lint_task
+from qaflow.audit.lint.coverage import coverage_findings
 from qaflow.cli import app
 from qaflow.models.audit import Verdict, verdict_for
 from qaflow.models.records import FindingCode, Severity

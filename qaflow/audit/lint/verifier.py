@@ -2,7 +2,7 @@
 
 The verifier is tests/ (per step of a multi-step task: the step's tests/ with the top tests/): its
 shell scripts (test.sh, *.sh, scripts with a sh shebang), its Python files and the Python heredocs of
-its scripts. Python is read with `ast` (lint_python.py), shell with a small line parser (lint_shell.py).
+its scripts. Python is read with `ast` (`python.py`), shell with a small line parser (`shell.py`).
 Every check leans towards silence: code it cannot read (another language, a file that does not parse)
 keeps it quiet. Each warning's evidence names the check, the file and the line.
 
@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from qaflow.audit import lint_shell as sh
-from qaflow.audit.lint_kinds import INTERPRETERS
-from qaflow.audit.lint_python import STATUS_NAMES, Python, foreign
-from qaflow.audit.similarity import is_code
+from qaflow.audit.lint import shell as sh
+from qaflow.audit.lint.kinds import INTERPRETERS
+from qaflow.audit.lint.python import STATUS_NAMES, Python, foreign
+from qaflow.audit.lint.similarity import is_code
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode, Severity
 from qaflow.task import Task, _walk_files

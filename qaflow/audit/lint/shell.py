@@ -8,7 +8,7 @@ import re
 import shlex
 from collections.abc import Iterator
 
-from qaflow.audit.lint_kinds import INTERPRETERS, KINDS, MODULES_OF_TESTS
+from qaflow.audit.lint.kinds import INTERPRETERS, KINDS, MODULES_OF_TESTS
 
 HEREDOC_RE = re.compile(r"(?<!<)<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1")
 WRAPPERS = frozenset({"timeout", "env", "sudo", "exec", "command", "nice", "nohup", "stdbuf", "xvfb-run", "time"})

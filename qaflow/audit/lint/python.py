@@ -8,7 +8,7 @@ import ast
 import sys
 from collections.abc import Iterator
 
-from qaflow.audit.lint_kinds import INTERPRETERS, KINDS, MODULES_OF_TESTS
+from qaflow.audit.lint.kinds import INTERPRETERS, KINDS, MODULES_OF_TESTS
 
 # --- what Python calls mean --------------------------------------------------------------------
 

@@ -21,9 +21,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from qaflow.audit.coverage import coverage_findings
-from qaflow.audit.lint_verifier import verifier_findings
-from qaflow.audit.similarity import (
+from qaflow.audit.lint.coverage import coverage_findings
+from qaflow.audit.lint.similarity import (
     copy_words,
     dockerignore_patterns,
     dockerignored,
@@ -36,6 +35,7 @@ from qaflow.audit.similarity import (
     normalise_lines,
     similarity,
 )
+from qaflow.audit.lint.verifier import verifier_findings
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode, Severity
 from qaflow.task import Task, _walk_files
