@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from qaflow.errors import TaskError
 from qaflow.harden.errors import HardenError
-from qaflow.harden.observe import Observation, observe
+from qaflow.harden.observe import WorkdirSnapshots, observe
 from qaflow.harden.process_chain import check_transformable, grouped, harden_markers
 from qaflow.harden.verifier import Step, StepKind, write_composite
 from qaflow.harden.versions import HardenRecord, Transform, building, ensure_recorded, record
@@ -138,7 +138,7 @@ def _same_base(a: Task, b: Task) -> str:
     return base_a
 
 
-def _links(a: Task, b: Task, seen_a: Observation, seen_b: Observation, asked: list[Link]) -> list[Link]:
+def _links(a: Task, b: Task, seen_a: WorkdirSnapshots, seen_b: WorkdirSnapshots, asked: list[Link]) -> list[Link]:
     workdir = seen_a.workdir.rstrip("/")
     outputs = {rel: seen_a.final[rel] for rel in [*seen_a.created, *seen_a.modified]}
     if asked:
@@ -166,7 +166,7 @@ def _links(a: Task, b: Task, seen_a: Observation, seen_b: Observation, asked: li
     return found
 
 
-def _no_clashes(b: Task, seen_a: Observation, seen_b: Observation, links: list[Link]) -> None:
+def _no_clashes(b: Task, seen_a: WorkdirSnapshots, seen_b: WorkdirSnapshots, links: list[Link]) -> None:
     targets = {_rel(seen_b.workdir, link.target) for link in links}
     written_a = set(seen_a.created) | set(seen_a.modified)
     problems = []
@@ -360,7 +360,9 @@ def _part_spec(task: Task, part: str) -> GraphSpec:
     return spec.model_copy(update={"checks": checks})
 
 
-def _graph(a: Task, b: Task, seen_a: Observation, seen_b: Observation, links: list[Link], limit: int) -> GraphSpec:
+def _graph(
+    a: Task, b: Task, seen_a: WorkdirSnapshots, seen_b: WorkdirSnapshots, links: list[Link], limit: int
+) -> GraphSpec:
     workdir = seen_a.workdir.rstrip("/")
     targets = {link.target for link in links}
     sources = {link.source for link in links}

@@ -27,7 +27,9 @@ CONTENT_CAP = 1 << 20
 TIMEOUT_S = 120.0
 
 
-class Observation(BaseModel):
+class WorkdirSnapshots(BaseModel):
+    """The workdir before and after the reference solution (hashes), and what it created or modified."""
+
     model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
 
     workdir: str
@@ -67,7 +69,7 @@ def _snapshot(box: Sandbox, workdir: str, folder: str) -> dict[str, str]:
 
 def observe(
     task: Task, *, backend: str, folder: str = "", run_oracle: bool = True, run_id: str = "harden"
-) -> Observation:
+) -> WorkdirSnapshots:
     """Snapshot the task's workdir, run the original oracle (unless not asked), snapshot again.
 
     Raises:
@@ -78,7 +80,7 @@ def observe(
     with open_sandbox(spec, backend_for_task(task, spec, backend)) as box:
         box.put(SNAPSHOT_SCRIPT, script_text("workstate.py").encode())
         workdir = box.workdir.rstrip("/") or "/"
-        seen = Observation(workdir=workdir, folder=folder, initial=_snapshot(box, workdir, folder))
+        seen = WorkdirSnapshots(workdir=workdir, folder=folder, initial=_snapshot(box, workdir, folder))
         if not run_oracle:
             return seen
         result = OracleAgent().run(task, box)

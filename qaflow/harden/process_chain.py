@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from qaflow.errors import TaskError
 from qaflow.harden.errors import HardenError
-from qaflow.harden.observe import Observation, observe
+from qaflow.harden.observe import WorkdirSnapshots, observe
 from qaflow.harden.scripts import script_text
 from qaflow.harden.verifier import Step, StepKind, free_name, write_composite
 from qaflow.harden.versions import HardenRecord, Transform, building, ensure_recorded, record
@@ -172,7 +172,7 @@ def process_chain(
                       detail=detail)  # fmt: skip
 
 
-def _check_folder_free(task: Task, seen: Observation, folder: str) -> None:
+def _check_folder_free(task: Task, seen: WorkdirSnapshots, folder: str) -> None:
     used = [p for p in [*seen.initial, *seen.final] if p == folder or p.startswith(folder + "/")]
     proc = f"{seen.workdir.rstrip('/')}/{folder}"
     if used or re.search(rf"{re.escape(proc)}(?![\w.-])", task.instruction):
@@ -187,7 +187,7 @@ def grouped(paths: list[str], limit: int) -> list[str]:
     return sorted({p.split("/", 1)[0] + "/" if "/" in p else p for p in paths})
 
 
-def plan_text(task: Task, seen: Observation, limit: int) -> str:
+def plan_text(task: Task, seen: WorkdirSnapshots, limit: int) -> str:
     first = next((ln.strip() for ln in task.instruction.splitlines() if ln.strip()), task.name)
     listed = "\n".join(f"- {p}" for p in grouped(seen.changed, limit)) or "- (nothing)"
     return (
@@ -200,7 +200,7 @@ def plan_text(task: Task, seen: Observation, limit: int) -> str:
     )
 
 
-def _write_tests(work: Path, seen: Observation, config: ProcessChainConfig) -> str:
+def _write_tests(work: Path, seen: WorkdirSnapshots, config: ProcessChainConfig) -> str:
     tests = work / "tests"
     original = free_name(tests, "original_test", ".sh")
     (tests / "test.sh").rename(tests / original)
@@ -221,7 +221,7 @@ def _write_tests(work: Path, seen: Observation, config: ProcessChainConfig) -> s
     return original
 
 
-def _write_solution(work: Path, task: Task, seen: Observation, config: ProcessChainConfig) -> str:
+def _write_solution(work: Path, task: Task, seen: WorkdirSnapshots, config: ProcessChainConfig) -> str:
     solution = work / "solution"
     original = free_name(solution, "original_solve", ".sh")
     (solution / "solve.sh").rename(solution / original)
@@ -249,7 +249,7 @@ def _safe(text: str) -> str:
     return _UNSAFE_ID.sub("_", text)
 
 
-def _graph(task: Task, seen: Observation, config: ProcessChainConfig) -> GraphSpec:
+def _graph(task: Task, seen: WorkdirSnapshots, config: ProcessChainConfig) -> GraphSpec:
     proc = f"{seen.workdir.rstrip('/')}/{config.folder}"
     outputs = grouped([*seen.created, *seen.modified], config.max_listed)
     output_ids = [f"process:output:{_safe(p)}" for p in outputs]
