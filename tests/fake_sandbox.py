@@ -20,8 +20,8 @@ Shell subset (`exec` of a string; `sh`/`bash` scripts, `-c`, and files run by pa
 whose first line is a `#!` to sh/bash/dash, or `#!/usr/bin/env` of one, or that have none):
 - words: single quotes, double quotes, backslash escapes, `$VAR`, `${VAR}`, `${VAR:-w}`, `${VAR-w}`,
   `${VAR:+w}`, `${VAR+w}`, `${#VAR}`, `$?`, `$#`, `$@`, `"$@"`, `$*`, `$0`..`$9`, `$$`, `$(...)`, `~`, field
-  splitting of unquoted expansions on blanks, and `*`, `?` and `[...]` globs (sorted; a pattern that matches
-  nothing stays as it is);
+  splitting of unquoted expansions on `IFS` (whitespace and other delimiters, as sh does), and `*`, `?` and
+  `[...]` globs (sorted; a pattern that matches nothing stays as it is);
 - `;`, newlines, `&&`, `||`, `!`, `|` (stages run one after the other, each stage's stdout the next
   one's stdin), a trailing `&` (background), `( ... )`, `{ ...; }`, `if/elif/else/fi`,
   `for NAME [in WORDS]; do ...; done`, `while`/`until` (a loop that spins 10000 times without a `sleep` fails),
@@ -1322,6 +1322,16 @@ class _Shell:
         if on_bin and base in _GEN_BUILTINS:
             return (yield from _GEN_BUILTINS[base](self, argv, fds, extra))
         if on_bin and base in _BUILTINS:
+            if base == "read" and "IFS" in extra:  # `IFS=, read a b`: the assignment holds for that command only
+                saved = self.vars.get("IFS")
+                self.vars["IFS"] = extra["IFS"]
+                try:
+                    return _BUILTINS[base](self, argv, fds)
+                finally:
+                    if saved is None:
+                        self.vars.pop("IFS", None)
+                    else:
+                        self.vars["IFS"] = saved
             return _BUILTINS[base](self, argv, fds)
         if "/" in name:
             path = self.path(name)
@@ -1443,11 +1453,13 @@ class _Shell:
             if not split:
                 current = (current or []) + [(text, part.kind == "lit" and not part.quoted)]
                 continue
-            for k, piece in enumerate(re.split(r"[ \t\n]+", text)):
+            pieces, leading_field = _ifs_split(text, self.vars.get("IFS", _DEFAULT_IFS))
+            for k, piece in enumerate(pieces):
                 if k > 0 and current is not None:
                     fields.append(current)
                     current = None
-                if piece:
+                keep = piece or (k == 0 and leading_field) or 0 < k < len(pieces) - 1
+                if keep:
                     current = (current or []) + [(piece, True)]
         if current is not None:
             fields.append(current)
@@ -1583,8 +1595,45 @@ def _b_umask(sh: _Shell, argv: list[str], fds: _Fds) -> int:
     return 0
 
 
+_DEFAULT_IFS = " \t\n"
+
+
+def _ifs_delimiter(ifs: str) -> re.Pattern[str] | None:
+    """One field delimiter under `ifs`, as sh reads it: a run of IFS whitespace, or one other IFS character
+    with the IFS whitespace around it; None where IFS is empty (no splitting)."""
+    if not ifs:
+        return None
+    space = "".join(re.escape(c) for c in ifs if c in " \t\n")
+    other = "".join(re.escape(c) for c in ifs if c not in " \t\n")
+    ws = f"[{space}]" if space else None
+    alternatives = ([f"{ws}*[{other}]{ws}*" if ws else f"[{other}]"] if other else []) + ([f"{ws}+"] if ws else [])
+    return re.compile("|".join(alternatives))
+
+
+def _ifs_split(text: str, ifs: str) -> tuple[list[str], bool]:
+    """The pieces of an unquoted expansion between IFS delimiters, and whether a delimiter at its very start
+    holds a non-whitespace IFS character (then an empty first field stands)."""
+    delimiter = _ifs_delimiter(ifs)
+    if delimiter is None:
+        return [text], False
+    first = delimiter.match(text)
+    leading_field = first is not None and first.group().strip(" \t\n") != ""
+    return delimiter.split(text), leading_field
+
+
+def _ifs_read(line: str, ifs: str, names: int) -> list[str]:
+    """`read`'s fields of `line` for `names` names: IFS whitespace trimmed at both ends, split on IFS
+    delimiters, the last name taking the rest."""
+    delimiter = _ifs_delimiter(ifs)
+    space = "".join(c for c in ifs if c in " \t\n")
+    line = line.strip(space) if space else line
+    if delimiter is None or names <= 1:
+        return [line]
+    return delimiter.split(line, maxsplit=names - 1)
+
+
 def _b_read(sh: _Shell, argv: list[str], fds: _Fds) -> int:
-    """`read [-r] NAME...`: one line of stdin split on blanks, the last name taking the rest (always raw, as -r)."""
+    """`read [-r] NAME...`: one line of stdin split on IFS, the last name taking the rest (always raw, as -r)."""
     _, names = _options(argv, "r")
     data = fds.stdin.data
     if fds.stdin.pos >= len(data):
@@ -1594,7 +1643,7 @@ def _b_read(sh: _Shell, argv: list[str], fds: _Fds) -> int:
     end = data.find(b"\n", fds.stdin.pos)
     line = _dec(data[fds.stdin.pos : len(data) if end == -1 else end])
     fds.stdin.pos = len(data) if end == -1 else end + 1
-    fields = line.strip(" \t").split(None, max(len(names) - 1, 0)) if names else []
+    fields = _ifs_read(line, sh.vars.get("IFS", _DEFAULT_IFS), len(names)) if names else []
     for k, name in enumerate(names or ["REPLY"]):
         sh.vars[name] = fields[k] if k < len(fields) else ("" if names else line)
     return 0 if end != -1 else 1
