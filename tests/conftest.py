@@ -162,11 +162,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tell `tests.audit_runs` which backends' labelled audits this session runs anyway, so tests that need
-    some labelled tasks audited read them from that run."""
+    """Mark the tests that read the labelled audits `labelled`, and tell `tests.audit_runs` which backends'
+    labelled audits this session runs anyway, so tests that need some labelled tasks audited read them from
+    that run."""
     from tests import audit_runs
 
     for item in items:
+        if Path(item.nodeid.split("::", 1)[0]).name in LABELLED_FILES:
+            item.add_marker(pytest.mark.labelled)
         if item.nodeid.startswith("tests/test_audit_labels.py::test_audit_finds_exactly_the_labelled_codes["):
             callspec = getattr(item, "callspec", None)
             if callspec is not None:

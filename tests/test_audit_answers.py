@@ -92,7 +92,6 @@ FIXTURES = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(LABELLED_AUDIT_TIMEOUT_S)  # it may run the session's labelled audit
 def test_audit_proves_answers_in_the_image_and_replays_the_copy(backend: str, tmp_path: Path):
     done = audit_fixtures(FIXTURES, backend, tmp_path)

@@ -195,7 +195,6 @@ SUM_VERIFIER = (
 
 
 @pytest.mark.bwrap
-@pytest.mark.slow
 def test_an_answer_packed_or_encoded_in_the_image_is_a_leak_and_decoding_work_is_not(tmp_path: Path):
     require_backend("bwrap")
     pool = tmp_path / "pool"

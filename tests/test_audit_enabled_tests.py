@@ -153,7 +153,6 @@ def _node_task(root: Path, name: str, more: list[str]) -> Path:
 
 
 @pytest.mark.bwrap
-@pytest.mark.slow
 def test_a_verifier_that_runs_one_of_its_tests_is_weak_and_one_that_runs_them_all_is_not(tmp_path: Path):
     require_backend("bwrap")
     if shutil.which("node") is None:

@@ -89,7 +89,6 @@ def test_mentions_git():
     assert not mentions_git("Write /app/digits.txt (legit input).")
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(LABELLED_AUDIT_TIMEOUT_S)  # it may run the session's labelled audit
 def test_audit_finds_the_fix_in_the_images_history_and_spares_the_control(backend: str, tmp_path: Path):
     audits = audit_fixtures(["fix-word-wrap", "fix-title-case"], backend, tmp_path).audits

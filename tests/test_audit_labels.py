@@ -58,7 +58,6 @@ def test_labels_cover_every_code_twice_and_controls():
     assert set(LABELS) == {p.name for p in TASKS_REPO.iterdir() if p.is_dir() and not p.name.startswith(".")}
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(LABELLED_AUDIT_TIMEOUT_S)
 @pytest.mark.parametrize("backend_name", [pytest.param("docker", marks=pytest.mark.docker),
                                           pytest.param("bwrap", marks=pytest.mark.bwrap)])  # fmt: skip
@@ -128,7 +127,6 @@ def debian_mirror_unreachable() -> str | None:
     return None
 
 
-@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.network
 def test_apt_get_control_is_accepted_with_build_network(tmp_path: Path):
@@ -158,7 +156,6 @@ def _replay(command: str) -> dict:
     return json.loads(out.stdout)
 
 
-@pytest.mark.slow
 @pytest.mark.bwrap
 @pytest.mark.timeout(LABELLED_AUDIT_TIMEOUT_S)
 def test_every_trial_finding_names_a_command_that_replays_it(tmp_path_factory: pytest.TempPathFactory):

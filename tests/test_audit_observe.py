@@ -283,7 +283,6 @@ def test_harness_note_is_once_per_pool():
     assert harness_note([audit("c", [])]) is None
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(LABELLED_AUDIT_TIMEOUT_S)  # it may run the session's labelled audit
 def test_audit_proves_the_fixture_exploits_and_spares_the_controls(backend: str, tmp_path: Path):
     done = audit_fixtures(FIXTURES, backend, tmp_path)  # the task folders come out untouched
@@ -347,7 +346,6 @@ STATEFUL_VERIFIER = (
 )
 
 
-@pytest.mark.slow
 def test_a_verifier_that_changes_what_it_checks_is_confirmed_not_called_flaky(backend: str, tmp_path: Path):
     """Its reruns pass where every trial's first run fails: more oracle trials run, all fail as the first
     ones did, and the finding is the trials' (false_rejection), not flaky."""
@@ -435,7 +433,6 @@ def test_scripts_a_traced_bash_ran_by_path_are_kept_with_argv_and_cwd():
     ]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("grader", ["python", "shell"])
 def test_audit_fools_a_grader_whose_printed_verdict_is_grepped(backend: str, grader: str, tmp_path: Path):
     """The verifier greps what an in-image grader (Python, or a shell script) prints, exit status ignored:

@@ -32,7 +32,6 @@ def _results(ledger_path: Path) -> dict[tuple[str, str, int], str]:
 
 
 @pytest.mark.docker
-@pytest.mark.slow
 def test_sigkill_mid_audit_then_rerun_loses_and_repeats_nothing(tmp_path: Path):
     require_backend("docker")
     import docker

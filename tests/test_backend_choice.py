@@ -143,7 +143,6 @@ def test_auto_sends_to_bwrap_most_of_the_bundled_pool_and_none_whose_image_it_ca
 
 @pytest.mark.docker
 @pytest.mark.bwrap
-@pytest.mark.slow
 def test_an_auto_audit_runs_each_task_on_its_backend_and_gets_the_labelled_verdicts(both: None, tmp_path: Path):
     pool = tmp_path / "pool"
     names = ["csv-sum", "rotate-backups", "books-to-sqlite"]

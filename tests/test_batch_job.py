@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from qaflow.cli import app
 from tests.conftest import REPO, TASKS_REPO, require_backend
 
-pytestmark = [pytest.mark.bwrap, pytest.mark.slow]
+pytestmark = [pytest.mark.bwrap]
 
 LABELS = json.loads((REPO / "tasks_repo" / "labels.json").read_text())
 BATCH_TASKS = sorted(

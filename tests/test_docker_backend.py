@@ -414,7 +414,6 @@ def test_exec_in_a_dead_container_raises_sandbox_error(docker_backend, make_spec
 
 
 @pytest.mark.docker
-@pytest.mark.slow
 def test_build_base_skips_when_present_and_reimports_from_the_cached_tarball(
     docker_backend, monkeypatch: pytest.MonkeyPatch
 ):

@@ -184,7 +184,6 @@ def _stop(backend: str, proc: subprocess.Popen[bytes], terminal: Terminal | None
     return time.monotonic()
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("backend", [pytest.param("bwrap", marks=pytest.mark.bwrap),
                                      pytest.param("docker", marks=pytest.mark.docker)])  # fmt: skip
