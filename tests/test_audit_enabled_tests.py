@@ -183,13 +183,16 @@ def test_a_code_mutant_trial_runs_its_verifier_under_a_cap_not_the_tasks_whole_t
     fake_backend: str, tmp_path: Path
 ):
     from qaflow.audit.probe_run import ProbeAgent, ProbeRun
-    from qaflow.audit.work_items import mutant_timeout, trial_item
+    from qaflow.audit.work_items import RunContext, TrialRequest, mutant_timeout, trial_item
+    from qaflow.models.probe_key import ProbeKey, ProbeKind
     from qaflow.task import Task
 
     task = Task.load(write_task(tmp_path, test_sh="#!/bin/bash\nsleep 25\necho 1 > /logs/verifier/reward.txt\n"))
-    capped = trial_item(task, "mutant:x", 0, ProbeAgent(kind="nop", verifier_timeout_sec=2.0), fake_backend, "r", True)
+    context = RunContext(backend=fake_backend, run_id="r")
+    capped_agent = ProbeAgent(kind="nop", verifier_timeout_sec=2.0)
+    capped = trial_item(task, TrialRequest(ProbeKey.mutant("x"), 0, capped_agent), context)
     assert capped.verifier_timed_out and not capped.full
-    plain = trial_item(task, "nop", 0, ProbeAgent(kind="nop"), fake_backend, "r", True)
+    plain = trial_item(task, TrialRequest(ProbeKey(ProbeKind.NOP), 0, ProbeAgent(kind="nop")), context)
     assert (plain.verifier_timed_out, plain.reward) == (False, 1.0)  # 25 s is within the task's own 30 s
     assert task.config.verifier.timeout_sec == 30.0  # the shared task is left as it was
     runs = [ProbeRun(probe="oracle", duration_s=d) for d in (3.0, 20.0)]

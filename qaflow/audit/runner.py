@@ -37,7 +37,7 @@ from qaflow.audit.probes.machine import name_stand_ins, owner_changes_on_bwrap
 from qaflow.audit.probes.multi_step import audit_task_steps
 from qaflow.audit.probes.single_step import single_step_probe
 from qaflow.audit.replay import replay_command
-from qaflow.audit.work_items import build_item, trial_item
+from qaflow.audit.work_items import RunContext, build_item, trial_item
 from qaflow.errors import QaflowError, TaskError
 from qaflow.executors import Executor, LocalExecutor, Resources
 from qaflow.executors.driver import Driver
@@ -225,9 +225,12 @@ class Auditor:
         def trials(requests: list[TrialRequest], *, shared: SharedTask | None = None) -> Probe[list[ProbeRun]]:
             return self._trials(task, run.shared if shared is None else shared, resources, requests)
 
-        run = TaskRun(task, shared, resources, self._backend(task), self.run_id, self.config, trials,
-                      self.executor.share_task)  # fmt: skip
+        run = TaskRun(task, shared, resources, self._context(task), self.config, trials, self.executor.share_task)
         return run
+
+    def _context(self, task: Task) -> RunContext:
+        network = RunNetwork(offline=self.config.offline, network=self.config.network)
+        return RunContext(backend=self._backend(task), run_id=self.run_id, network=network)
 
     def _audit_task(self, task: Task, folder: Path) -> Probe[TaskAudit]:
         findings = lint_task(task, self.config.lint)
@@ -290,11 +293,11 @@ class Auditor:
         """The ProbeRuns of `requests`, in order: recorded ones from the ledger, the others run as work items
         (each recorded as it comes back). The first failed item is raised once all have come back, so that
         every finished trial is kept."""
-        backend = self._backend(task)
+        context = self._context(task)
+        backend = context.backend
         runs: list[ProbeRun | None] = [None] * len(requests)
         works: list[Work] = []
         where: list[int] = []
-        network = (self.config.offline, self.config.network.value)
         for i, request in enumerate(requests):
             if not self.config.force:
                 key = ResultKey(task_version=task.version, probe=request.probe, attempt=request.attempt)
@@ -302,9 +305,8 @@ class Auditor:
                 if cached is not None and cached.backend == backend and self._same_network(cached.payload):
                     runs[i] = ProbeRun.model_validate(cached.payload)
                     continue
-            args = (shared, request.probe, request.attempt, request.agent, backend, self.run_id, request.clear_logs,
-                    *network)  # fmt: skip
-            works.append(Work(trial_item, args, resources, record=lambda r: self._put_run(task, r)))
+            work = Work(trial_item, (shared, request, context), resources, record=lambda r: self._put_run(task, r))
+            works.append(work)
             where.append(i)
         outcomes = (yield works) if works else []
         failed = [o for o in outcomes if isinstance(o, BaseException)]

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.audit.differential import DIFF_SCRIPT
 from qaflow.audit.effects import Effect
@@ -17,11 +18,38 @@ from qaflow.audit.observe import observe_trial
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
 from qaflow.errors import BaseImageUnavailableError, BuildError, UnsupportedError
 from qaflow.executors import TaskRef, resolve_task
+from qaflow.models.probe_key import ProbeKey
 from qaflow.sandbox import backend_class, open_sandbox
 from qaflow.sandbox.image_names import declared_python
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, spec_for_task
 from qaflow.task import Task
 from qaflow.trial import run_trial
+
+
+class RunContext(BaseModel):
+    """Where and how one run's work items run: the same for every item of a task, frozen and picklable."""
+
+    model_config = ConfigDict(frozen=True)
+
+    backend: str
+    """The backend the task's work runs on (chosen once per task version and run)."""
+    run_id: str
+    network: RunNetwork = Field(default_factory=RunNetwork)
+
+
+@dataclass(frozen=True)
+class TrialRequest:
+    """One probe trial: the ledger key (`probe`, `attempt`), the agent, and whether the verifier's logs are
+    cleared before the verifier runs (the tamper probe keeps what its agent planted there)."""
+
+    key: ProbeKey
+    attempt: int
+    agent: ProbeAgent
+    clear_logs: bool = True
+
+    @property
+    def probe(self) -> str:
+        return str(self.key)
 
 
 class BuildOutcome(BaseModel):
@@ -34,18 +62,14 @@ class BuildOutcome(BaseModel):
 MUTANT_TIMEOUT_FLOOR_S = 60.0
 
 
-def build_item(
-    task: Task | TaskRef, backend: str, run_id: str, offline: bool = False, network: str = "task"
-) -> BuildOutcome:
-    """Work item: build (or find cached) the task's environment on the backend where it runs
-    (`offline`, `network`: the run's `RunNetwork`, as plain values)."""
+def build_item(task: Task | TaskRef, context: RunContext) -> BuildOutcome:
+    """Work item: build (or find cached) the task's environment on the backend where it runs."""
     t0 = time.perf_counter()
     payload: dict[str, str] = {"status": "ok"}
     loaded = resolve_task(task)
-    run_network = RunNetwork(offline=offline, network=RuntimeNetwork(network))
     try:
-        spec = spec_for_task(loaded, run_id=run_id, network=run_network)
-        sandboxes = backend_class(backend)()
+        spec = spec_for_task(loaded, run_id=context.run_id, network=context.network)
+        sandboxes = backend_class(context.backend)()
         sandboxes.build(spec)
         stand_ins = getattr(sandboxes, "stand_ins", None)
         if stand_ins is not None and (used := stand_ins(spec)):
@@ -72,15 +96,12 @@ DIFF_DIR = "/tmp/qaflow-differential"
 DIFF_TIMEOUT_S = 120.0
 
 
-def differential_item(
-    task: Task | TaskRef, base: Mutant, config: str, backend: str, run_id: str, offline: bool = False,
-    network: str = "task",
-) -> dict[str, Any]:  # fmt: skip
+def differential_item(task: Task | TaskRef, base: Mutant, config: str, context: RunContext) -> dict[str, Any]:
     """Work item: in a fresh sandbox of the task's image with the oracle's state (`base`) in place, call the
     oracle's and a code mutant's functions on the tests' inputs (`differential.DIFF_SCRIPT`, `config`)."""
     loaded = resolve_task(task)
-    spec = spec_for_task(loaded, run_id=run_id, network=RunNetwork(offline=offline, network=RuntimeNetwork(network)))
-    with open_sandbox(spec, backend) as box:
+    spec = spec_for_task(loaded, run_id=context.run_id, network=context.network)
+    with open_sandbox(spec, context.backend) as box:
         MutantAgent(base).run(loaded, box)
         box.put(f"{DIFF_DIR}/config.json", config.encode())
         box.put(f"{DIFF_DIR}/diff.py", DIFF_SCRIPT.encode())
@@ -98,19 +119,10 @@ def differential_item(
     return outcome
 
 
-def trial_item(
-    task: Task | TaskRef,
-    probe: str,
-    attempt: int,
-    agent: ProbeAgent,
-    backend: str,
-    run_id: str,
-    clear: bool,
-    offline: bool = False,
-    network: str = "task",
-) -> ProbeRun:
+def trial_item(task: Task | TaskRef, request: TrialRequest, context: RunContext) -> ProbeRun:
     """Work item: one probe trial (the agent rebuilt from its description), as a `ProbeRun`."""
-    run_network = RunNetwork(offline=offline, network=RuntimeNetwork(network))
+    agent, probe, attempt = request.agent, request.probe, request.attempt
+    run_network, backend, run_id = context.network, context.backend, context.run_id
     if agent.kind == "observe":
         observed, observation = observe_trial(
             resolve_task(task),
@@ -132,7 +144,7 @@ def trial_item(
         built,
         backend=backend,
         run_id=run_id,
-        clear_verifier_logs=clear,
+        clear_verifier_logs=request.clear_logs,
         network=run_network,
         last_step=agent.step,
         verifier_reruns=agent.reruns,
