@@ -389,13 +389,13 @@ def dedup_tasks(tasks: pl.DataFrame, config: DedupConfig | None = None) -> Stage
         drop: set[int] = set()
         clusters = components(frame.height, found.pairs)
         for members in clusters:
-            keeper = min(members, key=lambda m: ranks[m])
+            first = min(members, key=lambda m: ranks[m])
             for m in members:
-                if m != keeper:
-                    similarity, other = best[m]
+                if m != first:
+                    closest, nearest = best[m]
                     reason = (
-                        f"near duplicate of {ids[keeper]} (cluster of {len(members)}; "
-                        f"jaccard {similarity:.3f} with {ids[other]})"
+                        f"near duplicate of {ids[first]} (cluster of {len(members)}; "
+                        f"jaccard {closest:.3f} with {ids[nearest]})"
                     )
                     removed.append((ids[m], STAGE_NEAR, reason))
                     drop.add(m)

@@ -28,7 +28,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
@@ -193,9 +193,7 @@ class TokenBudget(Rule):
             )
         if not checks:
             return Verdict(pl.lit(True), "")
-        reason = pl.when(checks[0][0]).then(checks[0][1])
-        for over, text in checks[1:]:
-            reason = reason.when(over).then(text)
+        reason = pl.coalesce(pl.when(over).then(text) for over, text in checks)  # the first check that fails
         return Verdict(~pl.any_horizontal(over for over, _ in checks), reason)
 
 
@@ -418,7 +416,8 @@ BUILTIN_RULES: tuple[type[Rule], ...] = (
     RewardHack,
     Dedup,
 )
-RULE_NAMES = tuple(r.model_fields["rule"].default for r in (*BUILTIN_RULES, ColumnRule, UserRule))
+_RULE_CLASSES: tuple[type[BaseModel], ...] = (*BUILTIN_RULES, ColumnRule, UserRule)
+RULE_NAMES = tuple(r.model_fields["rule"].default for r in _RULE_CLASSES)
 
 
 def _rule_entry(entry: Any) -> Any:
@@ -431,12 +430,17 @@ def _rule_entry(entry: Any) -> Any:
     return entry
 
 
+def builtin_rules() -> list[AnyRule]:
+    """A fresh instance of every built-in rule, in funnel order."""
+    return cast(list[AnyRule], [rule.model_validate({}) for rule in BUILTIN_RULES])
+
+
 class FilterConfig(BaseModel):
     """The rules of a filter run, in funnel order (the order they are listed in)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    rules: list[AnyRule] = Field(default_factory=lambda: [r() for r in BUILTIN_RULES])
+    rules: list[AnyRule] = Field(default_factory=lambda: builtin_rules())
 
     @field_validator("rules", mode="before")
     @classmethod
@@ -537,9 +541,8 @@ def funnel_tables(frame: pl.DataFrame, removed: pl.DataFrame, steps: list[str]) 
     groups = frame.select(_group_cols()).group_by(*GROUP_KEYS).len("rows")
 
     def walk(grid: pl.DataFrame, start: pl.Expr, by: list[str]) -> pl.DataFrame:
-        over = {"partition_by": by} if by else {}
         gone = pl.col("removed").cum_sum()
-        gone = gone.over(**over, order_by="step") if by else gone
+        gone = gone.over(partition_by=by, order_by="step") if by else gone
         grid = grid.sort(*by, "step").with_columns(pl.col("removed").fill_null(0).cast(pl.Int64))
         return grid.with_columns(rows_out=(start - gone).cast(pl.Int64)).select(
             *by, "step", "rule", (pl.col("rows_out") + pl.col("removed")).alias("rows_in"), "removed", "rows_out"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -55,7 +56,9 @@ def load_scores(path: Path | str, recipe_column: str = "recipe") -> pl.DataFrame
         RecipeError: unknown file type or unreadable file.
     """
     path = Path(path)
-    readers = {".csv": pl.read_csv, ".parquet": pl.read_parquet, ".json": pl.read_json, ".jsonl": pl.read_ndjson}
+    readers: dict[str, Callable[[Path], pl.DataFrame]] = {
+        ".csv": pl.read_csv, ".parquet": pl.read_parquet, ".json": pl.read_json, ".jsonl": pl.read_ndjson
+    }  # fmt: skip
     reader = readers.get(path.suffix.lower())
     if reader is None:
         raise RecipeError(path, f"unknown score file type {path.suffix!r}; use one of {sorted(readers)}")
@@ -110,7 +113,7 @@ def rank_recipes(scores: pl.DataFrame, config: RankConfig | None = None) -> pl.D
     rows = []
     for i, recipe in enumerate(recipes):
         scored = [b for b in used if scores[b][i] is not None and not _nan(scores[b][i])]
-        zs = [columns[b][i] for b in used if columns[b][i] is not None]
+        zs = [score for b in used if (score := columns[b][i]) is not None]
         rows.append(
             {
                 "recipe": recipe,

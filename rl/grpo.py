@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -148,8 +148,9 @@ class EffortReward:
         open_id = tokenizer.convert_tokens_to_ids(THINK_OPEN) if hasattr(tokenizer, "convert_tokens_to_ids") else None
         close_id = tokenizer.convert_tokens_to_ids(THINK_CLOSE) if hasattr(tokenizer, "convert_tokens_to_ids") else None
         unk = getattr(tokenizer, "unk_token_id", None)
-        valid = all(isinstance(i, int) and i != unk for i in (open_id, close_id))
-        self.marker_ids: tuple[int, int] | None = (open_id, close_id) if valid else None
+        self.marker_ids: tuple[int, int] | None = None
+        if isinstance(open_id, int) and isinstance(close_id, int) and unk not in (open_id, close_id):
+            self.marker_ids = (open_id, close_id)
 
     def count_tokens(self, text: str) -> int:
         if not text:
@@ -300,7 +301,12 @@ def grpo_trainer(
 
     return GRPOTrainer(
         model=model,
-        reward_funcs=[effort_reward_function(tokenizer, config=reward_config, correct=correct)],
+        reward_funcs=[
+            cast(
+                Callable[..., list[float | None]],
+                effort_reward_function(tokenizer, config=reward_config, correct=correct),
+            )
+        ],
         args=args if args is not None else grpo_config(),
         train_dataset=condition_prompts(train_dataset, tokenizer),
         processing_class=tokenizer,

@@ -48,7 +48,7 @@ def reference_table(frame: pl.DataFrame, config: RewardConfig) -> pl.DataFrame:
         higher = [(ref, eff) for r, eff, ref in by_group.get(key, []) if r > rank]
         best = min(higher) if higher else (None, None)
         rows.append({**row, "reference": best[0], "reference_effort": best[1]})
-    schema = {
+    schema: dict[str, pl.DataType | type[pl.DataType]] = {
         **{g: frame.schema[g] for g in GROUP},
         "effort": pl.String,
         "reference": pl.Float64,

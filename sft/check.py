@@ -17,7 +17,15 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from sft.masking import IGNORE_INDEX, MaskingConfig, clean_messages, mask_sessions, parse_tools, render
+from sft.masking import (
+    IGNORE_INDEX,
+    MaskingConfig,
+    clean_messages,
+    mask_sessions,
+    parse_tools,
+    render,
+    render_templates,
+)
 from sft.tool_render import message_call_problems
 
 
@@ -58,10 +66,8 @@ class CheckReport(BaseModel):
 
 def _message_spans(messages: list[dict[str, Any]], tools: Any, template: str, special: Mapping[str, Any]) -> list[int]:
     """End offset of each message in the full rendering (prefix renders); raises ValueError if not prefix-preserving."""
-    from transformers.utils.chat_template_utils import render_jinja_template
-
     prefixes = [messages[: i + 1] for i in range(len(messages))]
-    texts, _ = render_jinja_template(conversations=prefixes, tools=tools, chat_template=template, **special)
+    texts, _ = render_templates(prefixes, tools, template, special)
     full = texts[-1]
     ends = []
     for i, text in enumerate(texts):

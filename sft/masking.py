@@ -100,8 +100,6 @@ def render(
 ) -> tuple[list[str], list[list[tuple[int, int]]]]:
     """Rendered texts and generation spans (character offsets), one per conversation, each under its
     conditioning (None: as stored)."""
-    from transformers.utils.chat_template_utils import render_jinja_template
-
     conditions = list(conditioning) if conditioning is not None else [None] * len(conversations)
     texts: list[str] = [""] * len(conversations)
     spans: list[list[tuple[int, int]]] = [[] for _ in conversations]
@@ -116,17 +114,37 @@ def render(
         if key not in parsed:
             parsed[key] = parse_tools(t)
     for (key, cond_key), members in groups.items():
-        rendered, indices = render_jinja_template(
-            conversations=[clean_messages(condition_messages(conversations[i], conditions[i])) for i in members],
-            tools=parsed[key],
-            chat_template=template,
-            return_assistant_tokens_mask=True,
-            **{**special_tokens, **kwargs[cond_key]},
+        rendered, indices = render_templates(
+            [clean_messages(condition_messages(conversations[i], conditions[i])) for i in members],
+            parsed[key],
+            template,
+            {**special_tokens, **kwargs[cond_key]},
         )
         for i, text, idx in zip(members, rendered, indices, strict=True):
             texts[i] = text
-            spans[i] = [tuple(s) for s in idx]
+            spans[i] = [(int(s[0]), int(s[1])) for s in idx]
     return texts, spans
+
+
+def render_templates(
+    conversations: Sequence[Sequence[Mapping[str, Any]]],
+    tools: list[dict[str, Any]] | None,
+    template: str,
+    special: Mapping[str, Any],
+) -> tuple[list[str], list[list[list[int]]]]:
+    """transformers' `render_jinja_template` with the assistant mask: the texts and each one's generation
+    spans. (Its annotation says `str`; it returns the pair.)"""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    rendered: Any = render_jinja_template(
+        conversations=[[dict(m) for m in c] for c in conversations],
+        tools=list(tools) if tools is not None else None,
+        chat_template=template,
+        return_assistant_tokens_mask=True,
+        **special,
+    )
+    texts, indices = rendered
+    return list(texts), [list(i) for i in indices]
 
 
 def assistant_mask(offsets: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
