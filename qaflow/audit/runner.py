@@ -16,7 +16,6 @@ flight as a generator that yields the work items its probes need and receives th
 from __future__ import annotations
 
 import functools
-import json
 import threading
 import time
 import traceback
@@ -37,7 +36,7 @@ from qaflow.audit.probes.machine import name_stand_ins, owner_changes_on_bwrap
 from qaflow.audit.probes.multi_step import audit_task_steps
 from qaflow.audit.probes.single_step import single_step_probe
 from qaflow.audit.replay import replay_command
-from qaflow.audit.work_items import RunContext, build_item, trial_item
+from qaflow.audit.work_items import BuildResult, RunContext, build_item, trial_item
 from qaflow.errors import QaflowError, TaskError
 from qaflow.executors import Executor, LocalExecutor, Resources
 from qaflow.executors.driver import Driver
@@ -240,9 +239,8 @@ class Auditor:
         t0 = time.perf_counter()
         build = yield from self._build(run)
         audit.timings["build"] = time.perf_counter() - t0
-        decoded: dict[str, Any] = {k: json.loads(build[k]) for k in ("stand_ins", "python") if k in build}
-        probes["build"] = {**build, **decoded}
-        if build.get("status") != "ok":
+        probes["build"] = build.payload()
+        if not build.ok:
             findings.append(build_finding(build, run.backend, self.config.offline))
             audit.findings, audit.probes = findings, probes
             audit.verdict = verdict_for(findings)
@@ -268,7 +266,7 @@ class Auditor:
         env, default = task.config.environment, self.executor.resources
         return Resources(cpus=env.cpus or default.cpus, memory_mb=env.memory_mb or default.memory_mb)
 
-    def _build(self, run: TaskRun) -> Probe[dict[str, str]]:
+    def _build(self, run: TaskRun) -> Probe[BuildResult]:
         """Build once for all probes (always asked of the backend: a cached image makes it a no-op,
         and an image pruned since the last run is rebuilt). On a cluster every worker builds (or
         finds cached) the image on its own daemon; this item says whether it builds at all."""
@@ -276,16 +274,17 @@ class Auditor:
         (outcome,) = yield [run.work(build_item)]
         if isinstance(outcome, BaseException):
             raise outcome
-        payload = outcome.payload
-        status = ExitStatus.OK if payload["status"] == "ok" else ExitStatus.ERROR
+        result: BuildResult = outcome.result
+        status = ExitStatus.OK if result.ok else ExitStatus.ERROR
         key = ResultKey(task_version=task.version, probe=str(BUILD), attempt=0)
         known = self.ledger.get_result(key)
-        if self.config.force or known is None or known.payload != payload or known.backend != backend:
+        changed = known is None or BuildResult.model_validate(known.payload) != result or known.backend != backend
+        if self.config.force or changed:
             self._put(
                 Result(task_version=task.version, probe=str(BUILD), attempt=0, run_id=self.run_id, backend=backend,
-                       status=status, payload=payload, duration_s=outcome.duration_s)
+                       status=status, payload=result.payload(), duration_s=outcome.duration_s)
             )  # fmt: skip
-        return payload
+        return result
 
     def _trials(
         self, task: Task, shared: SharedTask, resources: Resources, requests: list[TrialRequest]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from qaflow.audit.differential import DIFF_SCRIPT
 from qaflow.audit.effects import Effect
@@ -52,10 +52,55 @@ class TrialRequest:
         return str(self.key)
 
 
-class BuildOutcome(BaseModel):
-    """What `build_item` returns: the ledger payload of the build probe and how long it took."""
+class PythonCheck(BaseModel):
+    """The Python a stand-in image runs, against the version the task's image name declares."""
 
-    payload: dict[str, str]
+    declared: str
+    found: str
+
+
+class BuildResult(BaseModel):
+    """The build probe's result, as the ledger keeps it (its payload) and the audit report shows it."""
+
+    status: Literal["ok", "failed"] = "ok"
+    error: str | None = None
+    log_tail: str = ""
+    base_unavailable: bool = False
+    """This machine lacks the base image the task's image needs."""
+    unsupported: bool = False
+    """The backend cannot build this Dockerfile."""
+    stand_ins: dict[str, str] = Field(default_factory=dict)
+    """Image names the task declares -> the local images that stood in for them."""
+    python: PythonCheck | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_strings(cls, data: Any) -> Any:
+        """Results recorded before this model held JSON in strings and flags as "1": read them as typed."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for key in ("stand_ins", "python"):
+            if isinstance(data.get(key), str):
+                data[key] = json.loads(data[key])
+        for flag in ("base_unavailable", "unsupported"):
+            if data.get(flag) == "1":
+                data[flag] = True
+        return data
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def payload(self) -> dict[str, Any]:
+        """The ledger payload and the report's `probes.build`: the status and what is not a default."""
+        return {"status": self.status, **self.model_dump(mode="json", exclude_defaults=True)}
+
+
+class BuildOutcome(BaseModel):
+    """What `build_item` returns: the build's result and how long it took."""
+
+    result: BuildResult
     duration_s: float = 0.0
 
 
@@ -65,7 +110,7 @@ MUTANT_TIMEOUT_FLOOR_S = 60.0
 def build_item(task: Task | TaskRef, context: RunContext) -> BuildOutcome:
     """Work item: build (or find cached) the task's environment on the backend where it runs."""
     t0 = time.perf_counter()
-    payload: dict[str, str] = {"status": "ok"}
+    result = BuildResult()
     loaded = resolve_task(task)
     try:
         spec = spec_for_task(loaded, run_id=context.run_id, network=context.network)
@@ -73,23 +118,22 @@ def build_item(task: Task | TaskRef, context: RunContext) -> BuildOutcome:
         sandboxes.build(spec)
         stand_ins = getattr(sandboxes, "stand_ins", None)
         if stand_ins is not None and (used := stand_ins(spec)):
-            payload["stand_ins"] = json.dumps(used, sort_keys=True)
+            result.stand_ins = dict(used)
             # the stand-in's own python3 (one short container per stand-in and process), not each task image's
             declared = {(v, local) for ref, local in used.items() if (v := declared_python(ref)) is not None}
             python_of = getattr(sandboxes, "python_version", None)
             if len(declared) == 1 and python_of is not None:
                 version, local = declared.pop()
                 if (found := python_of(local)) is not None:
-                    payload["python"] = json.dumps({"declared": version, "found": found}, sort_keys=True)
+                    result.python = PythonCheck(declared=version, found=found)
     except BuildError as e:
-        payload = {"status": "failed", "error": str(e).splitlines()[0], "log_tail": tail(e.log_tail, 3000)}
-        if isinstance(e, BaseImageUnavailableError):
-            payload["base_unavailable"] = "1"
-        if e.stand_ins:
-            payload["stand_ins"] = json.dumps(e.stand_ins, sort_keys=True)
+        result = BuildResult(
+            status="failed", error=str(e).splitlines()[0], log_tail=tail(e.log_tail, 3000),
+            base_unavailable=isinstance(e, BaseImageUnavailableError), stand_ins=dict(e.stand_ins),
+        )  # fmt: skip
     except UnsupportedError as e:
-        payload = {"status": "failed", "unsupported": "1", "error": str(e)}
-    return BuildOutcome(payload=payload, duration_s=time.perf_counter() - t0)
+        result = BuildResult(status="failed", unsupported=True, error=str(e))
+    return BuildOutcome(result=result, duration_s=time.perf_counter() - t0)
 
 
 DIFF_DIR = "/tmp/qaflow-differential"

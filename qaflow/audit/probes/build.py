@@ -2,32 +2,31 @@
 
 from __future__ import annotations
 
-import json
-
 from qaflow.audit.infra import classify, stand_in_sign
+from qaflow.audit.work_items import BuildResult
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode
 
 
-def build_finding(build: dict[str, str], backend: str, offline: bool) -> AuditFinding:
+def build_finding(build: BuildResult, backend: str, offline: bool) -> AuditFinding:
     """`build_failed`, or `infra_error` when the backend cannot build it (unsupported), this machine lacks a
     base image, the log shows the build failed for want of network (an `offline` run, or none to be had), or
     it failed on a stand-in image's userland."""
-    log_tail = build.get("log_tail", "")
+    log_tail, error = build.log_tail, build.error or ""
     message = f"environment/Dockerfile does not build on {backend}"
-    stand_ins = json.loads(build.get("stand_ins") or "{}")
-    if build.get("base_unavailable"):
+    stand_ins = build.stand_ins
+    if build.base_unavailable:
         return AuditFinding(
             code=FindingCode.INFRA_ERROR,
-            message=f"{message}: this machine lacks a base image: {build.get('error', '')[:300]}",
-            evidence={"base_unavailable": build.get("error", ""), "backend": backend},
+            message=f"{message}: this machine lacks a base image: {error[:300]}",
+            evidence={"base_unavailable": error, "backend": backend},
         )
     named = {"stand_ins": stand_ins} if stand_ins else {}
-    if build.get("unsupported"):
+    if build.unsupported:
         return AuditFinding(
             code=FindingCode.INFRA_ERROR,
-            message=f"{message}: {build.get('error', '')[:300]}",
-            evidence={"unsupported": build.get("error", ""), "log_tail": log_tail, "backend": backend} | named,
+            message=f"{message}: {error[:300]}",
+            evidence={"unsupported": error, "log_tail": log_tail, "backend": backend} | named,
         )
     sign = classify(log_tail)
     # offline, a failed install is for want of network even where the log shows no resolver error
@@ -54,6 +53,6 @@ def build_finding(build: dict[str, str], backend: str, offline: bool) -> AuditFi
         )
     return AuditFinding(
         code=FindingCode.BUILD_FAILED,
-        message=f"{message}: {build.get('error', '')[:300]}",
+        message=f"{message}: {error[:300]}",
         evidence={"log_tail": log_tail, "backend": backend} | named,
     )
