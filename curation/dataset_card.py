@@ -24,8 +24,13 @@ def front_matter(
     splits: Mapping[str, int],
     license: str | Sequence[str] | None = None,
     tags: Sequence[str] = (),
+    digest: str | None = None,
 ) -> str:
-    """YAML the hub (and `datasets.load_dataset(folder)`) reads: configs with their split files, licence, tags."""
+    """YAML the hub (and `datasets.load_dataset(folder)`) reads: configs with their split files, licence, tags.
+
+    Each config's `description` names the export's content `digest`: datasets keys the cache of a local folder by
+    its YAML (configs and their file patterns), not by the files, so without it `load_dataset(OUT)` could return
+    the rows of an earlier export in a folder of the same name."""
     meta: dict[str, object] = {"pretty_name": pretty_name}
     licences = [license] if isinstance(license, str) else sorted(set(license or ()))
     if licences:
@@ -36,6 +41,7 @@ def front_matter(
         {
             "config_name": name,
             "data_files": [{"split": split, "path": pattern} for split, pattern in files.items()],
+            **({"description": f"qaflow export, content sha256 {digest}"} if digest else {}),
             **({"default": True} if name == "default" else {}),
         }
         for name, files in configs.items()

@@ -344,6 +344,7 @@ def _sft_card(
     head = cards.front_matter(
         pretty_name="qaflow SFT trajectories",
         configs=report.configs,
+        digest=report.content_digest,
         splits=report.splits,
         license=license or cards.row_licences(report.counts),
         tags=["agentic-coding", "tool-use", "sft", "trajectories"],

@@ -364,6 +364,7 @@ def _rl_card(report: ExportReport, audit: dict[str, dict[str, int]], license: st
     head = cards.front_matter(
         pretty_name="qaflow RL prompts",
         configs=report.configs,
+        digest=report.content_digest,
         splits=report.splits,
         license=license or cards.row_licences(report.counts),
         tags=["agentic-coding", "tool-use", "rl"],

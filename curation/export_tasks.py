@@ -290,6 +290,7 @@ def _tasks_card(report: ExportReport, license: str | None) -> str:
     head = cards.front_matter(
         pretty_name="qaflow task pool",
         configs=report.configs,
+        digest=report.content_digest,
         splits=report.splits,
         license=license or cards.row_licences(report.counts),
         tags=["agentic-coding", "harbor", "tasks"],
