@@ -8,6 +8,7 @@ import yaml
 from datasets import Features, List, Value
 
 from curation.export_common import Provenance
+from curation.export_facts import hub_licence
 from sft.lengths import TokenLengths
 
 _SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
@@ -32,7 +33,8 @@ def front_matter(
     its YAML (configs and their file patterns), not by the files, so without it `load_dataset(OUT)` could return
     the rows of an earlier export in a folder of the same name."""
     meta: dict[str, object] = {"pretty_name": pretty_name}
-    licences = [license] if isinstance(license, str) else sorted(set(license or ()))
+    named = [license] if isinstance(license, str) else license or ()
+    licences = sorted({hub for name in named if (hub := hub_licence(name))})
     if licences:
         meta["license"] = licences[0] if len(licences) == 1 else licences
     meta["tags"] = ["qaflow", *tags]

@@ -59,6 +59,7 @@ from curation.export_facts import (
     check_task,
     export_facts,
     with_default_licence,
+    with_sources,
 )
 from curation.export_guard import DEFAULT_MAX_MESSAGE_CHARS, Rejected, guard_rollout, structure_faults
 from curation.export_rl import export_rl
@@ -244,6 +245,7 @@ def export_sft(
     sharegpt: bool = True,
     max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
     license: str | None = None,
+    sources: Mapping[str, str] | None = None,
     overwrite: bool = False,
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
     tokenizer: str | None = None,
@@ -257,6 +259,9 @@ def export_sft(
 
     `transforms` (names) and `for_template` (a TRL-bundled chat template: the transforms it needs) rewrite each
     session into a shape that template renders (`curation.export_transforms`); the card names what ran and why.
+
+    `sources` (task version -> source name, as a pipeline knows it) wins over the pool's source (task.toml's, else
+    `local`); every licence is written as the Hub spells it (`apache-2.0`).
 
     Only rows of accepted task versions of `pool` and of correctly graded attempts are written, unless `gate`
     says otherwise; scripted policies' rows are left out too. The rest are listed in the report with reasons.
@@ -280,6 +285,7 @@ def export_sft(
         frame, facts=facts, gate=gate, max_message_chars=max_message_chars, transforms=chosen, counts=changed
     )
     with_default_licence(rows, license)
+    with_sources(rows, sources)
     if not rows:
         reasons = ", ".join(sorted({r.reason.value for r in removed})) or "the input is empty"
         raise NothingToExport(
