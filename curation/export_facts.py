@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from curation.export_common import ExportError, RemovalReason, open_pool
 from curation.export_guard import Rejected
+from curation.licences import hub_licence
 from qaflow.agents.harness import StopReason
 from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import ExitStatus, is_scripted
@@ -60,23 +61,6 @@ class TaskFacts(BaseModel):
             "audit_verdict": self.audit_verdict,
             "audit_run": self.audit_run,
         }
-
-
-HUB_LICENCE_ALIASES = {
-    f"{family}-{version}-{suffix}": f"{family}-{version}"
-    for family, version in (("gpl", "2.0"), ("gpl", "3.0"), ("lgpl", "2.1"), ("lgpl", "3.0"), ("agpl", "3.0"))
-    for suffix in ("only", "or-later")
-}
-"""SPDX ids the Hub spells otherwise (it has one id per GNU licence version)."""
-
-
-def hub_licence(licence: str | None) -> str | None:
-    """A licence id as the Hugging Face Hub spells it (lowercase): `Apache-2.0` -> `apache-2.0`, `GPL-3.0-only` ->
-    `gpl-3.0`."""
-    if licence is None or not licence.strip():
-        return None
-    key = licence.strip().lower()
-    return HUB_LICENCE_ALIASES.get(key, key)
 
 
 def with_default_licence(rows: list[dict[str, Any]], licence: str | None) -> None:

@@ -768,12 +768,12 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
     csv = rows[kept[1].rollout_id]
     assert (csv["task_status"], csv["audit_verdict"], csv["audit_run"]) == ("accepted", "clean", audit_run)
     alpha = rows[kept[0].rollout_id]
-    assert (alpha["licence"], alpha["task_status"], alpha["audit_verdict"]) == ("MIT", "accepted", None)
+    assert (alpha["licence"], alpha["task_status"], alpha["audit_verdict"]) == ("mit", "accepted", None)
     sharegpt = datasets.load_dataset(str(out), "sharegpt", cache_dir=str(tmp_path / "hf-cache"))
     assert {s: len(d) for s, d in sharegpt.items()} == report.splits
     card = (out / "README.md").read_text()
-    assert front_matter(card)["license"] == "MIT"
-    assert "| `clean` | 1 |" in card and "| `MIT` | 1 |" in card
+    assert front_matter(card)["license"] == "mit"
+    assert "| `clean` | 1 |" in card and "| `mit` | 1 |" in card
     assert "| `not_graded` | 3 |" in card and "| `scripted` | 2 |" in card and "| `not_passed` | 1 |" in card
     assert "without full reward" not in card
     with_failed = export_sft(
@@ -822,8 +822,8 @@ def test_tasks_export_is_a_source_that_gives_back_the_same_versions(tmp_path: Pa
     result = collect_tasks(SourcesConfig.load(config).sources)
     frame = result.kept
     assert sorted(frame["version"]) == sorted(v for p, v in known.items() if p != "beta")
-    assert dict(frame.select("version", "licence").iter_rows())[known["alpha"]] == "MIT"
-    assert set(frame["licence"]) == {"MIT", "CC-BY-4.0"}
+    assert dict(frame.select("version", "licence").iter_rows())[known["alpha"]] == "mit"  # as the Hub spells it
+    assert set(frame["licence"]) == {"mit", "cc-by-4.0"}
     assert all(Path(p).is_relative_to(tmp_path / "rebuilt" / "mine") for p in frame["path"])
 
     again = collect_tasks(SourcesConfig.load(config).sources)  # rebuilt folders are reused, not rewritten
