@@ -65,7 +65,14 @@ from curation.export_guard import DEFAULT_MAX_MESSAGE_CHARS, Rejected, guard_rol
 from curation.export_rl import export_rl
 from curation.export_sharegpt import SHAREGPT_DIR, SHAREGPT_MAPPING, sharegpt_features, sharegpt_row
 from curation.export_tasks import export_tasks, rows_to_task_dir
-from curation.export_transforms import AppliedTransform, Transform, TransformName, apply_transforms, chosen_transforms
+from curation.export_transforms import (
+    AppliedTransform,
+    Transform,
+    TransformName,
+    apply_tool_transforms,
+    apply_transforms,
+    chosen_transforms,
+)
 from qaflow.pool import Pool
 
 __all__ = [
@@ -192,7 +199,8 @@ def sft_rows(
 ) -> tuple[list[dict[str, Any]], list[Removed]]:
     """The exportable rows of a rollout frame, and the removed ones with their reasons (`facts`: the pool's,
     by task version; None: no task is checked and the fact columns are null). Each row's messages go through
-    `transforms` (`curation.export_transforms`); `counts` adds the turns each one changed."""
+    `transforms` (`curation.export_transforms`), and so do its tools; `counts` adds the assistant turns (or tool
+    definitions) each one changed."""
     gate = gate or GateOptions()
     rows: list[dict[str, Any]] = []
     removed: list[Removed] = []
@@ -206,6 +214,7 @@ def sft_rows(
             check_hack(row, gate)
             tools = guard_rollout(row, fault, max_message_chars=max_message_chars)
             messages = apply_transforms([message_row(m) for m in row["messages"]], transforms, counts)
+            tools = apply_tool_transforms(tools, transforms, counts)
         except Rejected as e:
             removed.append(_removed(row, e.reason, e.detail))
             continue
@@ -324,7 +333,7 @@ def export_sft(
         counts={key: value_counts(rows, key) for key in ("source", "licence", "effort", "model")},
         notes=notes,
         provenance=provenance or Provenance.for_api([]),
-        transforms=[AppliedTransform(name=t.name, why=t.why, turns_changed=changed.get(t.name, 0)) for t in chosen],
+        transforms=[applied(t, changed.get(t.name, 0)) for t in chosen],
         for_template=for_template,
     )
     if tokenizer is not None:
@@ -389,6 +398,16 @@ def _sft_card(
     return cards.render_card(head, "qaflow SFT trajectories", intro, sections)
 
 
+def applied(transform: Transform, changed: int) -> AppliedTransform:
+    """What `transform` did to an export: `changed` assistant turns, or tool definitions for a tools transform."""
+    return AppliedTransform(
+        name=transform.name,
+        why=transform.why,
+        turns_changed=0 if transform.on_tools else changed,
+        tools_changed=changed if transform.on_tools else 0,
+    )
+
+
 def _transforms_section(report: ExportReport) -> str:
     head = (
         f"Chosen for the chat template `{report.for_template}`. "
@@ -397,12 +416,12 @@ def _transforms_section(report: ExportReport) -> str:
     )
     if not report.transforms:
         return head + "It renders the export as it is: no transform ran."
-    steps = [(f"`{t.name.value}`", t.turns_changed, t.why) for t in report.transforms]
+    steps = [(f"`{t.name.value}`", t.turns_changed, t.tools_changed, t.why) for t in report.transforms]
     return (
         head
         + "Every session went through these, in this order, before it was written (`curation/export_transforms.py`); "
         "every call keeps its id, arguments and result, and `turns` still counts the agent's turns as collected.\n\n"
-        + cards.table(("transform", "assistant turns changed", "what and why"), steps)
+        + cards.table(("transform", "assistant turns changed", "tool definitions changed", "what and why"), steps)
     )
 
 
