@@ -41,7 +41,7 @@ def test_lines_for_starts_tasks_heartbeats_ends_and_skips(monkeypatch: pytest.Mo
     assert lines[:3] == [
         "pipeline 1/12 source: done before, reused",
         "pipeline 7/12 audit: started, 4 tasks in",
-        "pipeline 7/12 audit: qaflow/csv-sum: accepted, 1.0 s",
+        "pipeline 7/12 audit: csv-sum: accepted, 1.0 s",
     ]
     beats = lines[3:-5]
     assert 2 <= len(beats) <= 4 and all(re.fullmatch(r"pipeline 7/12 audit: running, 0m0\ds elapsed", b) for b in beats)
@@ -51,7 +51,7 @@ def test_lines_for_starts_tasks_heartbeats_ends_and_skips(monkeypatch: pytest.Mo
         "pipeline 12/12 export: done in 0.5 s, 3 tasks in, 3 out",
         "pipeline 12/12 export: SFT dataset skipped: no rollouts passed the filters",
         "pipeline 12/12 export: tasks dataset: accepted versions only; 2 hardened candidates left out "
-        "(--include-candidates adds them)",
+        "(--include-candidates adds them; on a finished run, with --from export)",
     ]
 
 

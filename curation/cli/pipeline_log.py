@@ -44,7 +44,7 @@ def stage_notes(info: StageInfo) -> list[str]:
     if left_out:
         notes.append(
             f"tasks dataset: accepted versions only; {left_out} hardened candidates left out "
-            "(--include-candidates adds them)"
+            "(--include-candidates adds them; on a finished run, with --from export)"
         )
     return notes
 
