@@ -87,6 +87,8 @@ def test_pipeline_run_with_stdout_to_a_file_says_what_it_does(tmp_path: Path) ->
     assert re.search(r"^pipeline 7/12 audit: done in \d+\.\d s, 1 tasks in, 1 out$", text, re.M), text
     assert re.search(r"^pipeline 7/12 audit: running, 0m\d\ds elapsed$", text, re.M), text  # the heartbeat
     assert "pipeline 6/12 augment: skipped: no augmentation styles configured" in lines
+    assert "pipeline 12/12 export: tasks dataset: train 2 rows" in lines  # the task and its hardened candidate
+    assert "pipeline 12/12 export: rl dataset: train 1 rows" in lines
     assert "pipeline 12/12 export: SFT dataset skipped: no rollouts passed the filters" in lines
     # the summary after the table says it again, for a reader who skips the progress lines
     assert "export: SFT dataset skipped: no rollouts passed the filters" in lines

@@ -23,6 +23,7 @@ import polars as pl
 from curation.sources import StageResult, empty_removed
 from curation.stages.base import PipelineStep, StageContext, StageInfo, slug
 from qaflow.ledger.status import StatusWriter
+from qaflow.models.records import VersionStatus
 from qaflow.pool import Pool
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ class ExportStep(PipelineStep):
         with Pool.open(final) as pool:
             split = self.split(ctx, tasks, pool)
             info.info["test_tasks"] = sorted(split.test_tasks or ()) if split.test_tasks is not None else None
-            candidates = sum(1 for v in pool.list() if v.status.value == "candidate")
+            candidates = sum(1 for v in pool.list() if v.status is VersionStatus.CANDIDATE)
             if candidates and not export.include_candidates:
                 info.info["candidates_left_out"] = candidates
             common: dict[str, Any] = {"licences": licences, "sources": sources, "split": split, "overwrite": True}
@@ -62,6 +63,7 @@ class ExportStep(PipelineStep):
                 if wanted:
                     try:
                         written[name] = write(**common).splits
+                        ctx.say(f"{name} dataset: {rows_by_split(written[name])}")
                     except NothingToExport as e:
                         skipped[name] = e.reason
         kept_rollouts = (
@@ -83,6 +85,7 @@ class ExportStep(PipelineStep):
                         overwrite=True,
                     )
                     written["sft"] = report.splits
+                    ctx.say(f"sft dataset: {rows_by_split(report.splits)}")
                 except NothingToExport as e:
                     skipped["sft"] = e.reason
         info.info["datasets"] = written | {name: f"skipped: {why}" for name, why in skipped.items()}
@@ -111,13 +114,17 @@ class ExportStep(PipelineStep):
         return load_funnel(path) if path.is_file() else None
 
 
+def rows_by_split(splits: dict[str, int]) -> str:
+    """`train 12, test 3 rows`."""
+    return ", ".join(f"{split} {rows}" for split, rows in splits.items()) + " rows"
+
+
 def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
     """OUT/final: one folder per kept task version (accepted originals, accepted repairs, hardened
     candidates), with the status it earned in OUT/pool recorded in its own ledger. Where that status came
     from an audit, its reason and run id (of OUT/pool's ledger) are carried over: the exports read the audit
     verdict from them."""
     from curation.export_facts import AUDIT_PREFIX, audit_verdicts
-    from qaflow.models.records import VersionStatus
 
     final = ctx.out / "final"
     shutil.rmtree(final, ignore_errors=True)
