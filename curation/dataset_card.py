@@ -8,6 +8,7 @@ import yaml
 from datasets import Features, List, Value
 
 from curation.export_common import Provenance
+from curation.licences import hub_licence
 from sft.lengths import TokenLengths
 
 _SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
@@ -24,10 +25,16 @@ def front_matter(
     splits: Mapping[str, int],
     license: str | Sequence[str] | None = None,
     tags: Sequence[str] = (),
+    digest: str | None = None,
 ) -> str:
-    """YAML the hub (and `datasets.load_dataset(folder)`) reads: configs with their split files, licence, tags."""
+    """YAML the hub (and `datasets.load_dataset(folder)`) reads: configs with their split files, licence, tags.
+
+    Each config's `description` names the export's content `digest`: datasets keys the cache of a local folder by
+    its YAML (configs and their file patterns), not by the files, so without it `load_dataset(OUT)` could return
+    the rows of an earlier export in a folder of the same name."""
     meta: dict[str, object] = {"pretty_name": pretty_name}
-    licences = [license] if isinstance(license, str) else sorted(set(license or ()))
+    named = [license] if isinstance(license, str) else license or ()
+    licences = sorted({hub for name in named if (hub := hub_licence(name))})
     if licences:
         meta["license"] = licences[0] if len(licences) == 1 else licences
     meta["tags"] = ["qaflow", *tags]
@@ -36,6 +43,7 @@ def front_matter(
         {
             "config_name": name,
             "data_files": [{"split": split, "path": pattern} for split, pattern in files.items()],
+            **({"description": f"qaflow export, content sha256 {digest}"} if digest else {}),
             **({"default": True} if name == "default" else {}),
         }
         for name, files in configs.items()

@@ -10,11 +10,13 @@ A task is contaminated by a benchmark item when either test holds (both are conf
 - **n-gram overlap**: they share at least `min_shared` distinct word `ngram`-grams (default: one 8-gram) and
   those are at least `min_fraction` of the task's own n-grams (default 0). A text of fewer than `ngram` words
   has no n-grams and can only be caught by the fuzzy test.
-- **fuzzy ratio**: `difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()` of the normalised texts is at
-  least `fuzzy_threshold` (default 0.8). It is computed only for candidates: every benchmark item when the
-  sets hold at most `exhaustive_below` items (50), else the `max_candidates` (20) items sharing the most
-  IDF-weighted words with the task (words in more than half of the items are ignored), and never for a pair
-  whose lengths alone bound the ratio below the threshold (2 * min(len) / (len a + len b)).
+- **fuzzy ratio**: rapidfuzz's `fuzz.ratio` of the normalised texts (the Indel similarity 2 * LCS / (len a +
+  len b), scaled to 0..1) is at least `fuzzy_threshold` (default 0.8). It replaced difflib's `SequenceMatcher`
+  ratio, whose matching blocks never exceed the LCS: same recall, about 800x faster (`bench/decontam_fuzzy.py`).
+  It is computed only for candidates: every benchmark item when the sets hold at most `exhaustive_below` items
+  (50), else the `max_candidates` (20) items sharing the most IDF-weighted words with the task (words in more
+  than half of the items are ignored), and never for a pair whose lengths alone bound the ratio below the
+  threshold (2 * min(len) / (len a + len b)).
 
 Every removal names the benchmark item and the evidence.
 """
@@ -26,11 +28,11 @@ import math
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from difflib import SequenceMatcher
 from pathlib import Path
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
+from rapidfuzz import fuzz
 
 from curation.dedup import normalise
 from curation.sources import ColumnMap, DatasetSource, SourceError, StageResult, load_rows, removed_frame
@@ -144,8 +146,8 @@ def word_ngrams(words: Sequence[str], n: int) -> set[tuple[str, ...]]:
 
 
 def fuzzy_ratio(a: str, b: str) -> float:
-    """difflib's ratio with autojunk off (the heuristic would treat common characters as junk in long texts)."""
-    return SequenceMatcher(None, a, b, autojunk=False).ratio()
+    """rapidfuzz's normalised Indel similarity of `a` and `b`, 0..1: 2 * LCS / (len a + len b)."""
+    return fuzz.ratio(a, b) / 100
 
 
 class Match(BaseModel):

@@ -59,12 +59,20 @@ from curation.export_facts import (
     check_task,
     export_facts,
     with_default_licence,
+    with_sources,
 )
 from curation.export_guard import DEFAULT_MAX_MESSAGE_CHARS, Rejected, guard_rollout, structure_faults
 from curation.export_rl import export_rl
 from curation.export_sharegpt import SHAREGPT_DIR, SHAREGPT_MAPPING, sharegpt_features, sharegpt_row
 from curation.export_tasks import export_tasks, rows_to_task_dir
-from curation.export_transforms import AppliedTransform, Transform, TransformName, apply_transforms, chosen_transforms
+from curation.export_transforms import (
+    AppliedTransform,
+    Transform,
+    TransformName,
+    apply_tool_transforms,
+    apply_transforms,
+    chosen_transforms,
+)
 from qaflow.pool import Pool
 
 __all__ = [
@@ -191,7 +199,8 @@ def sft_rows(
 ) -> tuple[list[dict[str, Any]], list[Removed]]:
     """The exportable rows of a rollout frame, and the removed ones with their reasons (`facts`: the pool's,
     by task version; None: no task is checked and the fact columns are null). Each row's messages go through
-    `transforms` (`curation.export_transforms`); `counts` adds the turns each one changed."""
+    `transforms` (`curation.export_transforms`), and so do its tools; `counts` adds the assistant turns (or tool
+    definitions) each one changed."""
     gate = gate or GateOptions()
     rows: list[dict[str, Any]] = []
     removed: list[Removed] = []
@@ -205,6 +214,7 @@ def sft_rows(
             check_hack(row, gate)
             tools = guard_rollout(row, fault, max_message_chars=max_message_chars)
             messages = apply_transforms([message_row(m) for m in row["messages"]], transforms, counts)
+            tools = apply_tool_transforms(tools, transforms, counts)
         except Rejected as e:
             removed.append(_removed(row, e.reason, e.detail))
             continue
@@ -244,6 +254,7 @@ def export_sft(
     sharegpt: bool = True,
     max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
     license: str | None = None,
+    sources: Mapping[str, str] | None = None,
     overwrite: bool = False,
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
     tokenizer: str | None = None,
@@ -257,6 +268,9 @@ def export_sft(
 
     `transforms` (names) and `for_template` (a TRL-bundled chat template: the transforms it needs) rewrite each
     session into a shape that template renders (`curation.export_transforms`); the card names what ran and why.
+
+    `sources` (task version -> source name, as a pipeline knows it) wins over the pool's source (task.toml's, else
+    `local`); every licence is written as the Hub spells it (`apache-2.0`).
 
     Only rows of accepted task versions of `pool` and of correctly graded attempts are written, unless `gate`
     says otherwise; scripted policies' rows are left out too. The rest are listed in the report with reasons.
@@ -280,6 +294,7 @@ def export_sft(
         frame, facts=facts, gate=gate, max_message_chars=max_message_chars, transforms=chosen, counts=changed
     )
     with_default_licence(rows, license)
+    with_sources(rows, sources)
     if not rows:
         reasons = ", ".join(sorted({r.reason.value for r in removed})) or "the input is empty"
         raise NothingToExport(
@@ -318,7 +333,7 @@ def export_sft(
         counts={key: value_counts(rows, key) for key in ("source", "licence", "effort", "model")},
         notes=notes,
         provenance=provenance or Provenance.for_api([]),
-        transforms=[AppliedTransform(name=t.name, why=t.why, turns_changed=changed.get(t.name, 0)) for t in chosen],
+        transforms=[applied(t, changed.get(t.name, 0)) for t in chosen],
         for_template=for_template,
     )
     if tokenizer is not None:
@@ -344,6 +359,7 @@ def _sft_card(
     head = cards.front_matter(
         pretty_name="qaflow SFT trajectories",
         configs=report.configs,
+        digest=report.content_digest,
         splits=report.splits,
         license=license or cards.row_licences(report.counts),
         tags=["agentic-coding", "tool-use", "sft", "trajectories"],
@@ -382,6 +398,16 @@ def _sft_card(
     return cards.render_card(head, "qaflow SFT trajectories", intro, sections)
 
 
+def applied(transform: Transform, changed: int) -> AppliedTransform:
+    """What `transform` did to an export: `changed` assistant turns, or tool definitions for a tools transform."""
+    return AppliedTransform(
+        name=transform.name,
+        why=transform.why,
+        turns_changed=0 if transform.on_tools else changed,
+        tools_changed=changed if transform.on_tools else 0,
+    )
+
+
 def _transforms_section(report: ExportReport) -> str:
     head = (
         f"Chosen for the chat template `{report.for_template}`. "
@@ -390,12 +416,12 @@ def _transforms_section(report: ExportReport) -> str:
     )
     if not report.transforms:
         return head + "It renders the export as it is: no transform ran."
-    steps = [(f"`{t.name.value}`", t.turns_changed, t.why) for t in report.transforms]
+    steps = [(f"`{t.name.value}`", t.turns_changed, t.tools_changed, t.why) for t in report.transforms]
     return (
         head
         + "Every session went through these, in this order, before it was written (`curation/export_transforms.py`); "
         "every call keeps its id, arguments and result, and `turns` still counts the agent's turns as collected.\n\n"
-        + cards.table(("transform", "assistant turns changed", "what and why"), steps)
+        + cards.table(("transform", "assistant turns changed", "tool definitions changed", "what and why"), steps)
     )
 
 

@@ -178,6 +178,12 @@ class ExportReport(BaseModel):
     configs: dict[str, dict[str, str]] = Field(
         default_factory=dict, description="Hub config name -> split -> data files glob."
     )
+    content_digest: str | None = Field(
+        None,
+        description="12 hex digits of sha256 over the shards' paths and bytes. The card's YAML configs carry it "
+        "(`description`), so `load_dataset(OUT)` caches a new export apart from an earlier one in a folder of "
+        "the same name (datasets keys a local folder's cache by its YAML, not its files).",
+    )
     splits: dict[str, int] = Field(default_factory=dict, description="Rows per split (train, test).")
     files: list[str] = Field(default_factory=list, description="Files written, relative to out_dir.")
     counts: dict[str, dict[str, int]] = Field(default_factory=dict, description="Rows by source, effort, model...")
@@ -314,25 +320,16 @@ def write_parquet_shards(
     return paths
 
 
-def config_globs(folder: str, splits: Collection[str], digest: str) -> dict[str, str]:
-    return {split: f"{folder}/{split}-{digest}-*.parquet" for split in (TRAIN, TEST) if split in splits}
+def config_globs(folder: str, splits: Collection[str]) -> dict[str, str]:
+    return {split: f"{folder}/{split}-*.parquet" for split in (TRAIN, TEST) if split in splits}
 
 
 def content_digest(folder: Path) -> str:
-    """12 hex digits of sha256 over the shards' paths and bytes: the same rows give the same names."""
+    """12 hex digits of sha256 over the shards' paths and bytes: the same rows give the same digest."""
     h = hashlib.sha256()
     for path in sorted(folder.rglob("*.parquet")):
         h.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:12]
-
-
-def stamp_shards(folder: Path, digest: str) -> None:
-    """`<split>-0000i-of-0000N.parquet` -> `<split>-<digest>-0000i-of-0000N.parquet`. datasets caches a local
-    dataset folder by its YAML configs (name and file patterns), not by the files' content: with the content
-    digest in the patterns, `load_dataset(OUT)` never returns the rows of an earlier export of the same name."""
-    for path in sorted(folder.rglob("*.parquet")):
-        split, rest = path.name.split("-", 1)
-        path.rename(path.with_name(f"{split}-{digest}-{rest}"))
 
 
 def write_export(
@@ -358,16 +355,14 @@ def write_export(
                 folder = DATA_DIR if name == "default" else name
                 for split, ds in splits.items():
                     write_parquet_shards(ds, tmp / folder, split, max_shard_bytes=max_shard_bytes)
-        digest = content_digest(tmp)
-        stamp_shards(tmp, digest)
         globs = {
-            name: config_globs(DATA_DIR if name == "default" else name, splits, digest)
-            for name, splits in configs.items()
+            name: config_globs(DATA_DIR if name == "default" else name, splits) for name, splits in configs.items()
         }
         files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
         report = report.model_copy(
             update={
                 "configs": globs,
+                "content_digest": content_digest(tmp),
                 "splits": {split: len(ds) for split, ds in configs["default"].items()},
                 "files": [*files, CARD_FILE, REPORT_FILE],
             }

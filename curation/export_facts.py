@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from curation.export_common import ExportError, RemovalReason, open_pool
 from curation.export_guard import Rejected
+from curation.licences import hub_licence
 from qaflow.agents.harness import StopReason
 from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import ExitStatus, is_scripted
@@ -63,11 +64,19 @@ class TaskFacts(BaseModel):
 
 
 def with_default_licence(rows: list[dict[str, Any]], licence: str | None) -> None:
-    """Give `licence` (the dataset's, `export --license`) to the rows that have none of their own."""
-    if licence:
-        for row in rows:
-            if row.get("licence") is None:
-                row["licence"] = licence
+    """Give `licence` (the dataset's, `export --license`) to the rows that have none of their own; every row's
+    licence as the Hub spells it."""
+    for row in rows:
+        row["licence"] = hub_licence(row.get("licence") or licence)
+
+
+def with_sources(rows: list[dict[str, Any]], sources: Mapping[str, str] | None, key: str = "task_version") -> None:
+    """Give each row whose task version (`row[key]`) `sources` names that source: a pipeline knows the source
+    (e.g. `tasks_repo`) where the pool, from task.toml, says `local`."""
+    for row in rows:
+        source = (sources or {}).get(row[key])
+        if source:
+            row["source"] = source
 
 
 UNKNOWN_FACTS = {"licence": None, "task_status": None, "audit_verdict": None, "audit_run": None}
@@ -103,7 +112,7 @@ def pool_facts(pool: Pool, licences: Mapping[str, str | None] | None = None) -> 
         if version.path not in licence_by_path:
             licence_by_path[version.path] = _toml_licence(pool, version.path)
         verdict, run = verdicts.get(version.version, (None, None))
-        licence = (licences or {}).get(version.version) or licence_by_path[version.path]
+        licence = hub_licence((licences or {}).get(version.version) or licence_by_path[version.path])
         facts[version.version] = TaskFacts(
             task=version.name,
             source=version.source,

@@ -54,6 +54,7 @@ from curation.export_facts import (
     export_facts,
     pool_facts,
     with_default_licence,
+    with_sources,
 )
 from curation.export_guard import Rejected, parse_tools
 from qaflow.agents.tool_specs import TOOLS
@@ -293,10 +294,14 @@ def export_rl(
     tools: list[dict[str, Any]] | None = None,
     provenance: Provenance | None = None,
     license: str | None = None,
+    sources: Mapping[str, str] | None = None,
     overwrite: bool = False,
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
 ) -> ExportReport:
     """Write the RL dataset of a rollout frame, or of a pool (with `rollouts` for stats), to `out_dir`.
+
+    `sources` (task version -> source name, as a pipeline knows it) wins over the pool's source (task.toml's, else
+    `local`); every licence is written as the Hub spells it (`apache-2.0`).
 
     With a pool, `status` selects tasks by the status of their current version (None: all) and
     `tools` (default: qaflow's harness tools) are offered where no rollout says otherwise. With a
@@ -330,6 +335,7 @@ def export_rl(
     if left_out:
         notes.append(f"{left_out} attempts not correctly graded (or of a scripted policy) are left out of the stats")
     with_default_licence(rows, license)
+    with_sources(rows, sources)
     if not rows:
         what = "no task matched" if not removed else f"all {len(removed)} task versions removed"
         raise NothingToExport(out_dir, f"nothing to export: {what}", removed)
@@ -364,6 +370,7 @@ def _rl_card(report: ExportReport, audit: dict[str, dict[str, int]], license: st
     head = cards.front_matter(
         pretty_name="qaflow RL prompts",
         configs=report.configs,
+        digest=report.content_digest,
         splits=report.splits,
         license=license or cards.row_licences(report.counts),
         tags=["agentic-coding", "tool-use", "rl"],

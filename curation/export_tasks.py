@@ -36,7 +36,7 @@ from curation.export_common import (
     value_counts,
     write_export,
 )
-from curation.export_facts import FACT_COLUMNS, pool_facts, with_default_licence
+from curation.export_facts import FACT_COLUMNS, pool_facts, with_default_licence, with_sources
 from curation.export_limits import DEFAULT_MAX_TASK_FILE_BYTES
 from qaflow.errors import TaskError
 from qaflow.models.records import TaskRow
@@ -181,10 +181,14 @@ def export_tasks(
     split: SplitSpec | None = None,
     provenance: Provenance | None = None,
     license: str | None = None,
+    sources: Mapping[str, str] | None = None,
     overwrite: bool = False,
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
 ) -> ExportReport:
     """Write the pool's tasks whose current version has one of `status` (None: all) to `out_dir`, one row each.
+
+    `sources` (task version -> source name, as a pipeline knows it) wins over the pool's source (task.toml's, else
+    `local`); every licence is written as the Hub spells it (`apache-2.0`).
 
     A task whose folder is gone or no longer holds the scanned version is left out with a reason.
 
@@ -229,6 +233,7 @@ def export_tasks(
         if opened is not pool:
             opened.close()
     with_default_licence(rows, license)
+    with_sources(rows, sources, key="version")
     if not rows:
         wanted = "any status" if status is None else ", ".join(status)
         what = f"no task of {root} has status {wanted}" if not removed else f"all {len(removed)} tasks removed"
@@ -290,6 +295,7 @@ def _tasks_card(report: ExportReport, license: str | None) -> str:
     head = cards.front_matter(
         pretty_name="qaflow task pool",
         configs=report.configs,
+        digest=report.content_digest,
         splits=report.splits,
         license=license or cards.row_licences(report.counts),
         tags=["agentic-coding", "harbor", "tasks"],

@@ -1,8 +1,8 @@
 """Template-safe shapes for exported SFT sessions: named transforms that `qaflow export sft` applies when asked.
 
-Some chat templates refuse, or silently drop, a shape the agent harness records. Each transform rewrites a
-session's messages (rows as `curation.export_common.message_row` builds them) into a shape those templates
-render, keeping every call, its id, its arguments and its result, in order:
+Some chat templates refuse, or silently drop, a shape the agent harness (or Harbor) records. Each transform
+rewrites a session's messages (rows as `curation.export_common.message_row` builds them) or its tool definitions
+into a shape those templates render, keeping every call, its id, its arguments and its result, in order:
 
 - `split-parallel-calls`: an assistant turn with N tool calls becomes N consecutive assistant turns of one call
   each, each followed by its own tool result (matched by `tool_call_id`). The turn's text and reasoning stay on
@@ -13,6 +13,11 @@ render, keeping every call, its id, its arguments and its result, in order:
   together with tool calls ("Cannot pass both content and thinking ..."). A turn with reasoning and calls but no
   text is left as it is (every template takes it). Under GPT-OSS the text turn renders as a `final` message and its
   reasoning is dropped, as that template drops the reasoning of every turn before the last.
+- `describe-tools`: a tool definition without a `description` gets one made from its name and schema
+  (`Bash tool. Arguments: command (string).`); nothing else changes. Harbor writes its tools so (ATIF tools derived
+  from the calls carry a name and parameters only), and GPT-OSS's and Muse Glimmer's templates read every tool's
+  description ("'dict object' has no attribute 'description'", "Object of type Undefined is not JSON
+  serializable").
 
 The transforms run in one fixed order (`TRANSFORMS`), whatever order they were asked in. `for_template` names
 the transforms a TRL-bundled chat template needs, from three tables measured in `tests/test_chat_templates.py`:
@@ -29,11 +34,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 Message = dict[str, Any]
+Tool = dict[str, Any]
 
 
 class TransformName(StrEnum):
     SPLIT_PARALLEL_CALLS = "split-parallel-calls"
     SEPARATE_THINKING = "separate-thinking"
+    DESCRIBE_TOOLS = "describe-tools"
 
 
 def _has_text(message: Message) -> bool:
@@ -92,6 +99,54 @@ def separate_thinking(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
+def _function(tool: Tool) -> dict[str, Any]:
+    """The function definition of an OpenAI tool (`{"type": "function", "function": {...}}`), or the tool itself."""
+    function = tool.get("function")
+    return function if isinstance(function, dict) else tool
+
+
+def _undescribed(tool: Tool) -> bool:
+    description = _function(tool).get("description")
+    return not (isinstance(description, str) and description.strip())
+
+
+def tool_description(function: dict[str, Any]) -> str:
+    """What a tool's name and schema say: `Bash tool. Arguments: command (string), timeout (integer).`"""
+    parameters = function.get("parameters")
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    arguments = [
+        f"{key} ({spec['type']})" if isinstance(spec, dict) and isinstance(spec.get("type"), str) else str(key)
+        for key, spec in (properties.items() if isinstance(properties, dict) else ())
+    ]
+    said = f"Arguments: {', '.join(arguments)}." if arguments else "No arguments."
+    return f"{function.get('name') or 'unnamed'} tool. {said}"
+
+
+def describe_tools(tools: Sequence[Tool]) -> list[Tool]:
+    """Each tool without a description with one made from its name and schema (`tool_description`)."""
+    out: list[Tool] = []
+    for tool in tools:
+        if not _undescribed(tool):
+            out.append(dict(tool))
+            continue
+        function = _function(tool)
+        described = {**function, "description": tool_description(function)}
+        out.append({**tool, "function": described} if function is not tool else described)
+    return out
+
+
+def _never(_item: dict[str, Any]) -> bool:
+    return False
+
+
+def _same_messages(messages: Sequence[Message]) -> list[Message]:
+    return [dict(m) for m in messages]
+
+
+def _same_tools(tools: Sequence[Tool]) -> list[Tool]:
+    return [dict(t) for t in tools]
+
+
 @dataclass(frozen=True)
 class Transform:
     name: TransformName
@@ -100,6 +155,11 @@ class Transform:
     apply: Callable[[Sequence[Message]], list[Message]]
     why: str
     """Why it exists, for the dataset card."""
+    applies_to_tool: Callable[[Tool], bool] = _never
+    """Whether the transform changes this tool definition (counted on the card)."""
+    apply_tools: Callable[[Sequence[Tool]], list[Tool]] = _same_tools
+    on_tools: bool = False
+    """It rewrites tool definitions, not messages (its count is of tools)."""
 
 
 TRANSFORMS = (
@@ -118,11 +178,23 @@ TRANSFORMS = (
         "its own result (order and ids kept): Llama 3.1/3.2's templates refuse a second call in a turn and "
         "GPT-OSS's renders only the first",
     ),
+    Transform(
+        TransformName.DESCRIBE_TOOLS,
+        _never,
+        _same_messages,
+        "a tool definition without a description gets one made from its name and schema (`Bash tool. Arguments: "
+        "command (string).`): GPT-OSS's and Muse Glimmer's templates read every tool's description, and Harbor's "
+        "tools derived from the calls have none",
+        applies_to_tool=_undescribed,
+        apply_tools=describe_tools,
+        on_tools=True,
+    ),
 )
 """Every transform, in the order they run."""
 
 FOR_TEMPLATE: dict[str, tuple[TransformName, ...]] = {
-    "gptoss": (TransformName.SEPARATE_THINKING, TransformName.SPLIT_PARALLEL_CALLS),
+    "gptoss": (TransformName.SEPARATE_THINKING, TransformName.SPLIT_PARALLEL_CALLS, TransformName.DESCRIBE_TOOLS),
+    "muse_glimmer": (TransformName.DESCRIBE_TOOLS,),
     "llama3_1": (TransformName.SPLIT_PARALLEL_CALLS,),
     "llama3_2": (TransformName.SPLIT_PARALLEL_CALLS,),
 }
@@ -143,7 +215,6 @@ AS_IS = frozenset(
         "lfm2_2_5_v2",
         "lfm2_2_5_vl",
         "lfm2_v2",
-        "muse_glimmer",
         "nemotron_3_5_lightning",
         "nemotron_3_nano",
         "nemotron_3_super",
@@ -158,7 +229,8 @@ AS_IS = frozenset(
         "qwen3_vl",
     }
 )
-"""Template families that know tool calls and render every exported shape right with no transform."""
+"""Template families that know tool calls and render every exported shape right with no transform (tools without
+descriptions, as Harbor writes them, included)."""
 
 UNFIXABLE = {
     "deepseekv3": "its inference template concatenates `arguments` as a string; TRL's deepseekv3_training takes "
@@ -201,6 +273,7 @@ class AppliedTransform(BaseModel):
     name: TransformName
     why: str
     turns_changed: int = Field(0, description="Assistant turns it rewrote, over all exported rows.")
+    tools_changed: int = Field(0, description="Tool definitions it rewrote, over all exported rows.")
 
 
 def transforms_named(names: Sequence[str]) -> tuple[Transform, ...]:
@@ -234,4 +307,16 @@ def apply_transforms(
         if counts is not None:
             counts[transform.name] = counts.get(transform.name, 0) + sum(map(transform.applies, out))
         out = transform.apply(out)
+    return out
+
+
+def apply_tool_transforms(
+    tools: Sequence[Tool], transforms: Sequence[Transform], counts: dict[TransformName, int] | None = None
+) -> list[Tool]:
+    """`tools` (one row's definitions) through each transform in turn; `counts` adds the tools each one changed."""
+    out = [dict(t) for t in tools]
+    for transform in transforms:
+        if counts is not None:
+            counts[transform.name] = counts.get(transform.name, 0) + sum(map(transform.applies_to_tool, out))
+        out = transform.apply_tools(out)
     return out

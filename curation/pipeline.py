@@ -91,6 +91,9 @@ class PipelineReport(BaseModel):
     output_dir: Path
     stages: list[StageInfo] = Field(default_factory=list)
     datasets: dict[str, str] = Field(default_factory=dict)
+    skipped_datasets: dict[str, str] = Field(
+        default_factory=dict, description="Datasets the config asks for that were not written, with the reason."
+    )
 
 
 class Pipeline:
@@ -100,9 +103,13 @@ class Pipeline:
         *,
         executor: Any = None,
         progress: Progress | None = None,
+        on_start: Callable[[str, int], None] | None = None,
         on_stage: Callable[[StageInfo], None] | None = None,
     ):
+        """`progress` gets the stages' messages (one per task audited, repaired, hardened...), `on_start` each stage
+        that runs (its name and rows in) and `on_stage` each stage's info when it is done (run or reused)."""
         self.config = config
+        self.on_start = on_start or (lambda _stage, _rows: None)
         self.on_stage = on_stage or (lambda _info: None)
         self.out = Path(config.output_dir).resolve()
         self.pool_dir = self.out / "pool"
@@ -156,12 +163,12 @@ class Pipeline:
             stage = step.name
             done = self.load_info(stage)
             if done is not None:
-                self.say(f"{stage}: done before, reused")
+                done.reused = True
                 report.stages.append(done)
                 self.on_stage(done)
                 tasks = self.kept(stage) if step.feeds_next else tasks
                 continue
-            self.say(f"{stage}: running")
+            self.on_start(stage, tasks.height)
             t0 = time.perf_counter()
             info = StageInfo(stage=stage, rows_in=tasks.height, unit=step.unit)
             result, unit_frame = step.run(self.ctx, tasks, info)
@@ -172,6 +179,8 @@ class Pipeline:
             if step.feeds_next:
                 tasks = result.kept
         report.datasets = self._datasets()
+        export = next((s for s in report.stages if s.stage == ExportStep.name), None)
+        report.skipped_datasets = dict(export.info.get("skipped_datasets", {})) if export else {}
         self._write_funnel(report)
         return report
 

@@ -44,8 +44,9 @@ from typing import Annotated, Any, Literal
 
 import polars as pl
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from curation.licences import hub_licence
 from qaflow.config_file import read_config_data, validation_reason
 from qaflow.errors import ConfigError, QaflowError, TaskError
 from qaflow.task import Task, find_task_dirs
@@ -102,6 +103,11 @@ class SourcedTask(BaseModel):
     instruction: str
     path: Path | None = Field(None, description="Harbor task folder; None for rows not materialised.")
     version: str
+
+    @field_validator("licence")
+    @classmethod
+    def _hub_licence(cls, value: str | None) -> str | None:
+        return hub_licence(value)
 
     @property
     def id(self) -> str:

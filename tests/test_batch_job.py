@@ -71,17 +71,19 @@ def test_batch_job_writes_datasets_that_load_back(batch_out: Path) -> None:
     tasks = datasets.concatenate_datasets([tasks_dict["train"], tasks_dict["test"]])
     names = {n.split("/")[-1] for n, s in zip(tasks["name"], tasks["status"], strict=True) if s == "accepted"}
     assert set(clean) <= names
-    assert "candidate" in tasks["status"]
-    assert set(tasks["licence"]) == {"Apache-2.0"}
+    assert set(tasks["status"]) == {"accepted"}  # hardened candidates only with --include-candidates
+    assert stages["export"]["info"]["candidates_left_out"] >= len(clean)
+    assert set(tasks["licence"]) == {"apache-2.0"}  # the config's Apache-2.0, as the Hub spells it
+    assert set(tasks["source"]) == {"tasks_repo"} and set(stages["export"]["by_source"]) == {"tasks_repo"}
     accepted = [row for row in tasks if row["status"] == "accepted"]
     assert all(
         row["audit_verdict"] == "clean" and row["audit_run"] for row in accepted if row["parent_version"] is None
     )
     rl = datasets.load_dataset(str(batch_out / "datasets" / "rl"), cache_dir=str(batch_out / "hf-cache"))
     assert sum(len(split) for split in rl.values()) == len(accepted)
-    assert set(rl["train"]["task_status"]) == {"accepted"} and set(rl["train"]["licence"]) == {"Apache-2.0"}
+    assert set(rl["train"]["task_status"]) == {"accepted"} and set(rl["train"]["licence"]) == {"apache-2.0"}
     card = (batch_out / "datasets" / "rl" / "README.md").read_text()
-    assert "license: Apache-2.0" in card and "## Audit" in card and "## Splits" in card
+    assert "license: apache-2.0" in card and "`local`" not in card and "## Audit" in card and "## Splits" in card
     assert (batch_out / "funnel.png").is_file()
 
 

@@ -5,16 +5,19 @@ with `tokenizer.apply_chat_template(messages, tools=...)` under every template i
 For Qwen3, Qwen2.5 and Llama 3.x the tool-call turn is compared with a hand-written rendering; for every
 template, tool calls are never double-encoded and never silently dropped (`sft.tool_render`).
 
-Harness-shaped rows (one turn with text, reasoning and a call; one with text, reasoning and parallel calls) are
+Harness-shaped rows (one turn with text, reasoning and a call; one with text, reasoning and parallel calls) and
+rows imported from a Harbor job (`tests/data/harbor_job`: tools without descriptions, as Harbor writes them) are
 rendered under every bundled template that knows tool calls, as exported and after the template-safe transforms
 `curation.export_transforms` picks for it: which templates render them right is measured, and must equal that
-module's tables (`AS_IS`, `FOR_TEMPLATE`, `UNFIXABLE`).
+module's tables (`AS_IS`, `FOR_TEMPLATE`, `UNFIXABLE`). The Harbor rows are also exported with `for_template` for
+every such template and rendered as loaded, or the export is refused with the reason.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +25,27 @@ import datasets
 import pytest
 
 from curation.export import GateOptions, export_sft
+from curation.export_common import ExportError
 from curation.export_transforms import (
     AS_IS,
     FOR_TEMPLATE,
     TRANSFORMS,
     UNFIXABLE,
+    Transform,
+    apply_tool_transforms,
     apply_transforms,
     chosen_transforms,
     for_template,
     template_family,
 )
+from qaflow.importers.harbor_jobs import import_job
 from qaflow.models.frame import records_to_frame
 from sft.tool_render import tool_call_problems
 from tests.test_export import parallel_record, tiny_tokenizer
 from tests.trajectories import make_record
 
 TRL_TEMPLATES = Path(__import__("trl").__file__).parent / "chat_templates"
+HARBOR_JOB = Path(__file__).parent / "data" / "harbor_job" / "2026-01-05__10-00-00"
 TOOL = {
     "type": "function",
     "function": {
@@ -264,10 +272,43 @@ def harness_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str
     return rows(datasets.load_dataset(str(out), cache_dir=str(out.parent / "hf-cache")))
 
 
-def render_problem(template: str, row: dict[str, Any], messages: list[dict[str, Any]]) -> str | None:
-    """None when `template` accepts `messages` and renders every call of the row with its arguments; else why not."""
+@pytest.fixture(scope="module")
+def harbor_records() -> Any:
+    return records_to_frame(import_job(HARBOR_JOB).records)
+
+
+def export_harbor(records: Any, out: Path, for_template: str | None = None) -> dict[str, dict[str, Any]]:
+    """The Harbor job's sessions exported (every one the guard takes), loaded as TRL users load them."""
+    gate = GateOptions(include_unaccepted=True, include_failed=True)
+    export_sft(records, out, gate=gate, sharegpt=False, for_template=for_template)
+    loaded = datasets.load_dataset(str(out), cache_dir=str(out.parent / "hf-cache"))
+    return {f"harbor/{row['rollout_id']}": row for row in loaded["train"]}
+
+
+@pytest.fixture(scope="module")
+def tool_rows(
+    harness_rows: dict[str, dict[str, Any]], harbor_records: Any, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict[str, Any]]:
+    """The harness rows and the Harbor rows, whose tools have no description."""
+    harbor = export_harbor(harbor_records, tmp_path_factory.mktemp("harbor") / "sft")
+    assert len(harbor) == 2 and any(len(m["tool_calls"] or []) > 1 for r in harbor.values() for m in r["messages"])
+    assert all("description" not in t["function"] for r in harbor.values() for t in r["tools"])
+    return harness_rows | harbor
+
+
+def transformed(row: dict[str, Any], transforms: Sequence[Transform]) -> dict[str, Any]:
+    return {
+        **row,
+        "messages": apply_transforms(row["messages"], transforms),
+        "tools": apply_tool_transforms(row["tools"], transforms),
+    }
+
+
+def render_problem(template: str, row: dict[str, Any], rendered: dict[str, Any] | None = None) -> str | None:
+    """None when `template` accepts `rendered` (default: `row`) and renders every call of the row with its
+    arguments; else why not."""
     try:
-        text = render(template, {**row, "messages": messages})
+        text = render(template, rendered or row)
     except Exception as e:  # jinja raises whatever the template says
         return f"refused: {str(e).splitlines()[0][:80]}"
     problems = tool_call_problems(row["messages"], text)
@@ -275,11 +316,10 @@ def render_problem(template: str, row: dict[str, Any], messages: list[dict[str, 
 
 
 def measure(rows_: dict[str, dict[str, Any]], transforms: Any) -> dict[str, dict[str, str | None]]:
-    """template -> task -> render_problem, with the messages through `transforms(template)`."""
+    """template -> task -> render_problem, with the row through `transforms(template)`."""
     return {
         template: {
-            task: render_problem(template, row, apply_transforms(row["messages"], transforms(template)))
-            for task, row in rows_.items()
+            task: render_problem(template, row, transformed(row, transforms(template))) for task, row in rows_.items()
         }
         for template in tool_templates()
     }
@@ -296,15 +336,15 @@ def needed(template: str) -> Any:
         return ()
 
 
-def test_harness_rows_under_every_tool_template(harness_rows: dict[str, dict[str, Any]]) -> None:
-    """As exported, the templates `AS_IS` lists render both rows right and those `FOR_TEMPLATE` lists do not; with
+def test_harness_and_harbor_rows_under_every_tool_template(tool_rows: dict[str, dict[str, Any]]) -> None:
+    """As exported, the templates `AS_IS` lists render every row right and those `FOR_TEMPLATE` lists do not; with
     the transforms `for_template` picks, every template but the `UNFIXABLE` ones does; all transforms together
     break no template."""
     templates = tool_templates()
     assert len(templates) >= 40
-    as_exported = measure(harness_rows, lambda t: ())
-    with_needed = measure(harness_rows, needed)
-    with_all = measure(harness_rows, lambda t: TRANSFORMS)
+    as_exported = measure(tool_rows, lambda t: ())
+    with_needed = measure(tool_rows, needed)
+    with_all = measure(tool_rows, lambda t: TRANSFORMS)
     fixable = {t for t in templates if t.removesuffix(".jinja") not in UNFIXABLE}
     print(f"\n{len(right(as_exported))} of {len(templates)} tool-call templates render the export as is; with the")
     print(f"transforms each needs {len(right(with_needed))} of {len(templates)}; unfixable: {sorted(UNFIXABLE)}")
@@ -321,21 +361,25 @@ def test_harness_rows_under_every_tool_template(harness_rows: dict[str, dict[str
             # each transform the table names is needed: without it the template still fails
             for left_out in FOR_TEMPLATE[family]:
                 rest = tuple(t for t in needed(template) if t.name != left_out)
-                assert any(measure_one(harness_rows, template, rest).values()), (template, left_out)
+                assert any(measure_one(tool_rows, template, rest).values()), (template, left_out)
     refusal = "refused: Cannot pass both content and thinking in an assistant message with tool calls"
-    assert all(p and p.startswith(refusal) for p in as_exported["gptoss.jinja"].values())
-    assert render_problem("gptoss.jinja", harness_rows["demo/parallel"], split_only(harness_rows)) is not None
-    assert as_exported["llama3_1.jinja"] == {
-        "demo/mixed": None,
-        "demo/parallel": "refused: This model only supports single tool-calls at once!",
+    assert as_exported["gptoss.jinja"]["demo/mixed"] == as_exported["gptoss.jinja"]["demo/parallel"]
+    assert (as_exported["gptoss.jinja"]["demo/mixed"] or "").startswith(refusal)
+    split = split_only(tool_rows)
+    assert render_problem("gptoss.jinja", tool_rows["demo/parallel"], {**tool_rows["demo/parallel"], "messages": split})
+    harbor = sorted(task for task in tool_rows if task.startswith("harbor/"))
+    assert {as_exported["gptoss.jinja"][t] for t in harbor} == {"refused: 'dict object' has no attribute 'description'"}
+    assert {as_exported["muse_glimmer.jinja"][t] for t in harbor} == {
+        "refused: Object of type Undefined is not JSON serializable"
     }
+    assert as_exported["llama3_1.jinja"]["demo/mixed"] is None
+    assert (
+        as_exported["llama3_1.jinja"]["demo/parallel"] == "refused: This model only supports single tool-calls at once!"
+    )
 
 
 def measure_one(rows_: dict[str, dict[str, Any]], template: str, transforms: Any) -> dict[str, str | None]:
-    return {
-        task: render_problem(template, row, apply_transforms(row["messages"], transforms))
-        for task, row in rows_.items()
-    }
+    return {task: render_problem(template, row, transformed(row, transforms)) for task, row in rows_.items()}
 
 
 def split_only(rows_: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -352,3 +396,22 @@ def test_unfixable_templates_are_refused_with_the_reason() -> None:
     assert for_template("deepseekv3_training.jinja") == ()
     with pytest.raises(ValueError, match="not a TRL-bundled template with tool calls"):
         for_template("gemma")
+
+
+def test_harbor_rows_exported_for_each_tool_template_render_or_are_refused(harbor_records: Any, tmp_path: Path) -> None:
+    """What a user of a Harbor job does: `export sft --for-template T`, load the folder, render under T. Every
+    TRL-bundled template with tool calls renders every call, or the export is refused with the reason."""
+    rendered, refused = [], []
+    for template in tool_templates():
+        stem = template.removesuffix(".jinja")
+        out = tmp_path / stem / "sft"
+        if stem in UNFIXABLE:
+            with pytest.raises(ExportError, match="no transform helps"):
+                export_harbor(harbor_records, out, for_template=stem)
+            refused.append(stem)
+            continue
+        rows_ = export_harbor(harbor_records, out, for_template=stem)
+        assert {task: render_problem(template, row) for task, row in rows_.items()} == dict.fromkeys(rows_), template
+        rendered.append(stem)
+    assert len(rendered) + len(refused) == len(tool_templates()) and sorted(refused) == sorted(UNFIXABLE)
+    print(f"\n{len(rendered)} of {len(tool_templates())} tool-call templates render the Harbor rows exported for them")

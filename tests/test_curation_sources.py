@@ -96,11 +96,11 @@ def test_harbor_source_gives_provenance_and_reports_invalid_tasks(tmp_path: Path
     assert set(rows) == {"local:data/csv-sum", "local:licensed"}
     csv_sum = rows["local:data/csv-sum"]
     assert (csv_sum["source"], csv_sum["original_id"], csv_sum["licence"], csv_sum["name"]) == (
-        "local", "data/csv-sum", "Apache-2.0", "qaflow/csv-sum"
+        "local", "data/csv-sum", "apache-2.0", "qaflow/csv-sum"
     )  # fmt: skip
     assert csv_sum["version"] == Task.load(root / "data" / "csv-sum").version
     assert csv_sum["instruction"] == (TASKS_REPO / "csv-sum" / "instruction.md").read_text()
-    assert rows["local:licensed"]["licence"] == "CC-BY-4.0"
+    assert rows["local:licensed"]["licence"] == "cc-by-4.0"  # licences as the Hub spells them
     assert result.removed.rows() == [
         ("local:menu-prices", "source", result.removed["reason"][0]),
     ]
@@ -133,7 +133,7 @@ def test_dataset_rows_are_materialised_as_harbor_tasks(tmp_path: Path):
                          licence="unknown", cache_dir=tmp_path / "cache")  # fmt: skip
     result = collect_tasks([spec])
     assert result.kept["id"].to_list() == ["hf:row/0", "hf:row/1", "hf:row/2"]
-    assert result.kept["licence"].to_list() == ["MIT", "unknown", "unknown"]
+    assert result.kept["licence"].to_list() == ["mit", "unknown", "unknown"]
     assert result.removed.rows() == [("hf:broken", "source", "column 'verifier' is missing")]
     first = result.kept.row(0, named=True)
     folder = Path(first["path"])
@@ -199,8 +199,8 @@ def test_python_entry_point_source():
     spec = PythonSource(name="synth", entry_point="tests.test_curation_sources:generate", options={"count": 3},
                         licence="CC0")  # fmt: skip
     result = collect_tasks([spec])
-    assert result.kept.select("id", "source", "licence").rows() == [("synth:gen-0", "synth", "CC0"),
-                                                                   ("synth:gen-2", "synth", "CC0")]  # fmt: skip
+    assert result.kept.select("id", "source", "licence").rows() == [("synth:gen-0", "synth", "cc0"),
+                                                                   ("synth:gen-2", "synth", "cc0")]  # fmt: skip
     assert result.removed.rows() == [("synth:gen-1", "source", "generator item invalid: instruction: Field required")]
     with pytest.raises(SourceError, match="cannot load the entry point"):
         collect_tasks([PythonSource(name="x", entry_point="tests.test_curation_sources:nothing")])
@@ -338,3 +338,16 @@ def test_audit_filter_keeps_only_accepted_versions(tmp_path: Path):
     assert audit_filter(changed).removed.filter(pl.col("id") == "p:json-merge")["reason"].to_list() == [
         "not audited (version not in the ledger)"
     ]
+
+
+def test_licences_are_written_as_the_hub_spells_them() -> None:
+    from curation.licences import hub_licence
+
+    assert [hub_licence(s) for s in ("Apache-2.0", " MIT ", "CC-BY-4.0", "GPL-3.0-only", "LGPL-2.1-or-later")] == [
+        "apache-2.0",
+        "mit",
+        "cc-by-4.0",
+        "gpl-3.0",
+        "lgpl-2.1",
+    ]
+    assert hub_licence("") is None and hub_licence(None) is None

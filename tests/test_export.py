@@ -127,8 +127,7 @@ def test_sft_export_round_trips_through_load_from_disk_and_parquet(tmp_path: Pat
     assert parallel["tool_calls"][0]["function"]["arguments"] == {"path": "a.txt"}
 
     shards = sorted((out / "data").glob("*.parquet"))
-    digest = shards[0].name.split("-")[1]
-    assert [p.name for p in shards] == [f"train-{digest}-00000-of-00001.parquet"] and len(digest) == 12
+    assert [p.name for p in shards] == ["train-00000-of-00001.parquet"]  # as the Hub names them
     frame = pl.read_parquet(shards)
     assert frame.height == 4 and set(frame["rollout_id"]) == set(by_id)
     tools = frame.select(pl.col("tools").list.eval(pl.element().ext.storage()))["tools"][0].to_list()
@@ -139,9 +138,12 @@ def test_sft_export_round_trips_through_load_from_disk_and_parquet(tmp_path: Pat
     assert meta["license"] == "apache-2.0"
     assert set(ds["licence"]) == {"apache-2.0"}  # rows without a licence of their own take the dataset's
     assert {c["config_name"]: c["data_files"] for c in meta["configs"]} == {
-        "default": [{"split": "train", "path": f"data/train-{digest}-*.parquet"}],
-        "sharegpt": [{"split": "train", "path": f"sharegpt/train-{digest}-*.parquet"}],
+        "default": [{"split": "train", "path": "data/train-*.parquet"}],
+        "sharegpt": [{"split": "train", "path": "sharegpt/train-*.parquet"}],
     }
+    digest = report.content_digest
+    assert digest and len(digest) == 12
+    assert {c["description"] for c in meta["configs"]} == {f"qaflow export, content sha256 {digest}"}
     assert "dataset_info" not in meta  # the parquet files carry the features
     assert "| `train` | 4 | 3 |" in card  # rows and tasks of the one split
     assert "| `local` | 2 |" in card and "| `nl2bash` | 1 |" in card and "| `swe-smith` | 1 |" in card
@@ -149,9 +151,9 @@ def test_sft_export_round_trips_through_load_from_disk_and_parquet(tmp_path: Pat
     assert (
         "| structure | 6 | 1 |" in card and "| dedup | 4 | 2 |" in card and "| export gate and guard | 4 | 0 |" in card
     )
-    assert "qaflow 0.1.0" in card and f"`data/train-{digest}-00000-of-00001.parquet`" in card
+    assert "qaflow 0.1.0" in card and "`data/train-00000-of-00001.parquet`" in card
     saved = json.loads((out / "export_report.json").read_text())
-    assert saved["rows"] == 4 and saved["configs"]["sharegpt"] == {"train": f"sharegpt/train-{digest}-*.parquet"}
+    assert saved["rows"] == 4 and saved["configs"]["sharegpt"] == {"train": "sharegpt/train-*.parquet"}
 
 
 def test_sharegpt_variant_maps_roles_calls_and_results(tmp_path: Path) -> None:
@@ -766,12 +768,12 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
     csv = rows[kept[1].rollout_id]
     assert (csv["task_status"], csv["audit_verdict"], csv["audit_run"]) == ("accepted", "clean", audit_run)
     alpha = rows[kept[0].rollout_id]
-    assert (alpha["licence"], alpha["task_status"], alpha["audit_verdict"]) == ("MIT", "accepted", None)
+    assert (alpha["licence"], alpha["task_status"], alpha["audit_verdict"]) == ("mit", "accepted", None)
     sharegpt = datasets.load_dataset(str(out), "sharegpt", cache_dir=str(tmp_path / "hf-cache"))
     assert {s: len(d) for s, d in sharegpt.items()} == report.splits
     card = (out / "README.md").read_text()
-    assert front_matter(card)["license"] == "MIT"
-    assert "| `clean` | 1 |" in card and "| `MIT` | 1 |" in card
+    assert front_matter(card)["license"] == "mit"
+    assert "| `clean` | 1 |" in card and "| `mit` | 1 |" in card
     assert "| `not_graded` | 3 |" in card and "| `scripted` | 2 |" in card and "| `not_passed` | 1 |" in card
     assert "without full reward" not in card
     with_failed = export_sft(
@@ -820,8 +822,8 @@ def test_tasks_export_is_a_source_that_gives_back_the_same_versions(tmp_path: Pa
     result = collect_tasks(SourcesConfig.load(config).sources)
     frame = result.kept
     assert sorted(frame["version"]) == sorted(v for p, v in known.items() if p != "beta")
-    assert dict(frame.select("version", "licence").iter_rows())[known["alpha"]] == "MIT"
-    assert set(frame["licence"]) == {"MIT", "CC-BY-4.0"}
+    assert dict(frame.select("version", "licence").iter_rows())[known["alpha"]] == "mit"  # as the Hub spells it
+    assert set(frame["licence"]) == {"mit", "cc-by-4.0"}
     assert all(Path(p).is_relative_to(tmp_path / "rebuilt" / "mine") for p in frame["path"])
 
     again = collect_tasks(SourcesConfig.load(config).sources)  # rebuilt folders are reused, not rewritten
@@ -887,8 +889,8 @@ def test_cli_test_split_from_a_mix_eval_file_or_a_fraction(tmp_path: Path) -> No
 
 
 def test_load_dataset_never_returns_an_earlier_export_of_the_same_name(tmp_path: Path) -> None:
-    """datasets caches a local folder by its YAML configs: the content digest in the file patterns keeps two
-    exports named alike apart in one cache."""
+    """datasets caches a local folder by its YAML configs: the content digest in each config's description keeps
+    two exports named alike apart in one cache."""
     cache = str(tmp_path / "hf-cache")
     for folder, task in (("a", "x/one"), ("b", "x/two")):
         export_sft(records_to_frame([make_record(task=task)]), tmp_path / folder / "sft", gate=OPEN, sharegpt=False)
@@ -896,4 +898,4 @@ def test_load_dataset_never_returns_an_earlier_export_of_the_same_name(tmp_path:
         assert datasets.load_dataset(str(tmp_path / folder / "sft"), split="train", cache_dir=cache)["task"] == [task]
     again = export_sft(records_to_frame([make_record(task="x/one")]), tmp_path / "c" / "sft", gate=OPEN, sharegpt=False)
     first = json.loads((tmp_path / "a" / "sft" / "export_report.json").read_text())
-    assert again.configs["default"] == first["configs"]["default"]  # the same rows, the same names
+    assert again.content_digest == first["content_digest"]  # the same rows, the same digest

@@ -14,6 +14,7 @@ from curation.export import GateOptions, export_sft, load_export
 from curation.export_transforms import (
     TRANSFORMS,
     TransformName,
+    apply_tool_transforms,
     apply_transforms,
     separate_thinking,
     split_parallel_calls,
@@ -77,11 +78,36 @@ def test_separate_thinking_puts_text_and_reasoning_before_the_calls() -> None:
 def test_both_transforms_count_the_turns_they_change() -> None:
     counts: dict[TransformName, int] = {}
     out = apply_transforms(HARNESS_PARALLEL, TRANSFORMS, counts)
-    assert counts == {TransformName.SEPARATE_THINKING: 1, TransformName.SPLIT_PARALLEL_CALLS: 1}
+    assert counts == {
+        TransformName.SEPARATE_THINKING: 1,
+        TransformName.SPLIT_PARALLEL_CALLS: 1,
+        TransformName.DESCRIBE_TOOLS: 0,  # it changes tool definitions, never a message
+    }
     assert [len(m.get("tool_calls") or []) for m in out if m["role"] == "assistant"] == [0, 1, 1, 0]
     counts = {}
-    apply_transforms(HARNESS_PARALLEL, TRANSFORMS[1:], counts)
+    apply_transforms(HARNESS_PARALLEL, TRANSFORMS[1:2], counts)
     assert counts == {TransformName.SPLIT_PARALLEL_CALLS: 1}
+
+
+def test_describe_tools_gives_undescribed_tools_a_description_from_name_and_schema() -> None:
+    harbor = [
+        {"type": "function", "function": {"name": "Bash", "parameters": {"type": "object", "properties": {
+            "command": {"type": "string"}, "timeout": {"type": "integer"}}}}},
+        {"type": "function", "function": {"name": "Stop", "parameters": {"type": "object", "properties": {}}}},
+        {"type": "function", "function": {"name": "Read", "description": "Read a file.", "parameters": {}}},
+        {"name": "Flat", "description": "  ", "parameters": {"properties": {"path": {}}}},
+    ]  # fmt: skip
+    counts: dict[TransformName, int] = {}
+    out = apply_tool_transforms(harbor, TRANSFORMS, counts)
+    assert [(t.get("function") or t)["description"] for t in out] == [
+        "Bash tool. Arguments: command (string), timeout (integer).",
+        "Stop tool. No arguments.",
+        "Read a file.",
+        "Flat tool. Arguments: path.",
+    ]
+    assert counts[TransformName.DESCRIBE_TOOLS] == 3 and counts[TransformName.SPLIT_PARALLEL_CALLS] == 0
+    assert out[0]["function"]["parameters"] == harbor[0]["function"]["parameters"] and out[0]["type"] == "function"
+    assert "description" not in harbor[0]["function"]  # the input is not changed
 
 
 def harness_records() -> list[RolloutRecord]:
@@ -98,9 +124,10 @@ def harness_frame() -> pl.DataFrame:
 def test_export_for_gptoss_writes_the_transformed_sessions_and_names_the_transforms(tmp_path: Path) -> None:
     out = tmp_path / "sft"
     report = export_sft(harness_frame(), out, gate=GateOptions(include_unaccepted=True), for_template="gptoss")
-    assert [(t.name, t.turns_changed) for t in report.transforms] == [
-        (TransformName.SEPARATE_THINKING, 2),
-        (TransformName.SPLIT_PARALLEL_CALLS, 1),
+    assert [(t.name, t.turns_changed, t.tools_changed) for t in report.transforms] == [
+        (TransformName.SEPARATE_THINKING, 2, 0),
+        (TransformName.SPLIT_PARALLEL_CALLS, 1, 0),
+        (TransformName.DESCRIBE_TOOLS, 0, 0),  # the harness's tools have descriptions
     ]
     rows = {r["task"]: r for r in load_export(out)["train"]}
     assert [len(m["tool_calls"] or []) for m in rows["demo/parallel"]["messages"]] == [0, 0, 0, 1, 0, 1, 0, 0]
@@ -109,7 +136,7 @@ def test_export_for_gptoss_writes_the_transformed_sessions_and_names_the_transfo
     assert "## Template-safe transforms" in card and "Chosen for the chat template `gptoss`." in card
     assert "| `separate-thinking` | 2 |" in card and "| `split-parallel-calls` | 1 |" in card
     saved = json.loads((out / "export_report.json").read_text())
-    assert saved["for_template"] == "gptoss" and len(saved["transforms"]) == 2
+    assert saved["for_template"] == "gptoss" and len(saved["transforms"]) == 3
 
     plain = export_sft(harness_frame(), tmp_path / "plain", gate=GateOptions(include_unaccepted=True))
     assert plain.transforms == [] and "Template-safe" not in (tmp_path / "plain" / "README.md").read_text()

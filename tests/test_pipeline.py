@@ -26,7 +26,7 @@ def small_config(tmp_path: Path, **extra: object) -> Path:
     config = {
         "name": "small",
         "output_dir": "out",
-        "sources": [{"kind": "harbor", "name": "small", "path": "src"}],
+        "sources": [{"kind": "harbor", "name": "small", "path": "src", "licence": "Apache-2.0"}],
         "length": {"min_words": 5},
         "augment": ["paraphrase"],
         "audit": {"backend": "bwrap", "repeats": 2, "max_mutants": 4, "jobs": 2},
@@ -60,8 +60,16 @@ def test_pipeline_runs_end_to_end_resumes_and_counts_add_up(tmp_path: Path) -> N
     unresolved = pl.read_parquet(next((out / "stages").glob("*-repair")) / "removed.parquet")
     assert unresolved["id"].to_list() == ["small:assemble-handbook"]
     tasks = datasets.load_dataset(str(out / "datasets" / "tasks"), split="train", cache_dir=str(out / "hf-cache"))
-    assert sorted(tasks["status"]) == ["accepted"] * 3 + ["candidate"] * 3
-    assert len(datasets.load_dataset(str(out / "datasets" / "rl"), split="train", cache_dir=str(out / "hf-cache"))) == 3
+    assert sorted(tasks["status"]) == ["accepted"] * 3  # the 3 hardened candidates were never accepted
+    assert stages["export"].info["candidates_left_out"] == 3
+    rl = datasets.load_dataset(str(out / "datasets" / "rl"), split="train", cache_dir=str(out / "hf-cache"))
+    assert len(rl) == 3
+    for dataset in (tasks, rl):  # one source everywhere: the rows, the card and the funnel say `small`
+        assert set(dataset["source"]) == {"small"} and set(dataset["licence"]) == {"apache-2.0"}
+    card = (out / "datasets" / "tasks" / "README.md").read_text()
+    assert "license: apache-2.0" in card and "| `small` | 3 |" in card and "`local`" not in card
+    assert set(stages["export"].by_source) == {"small"}
+    assert report.skipped_datasets == {"sft": "no rollouts passed the filters"}
     assert (out / "funnel.png").stat().st_size > 5000 and json.loads((out / "funnel.json").read_text())
 
     stamps = {p: p.stat().st_mtime_ns for p in (out / "stages").glob("*/info.json")}
@@ -69,10 +77,13 @@ def test_pipeline_runs_end_to_end_resumes_and_counts_add_up(tmp_path: Path) -> N
     assert [s.rows_out for s in again.stages] == [s.rows_out for s in report.stages]
     assert {p: p.stat().st_mtime_ns for p in (out / "stages").glob("*/info.json")} == stamps  # nothing redone
 
+    config.export.include_candidates = True  # what `pipeline run --include-candidates` sets
     Pipeline(config).run(start_from="harden")
     after = {p.parent.name: p.stat().st_mtime_ns for p in (out / "stages").glob("*/info.json")}
     before = {p.parent.name: t for p, t in stamps.items()}
     assert after["06-audit"] == before["06-audit"] and after["08-harden"] != before["08-harden"]
+    tasks = datasets.load_dataset(str(out / "datasets" / "tasks"), split="train", cache_dir=str(out / "hf-cache"))
+    assert sorted(tasks["status"]) == ["accepted"] * 3 + ["candidate"] * 3 and set(tasks["source"]) == {"small"}
 
 
 @pytest.mark.bwrap

@@ -130,7 +130,8 @@ def sft(
         None,
         "--for-template",
         metavar="TEMPLATE",
-        help="A TRL-bundled chat template (e.g. gptoss, llama3_1): apply the transforms it needs.",
+        help="A TRL-bundled chat template (e.g. gptoss, llama3_1, muse_glimmer): apply the transforms it needs "
+        "(tools without descriptions, as Harbor writes them, get one from their name and schema where it reads them).",
     ),
 ) -> None:
     """Write the SFT dataset of ROLLOUTS: `messages` + `tools` + provenance columns, a ShareGPT variant and a card.

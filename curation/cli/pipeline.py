@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -27,9 +28,20 @@ def run_cmd(
     address: Annotated[str | None, typer.Option(help="Ray address (auto, ray://host:port) with --executor ray")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials at once (local executor)")] = 2,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+    include_candidates: Annotated[
+        bool,
+        typer.Option(
+            "--include-candidates",
+            help="Also put hardened candidate versions (never accepted) in the tasks dataset (config: "
+            "export.include_candidates); on a finished run, with --from export",
+        ),
+    ] = False,
 ) -> None:
     """Run source -> dedup -> decontam -> length -> mix -> augment -> audit -> repair -> harden -> rollout ->
     rollout filter -> export, resuming finished stages; writes OUT/datasets/, OUT/funnel.json and OUT/funnel.png.
+    The datasets hold accepted task versions only unless --include-candidates. With output to a file or a pipe,
+    each stage's start and end, each task and each skip (with its reason) is a line, and a heartbeat line comes
+    while a stage is silent.
 
     Example: qaflow pipeline run pipelines/tasks_repo.yaml
     """
@@ -56,22 +68,16 @@ def run_cmd(
             workers = executor_from_options(executor, address, jobs)
         except ExecutorError as e:
             usage_error(str(e))
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from curation.cli.pipeline_log import PipelineLog, stage_notes
     from curation.pipeline import STAGES
 
+    if include_candidates:
+        config.export.include_candidates = True
     err = console(stderr=True)
+    logged = next((s for s in ((sys.stderr,) if as_json else (sys.stdout, sys.stderr)) if not s.isatty()), None)
     try:
-        columns = (TextColumn("[bold]pipeline[/bold]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.description}"))  # fmt: skip
-        with Progress(*columns, console=err, transient=True) as progress:
-            bar = progress.add_task("", total=len(STAGES))
-            pipeline = Pipeline(
-                config,
-                executor=workers,
-                progress=lambda m: progress.update(bar, description=escape(m)),
-                on_stage=lambda _info: progress.advance(bar),
-            )
+        with PipelineLog(STAGES, lines=logged, bar=err if err.is_terminal else None) as log:
+            pipeline = Pipeline(config, executor=workers, progress=log.say, on_start=log.start, on_stage=log.end)
             report = pipeline.run(start_from=start_from)
     except ValueError as e:
         usage_error(str(e))
@@ -93,4 +99,7 @@ def run_cmd(
     out.print(table)
     for name, path in report.datasets.items():
         out.print(f"dataset [bold]{name}[/bold]: {path}")
+    for s in report.stages:
+        for note in stage_notes(s):
+            out.print(escape(f"{s.stage}: {note}"), soft_wrap=True)
     out.print(f"funnel: {report.output_dir / 'funnel.png'}")

@@ -26,6 +26,7 @@ class StageInfo(BaseModel):
     stage: str
     done: bool = False
     skipped: str | None = Field(None, description="Why the stage did nothing (no model, nothing to do...).")
+    reused: bool = Field(False, description="Done by an earlier run of the pipeline, and not redone in this one.")
     seconds: float = 0.0
     rows_in: int = 0
     rows_out: int = 0

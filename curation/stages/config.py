@@ -63,6 +63,11 @@ class ExportStage(BaseModel):
     tasks: bool = True
     sft: bool = True
     rl: bool = True
+    include_candidates: bool = Field(
+        False,
+        description="Also put the hardened `candidate` versions (never accepted) in the tasks dataset; by default it "
+        "holds accepted versions only (`pipeline run --include-candidates` sets it).",
+    )
     test_fraction: float = Field(
         0.0,
         ge=0,

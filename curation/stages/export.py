@@ -3,12 +3,18 @@ repairs, hardened candidates) with the status it earned in `OUT/pool` in its own
 the Hugging Face datasets `OUT/datasets/{tasks,rl}`, and the filtered rollouts to `OUT/datasets/sft`
 (as the export flags say). The tasks pass through; its output does not feed a next stage.
 
+The datasets hold accepted versions only; `export.include_candidates` (`pipeline run --include-candidates`)
+adds the hardened candidates to the tasks dataset. Every row's `source` is the pipeline source the task came
+from (as the funnel counts it), not the pool's `local`. A dataset that cannot be written is skipped with its
+reason (`skipped_datasets` in the stage's info).
+
 Every dataset gets the same test split, by task: the tasks of the mix's eval split when it made one (they and
 their augmented variants), else `export.test_fraction` of the tasks. Licences come from the sources."""
 
 from __future__ import annotations
 
 import shutil
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +23,7 @@ import polars as pl
 from curation.sources import StageResult, empty_removed
 from curation.stages.base import PipelineStep, StageContext, StageInfo, slug
 from qaflow.ledger.status import StatusWriter
+from qaflow.models.records import VersionStatus
 from qaflow.pool import Pool
 
 if TYPE_CHECKING:
@@ -35,32 +42,36 @@ class ExportStep(PipelineStep):
 
         datasets = ctx.out / "datasets"
         written: dict[str, Any] = {}
+        skipped: dict[str, str] = {}
         final = final_pool(ctx, tasks)
         licences = dict(tasks.select("version", "licence").iter_rows()) if "licence" in tasks.columns else {}
+        sources = dict(tasks.select("version", "source").iter_rows())
+        export = ctx.config.export
+        statuses = ("accepted", "candidate") if export.include_candidates else ("accepted",)
         with Pool.open(final) as pool:
             split = self.split(ctx, tasks, pool)
             info.info["test_tasks"] = sorted(split.test_tasks or ()) if split.test_tasks is not None else None
-            if ctx.config.export.tasks:
-                report = export_tasks(
-                    pool,
-                    datasets / "tasks",
-                    status=("accepted", "candidate"),
-                    licences=licences,
-                    split=split,
-                    overwrite=True,
-                )
-                written["tasks"] = report.splits
-            if ctx.config.export.rl:
-                report = export_rl(
-                    pool, datasets / "rl", status=("accepted",), licences=licences, split=split, overwrite=True
-                )
-                written["rl"] = report.splits
+            candidates = sum(1 for v in pool.list() if v.status is VersionStatus.CANDIDATE)
+            if candidates and not export.include_candidates:
+                info.info["candidates_left_out"] = candidates
+            common: dict[str, Any] = {"licences": licences, "sources": sources, "split": split, "overwrite": True}
+            writers = {
+                "tasks": (export.tasks, partial(export_tasks, pool, datasets / "tasks", status=statuses)),
+                "rl": (export.rl, partial(export_rl, pool, datasets / "rl", status=("accepted",))),
+            }
+            for name, (wanted, write) in writers.items():
+                if wanted:
+                    try:
+                        written[name] = write(**common).splits
+                        ctx.say(f"{name} dataset: {rows_by_split(written[name])}")
+                    except NothingToExport as e:
+                        skipped[name] = e.reason
         kept_rollouts = (
             ctx.kept("rollout_filter") if (ctx.stage_dir("rollout_filter") / "kept.parquet").is_file() else None
         )
-        if ctx.config.export.sft:
+        if export.sft:
             if kept_rollouts is None or kept_rollouts.is_empty():
-                written["sft"] = "skipped: no rollouts passed the filters"
+                skipped["sft"] = "no rollouts passed the filters"
             else:
                 try:
                     report = export_sft(
@@ -68,14 +79,17 @@ class ExportStep(PipelineStep):
                         datasets / "sft",
                         pool=final,
                         licences=licences,
+                        sources=sources,
                         split=split,
                         funnel=self.funnel(ctx),
                         overwrite=True,
                     )
                     written["sft"] = report.splits
+                    ctx.say(f"sft dataset: {rows_by_split(report.splits)}")
                 except NothingToExport as e:
-                    written["sft"] = f"skipped: {e}"
-        info.info["datasets"] = written
+                    skipped["sft"] = e.reason
+        info.info["datasets"] = written | {name: f"skipped: {why}" for name, why in skipped.items()}
+        info.info["skipped_datasets"] = skipped
         return StageResult(tasks, empty_removed()), None
 
     @staticmethod
@@ -100,13 +114,17 @@ class ExportStep(PipelineStep):
         return load_funnel(path) if path.is_file() else None
 
 
+def rows_by_split(splits: dict[str, int]) -> str:
+    """`train 12, test 3 rows`."""
+    return ", ".join(f"{split} {rows}" for split, rows in splits.items()) + " rows"
+
+
 def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
     """OUT/final: one folder per kept task version (accepted originals, accepted repairs, hardened
     candidates), with the status it earned in OUT/pool recorded in its own ledger. Where that status came
     from an audit, its reason and run id (of OUT/pool's ledger) are carried over: the exports read the audit
     verdict from them."""
     from curation.export_facts import AUDIT_PREFIX, audit_verdicts
-    from qaflow.models.records import VersionStatus
 
     final = ctx.out / "final"
     shutil.rmtree(final, ignore_errors=True)

@@ -31,7 +31,7 @@ class HardenStep(PipelineStep):
                 for row in tasks.iter_rows(named=True):
                     folder = ctx.pool_dir / row["pool_path"]
                     target = ctx.pool_dir / ".qaflow" / "hardened"
-                    ctx.say(f"harden: {row['name']}")
+                    ctx.say(f"{row['name']}: hardening")
                     try:
                         rec = process_chain(pool, folder, target, run_id=run.run_id,
                                             config=ProcessChainConfig(backend=ctx.config.audit.backend))  # fmt: skip

@@ -1,14 +1,13 @@
 """One run per pool at a time: an exclusive lock beside the ledger, held for as long as a run is open.
 
-`run_lock` takes `flock` on `<ledger>.lock` (the kernel drops it when the holding process dies, so a
-lock is never stale) and writes who holds it (pid, host, what, since) for the message a second run
-gets. Within one process it is re-entrant (a pipeline's stages, a repair's fresh audits and the
-threads of one command share it). Read-only commands never take it.
+`run_lock` takes `<ledger>.lock` with `filelock` (an `flock` on Unix: the kernel drops it when the holding process
+dies, so a lock is never stale) and writes who holds it (pid, host, what, since) for the message a second run
+gets. Within one process it is re-entrant (a pipeline's stages, a repair's fresh audits and the threads of one
+command share it: one `FileLock` per path, its hold shared across threads). Read-only commands never take it.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
@@ -16,6 +15,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from qaflow.ledger.db import LedgerError
 from qaflow.models.records import utcnow
@@ -26,8 +27,8 @@ class PoolBusyError(LedgerError):
 
 
 _GUARD = threading.Lock()
-_HELD: dict[str, list[int]] = {}
-"""Resolved lock path -> [fd, holders in this process]."""
+"""Makes taking the lock and naming the holder (or clearing the name and releasing) one step for this process's
+threads."""
 
 
 def lock_path(ledger_path: Path) -> Path:
@@ -46,6 +47,13 @@ def holder(path: Path) -> str:
     return f"{info.get('what', 'a run')} ({where})"
 
 
+def _file_lock(path: Path) -> FileLock:
+    """The process's one lock object for `path` (never waits; never a soft lock, which a dead holder leaves)."""
+    return FileLock(
+        path, timeout=0, thread_local=False, is_singleton=True, fallback_to_soft=False, preserve_lock_file=True
+    )
+
+
 @contextmanager
 def run_lock(ledger_path: Path, what: str) -> Iterator[None]:
     """Hold the pool's run lock for the block.
@@ -54,33 +62,23 @@ def run_lock(ledger_path: Path, what: str) -> Iterator[None]:
         PoolBusyError: another process holds it (the message names the holder); nothing was changed.
     """
     path = lock_path(Path(ledger_path))
-    key = str(path.resolve())
+    lock = _file_lock(path)
     with _GUARD:
-        if key in _HELD:
-            _HELD[key][1] += 1
-        else:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise PoolBusyError(
-                    ledger_path.parent.parent if ledger_path.parent.name == ".qaflow" else ledger_path,
-                    f"another qaflow run holds this pool: {holder(path)}; wait for it to end (read-only "
-                    "commands such as `pool list` work meanwhile), or run on a copy of the pool",
-                ) from None
+        try:
+            lock.acquire()
+        except Timeout:
+            raise PoolBusyError(
+                ledger_path.parent.parent if ledger_path.parent.name == ".qaflow" else ledger_path,
+                f"another qaflow run holds this pool: {holder(path)}; wait for it to end (read-only "
+                "commands such as `pool list` work meanwhile), or run on a copy of the pool",
+            ) from None
+        if lock.lock_counter == 1:
             info = {"pid": os.getpid(), "host": socket.gethostname(), "what": what, "since": utcnow().isoformat()}
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(info).encode(), 0)
-            _HELD[key] = [fd, 1]
+            path.write_text(json.dumps(info), encoding="utf-8")
     try:
         yield
     finally:
         with _GUARD:
-            held = _HELD[key]
-            held[1] -= 1
-            if held[1] == 0:
-                del _HELD[key]
-                os.ftruncate(held[0], 0)
-                fcntl.flock(held[0], fcntl.LOCK_UN)
-                os.close(held[0])
+            if lock.lock_counter == 1:
+                path.write_text("", encoding="utf-8")
+            lock.release()
