@@ -18,6 +18,7 @@ from curation.export_limits import DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_MAX_TASK_F
 from curation.export_transforms import TransformName, chosen_transforms
 from qaflow.cli.options import PrivateOpt, PushOpt
 from qaflow.cli.output import console, emit_json, usage_error
+from qaflow.harden.gate import ALLOW_HOLES_FLAG
 from qaflow.models.frame import RolloutsError, read_rollouts
 from qaflow.pool import DEFAULT_LEDGER
 from qaflow.task import find_task_dirs
@@ -64,6 +65,12 @@ IncludeUnacceptedOpt = Annotated[
         "--include-unaccepted", help="Also export rows of task versions that are not accepted (or not in the pool)."
     ),
 ]
+AllowHarnessHolesOpt = Annotated[
+    bool,
+    typer.Option(
+        ALLOW_HOLES_FLAG, help="Also export rows of accepted task versions that a proven harness hole reaches."
+    ),
+]
 IncludeUngradedOpt = Annotated[
     bool,
     typer.Option("--include-ungraded", help="Also export attempts that ended in an error or without a reward."),
@@ -100,6 +107,7 @@ def sft(
     out: Path = typer.Option(..., "--out", "-o", help=OUT_HELP),
     pool: Path | None = typer.Option(None, "--pool", help=POOL_HELP),
     include_unaccepted: IncludeUnacceptedOpt = False,
+    allow_harness_holes: AllowHarnessHolesOpt = False,
     include_ungraded: IncludeUngradedOpt = False,
     include_scripted: IncludeScriptedOpt = False,
     include_hacks: IncludeHacksOpt = False,
@@ -164,6 +172,7 @@ def sft(
     split = _split(test_fraction, test_tasks, split_seed)
     gate = GateOptions(
         include_unaccepted=include_unaccepted,
+        allow_harness_holes=allow_harness_holes,
         include_ungraded=include_ungraded,
         include_scripted=include_scripted,
         include_hacks=include_hacks,
@@ -208,6 +217,7 @@ def rl(
     status: str = typer.Option("accepted", "--status", help="With a pool: " + STATUS_HELP),
     pool: Path | None = typer.Option(None, "--pool", help="With rollouts: " + POOL_HELP),
     include_unaccepted: IncludeUnacceptedOpt = False,
+    allow_harness_holes: AllowHarnessHolesOpt = False,
     include_ungraded: IncludeUngradedOpt = False,
     include_scripted: IncludeScriptedOpt = False,
     include_hacks: IncludeHacksOpt = False,
@@ -238,6 +248,7 @@ def rl(
     split = _split(test_fraction, test_tasks, split_seed)
     gate = GateOptions(
         include_unaccepted=include_unaccepted,
+        allow_harness_holes=allow_harness_holes,
         include_ungraded=include_ungraded,
         include_scripted=include_scripted,
         include_hacks=include_hacks,

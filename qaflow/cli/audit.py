@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from qaflow.audit.report import print_summary, to_json, write_html
+from qaflow.audit.report import build_report, print_summary, to_json, write_html
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig
 from qaflow.audit.service import audit_folders
 from qaflow.cli.options import (
@@ -155,16 +155,18 @@ def audit(
             audits += batch.audits
             if batch.run_id is not None:
                 run_ids.append(batch.run_id)
-    seconds = time.perf_counter() - started
+    options = config.model_dump(mode="json") | {"executor": executor, "only_new": only_new}
+    report = build_report(audits, backend=chosen, run_ids=run_ids, options=options,
+                          seconds=time.perf_counter() - started)  # fmt: skip
     to_stdout = json_file == Path("-")
-    print_summary(console if to_stdout else cli_console(), audits, backend=chosen, seconds=seconds)
+    print_summary(console if to_stdout else cli_console(), report)
     if to_stdout:
-        sys.stdout.write(to_json(audits) + "\n")
+        sys.stdout.write(to_json(report) + "\n")
         sys.stdout.flush()
     elif json_file:
-        json_file.write_text(to_json(audits), encoding="utf-8")
+        json_file.write_text(to_json(report), encoding="utf-8")
     if html_file:
-        write_html(html_file, audits, backend=chosen, run_id=",".join(run_ids))
+        write_html(html_file, report)
     if stopped is not None:
         console.print(
             f"[yellow]interrupted:[/yellow] {len(stopped.done)} task(s) audited, {stopped.recorded} results "

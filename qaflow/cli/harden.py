@@ -20,7 +20,7 @@ from qaflow.errors import LLMError, QaflowError, TaskError
 from qaflow.harden.compose import ComposeConfig, Link, compose
 from qaflow.harden.errors import HardenError
 from qaflow.harden.expand import ExpandConfig, expand
-from qaflow.harden.gate import Band, GateConfig, GateDecision, decide
+from qaflow.harden.gate import ALLOW_HOLES_FLAG, Band, GateConfig, GateDecision, decide
 from qaflow.harden.process_chain import ProcessChainConfig, process_chain
 from qaflow.harden.propose import propose_graph, save_proposal, with_proposal
 from qaflow.harden.versions import (
@@ -334,6 +334,12 @@ def accept(
     backend: BackendOpt = "auto",
     repeats: Annotated[int, typer.Option(min=1, help="With --audit: runs each of nop and oracle")] = DEFAULT_REPEATS,
     pool_dir: PoolOption = None,
+    allow_harness_holes: Annotated[
+        bool,
+        typer.Option(
+            ALLOW_HOLES_FLAG, help="Accept versions a proven harness hole reaches (when the harness will be fixed)"
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Accept hardened or repaired versions only on independent evidence.
@@ -342,12 +348,14 @@ def accept(
     attempts by solvers other than the change's author (model rollouts, or results imported with `qaflow
     attempts import`) with a pass rate inside the band (exclusive 0,1 by default). Versions with all three
     become accepted; the others candidate (a version the audit marked needs_repair keeps that status). Prints
-    which evidence is present and which is missing. Exit code 0 unless misused.
+    which evidence is present and which is missing. A version a proven harness hole reaches (the audit's
+    `exposed_by`) is not accepted unless --allow-harness-holes. Exit code 0 unless misused.
 
     Example: qaflow accept tasks_repo/.qaflow/hardened/csv-sum@process-chain --audit -b bwrap
     """
     try:
-        config = GateConfig(band=Band.parse(band, inclusive=inclusive), min_attempts=min_attempts)
+        config = GateConfig(band=Band.parse(band, inclusive=inclusive), min_attempts=min_attempts,
+                            allow_harness_holes=allow_harness_holes)  # fmt: skip
     except ValueError as e:
         usage_error(f"--band: {e}")
     first = Path(tasks[0])
