@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from curation.export_limits import DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_MAX_TASK_FILE_BYTES
 from curation.export_transforms import TransformName, chosen_transforms
-from qaflow.cli.options import PrivateOpt, PushOpt
+from qaflow.cli.options import JsonOpt, PrivateOpt, PushOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.harden.gate import ALLOW_HOLES_FLAG
 from qaflow.models.frame import RolloutsError, read_rollouts
@@ -124,7 +124,7 @@ def sft(
     private: PrivateOpt = False,
     license: str | None = typer.Option(None, "--license", help=LICENSE_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the export report as JSON."),
+    as_json: JsonOpt = None,
     tokenizer: str | None = typer.Option(
         None, "--tokenizer", help="Model whose tokenizer counts each session: the card states the max_length TRL needs."
     ),
@@ -231,7 +231,7 @@ def rl(
     private: PrivateOpt = False,
     license: str | None = typer.Option(None, "--license", help=LICENSE_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the export report as JSON."),
+    as_json: JsonOpt = None,
 ) -> None:
     """Write the RL dataset: one row per task version with its prompt, tools, grouping keys and per-effort stats.
 
@@ -309,7 +309,7 @@ def tasks(
     private: PrivateOpt = False,
     license: str | None = typer.Option(None, "--license", help=LICENSE_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the export report as JSON."),
+    as_json: JsonOpt = None,
 ) -> None:
     """Write a pool's tasks as rows with every file, so each task can be rebuilt (`rows_to_task_dir`).
 
@@ -458,7 +458,7 @@ def _print_removed(removed: list[Removed], *, stderr: bool = False) -> None:
         out.print(f"  ... and {len(removed) - SHOWN_REMOVED} more (see export_report.json)")
 
 
-def _finish(report: ExportReport, push: str | None, token: str | None, private: bool, as_json: bool) -> None:
+def _finish(report: ExportReport, push: str | None, token: str | None, private: bool, as_json: str | None) -> None:
     from curation.export import push_export
 
     url = None
@@ -469,7 +469,7 @@ def _finish(report: ExportReport, push: str | None, token: str | None, private: 
             console(stderr=True).print(f"[red]error:[/red] push to {escape(push)} failed: {escape(str(e))}")
             raise typer.Exit(1) from e
     if as_json:
-        emit_json(report)
+        emit_json(report, as_json)
         return
     out = console()
     out.print(escape(report.summary()))

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from qaflow.cli.options import JsonOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import ConfigError
 
@@ -26,7 +27,7 @@ def run_cmd(
     executor: Annotated[str, typer.Option(help="local or ray")] = "local",
     address: Annotated[str | None, typer.Option(help="Ray address (auto, ray://host:port) with --executor ray")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials at once (local executor)")] = 2,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Run source -> dedup -> decontam -> length -> mix -> augment -> audit -> repair -> harden -> rollout ->
     rollout filter -> export, resuming finished stages; writes OUT/datasets/, OUT/funnel.json and OUT/funnel.png.
@@ -79,7 +80,7 @@ def run_cmd(
         if workers is not None:
             workers.close()
     if as_json:
-        emit_json(report)
+        emit_json(report, as_json)
         return
     table = Table(title=f"pipeline {escape(report.name)} · {report.output_dir}", title_justify="left")
     for col in ("stage", "in", "out", "unit", "seconds", "note"):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -17,13 +16,14 @@ from qaflow.cli.options import (
     AddressOpt,
     BackendOpt,
     ExecutorOpt,
+    JsonOpt,
     NetworkOpt,
     OfflineOpt,
     RuntimeOpt,
     backend_with_runtime,
 )
 from qaflow.cli.output import console as cli_console
-from qaflow.cli.output import usage_error
+from qaflow.cli.output import json_to_stdout, usage_error, write_json_text
 from qaflow.cli.progress import RunProgress
 from qaflow.cli.runs import reaped_notice
 from qaflow.errors import SandboxUnavailableError
@@ -47,8 +47,10 @@ def _pools(paths: list[Path]) -> dict[Path, list[Path]]:
     groups: dict[Path, list[Path]] = {}
     for path in paths:
         path = path.resolve()
+        if path.exists() and not path.is_dir():
+            usage_error(f"{path}: not a folder (audit takes task folders, or pools: folders of task folders)")
         if not path.is_dir():
-            raise typer.BadParameter(f"{path}: no such folder")
+            usage_error(f"{path}: no such folder")
         root = path.parent if (path / "task.toml").is_file() else path
         groups.setdefault(root, []).extend(find_task_dirs(path))
     return groups
@@ -75,10 +77,7 @@ def audit(
     ] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials run concurrently")] = 2,
     max_mutants: Annotated[int, typer.Option(min=0, help="Wrong solutions derived from the oracle, per task")] = 12,
-    json_file: Annotated[
-        Path | None,
-        typer.Option("--json", help="Write the per-task JSON report here (`-`: stdout, the table on stderr)"),
-    ] = None,
+    json_to: JsonOpt = None,
     html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here")] = None,
     only_new: Annotated[bool, typer.Option("--only-new", help="Skip task versions audited before")] = False,
     force: Annotated[bool, typer.Option("--force", help="Redo probes already recorded in the ledger")] = False,
@@ -101,9 +100,9 @@ def audit(
     Long on purpose: a command's option list and its one flow (pools, executor, audit, reports).
     """
     console = cli_console(stderr=True)
-    backend = backend_with_runtime(backend, runtime)
+    sandbox = backend_with_runtime(backend, runtime)
     config = AuditConfig(
-        backend=backend,
+        backend=sandbox,
         repeats=repeats,
         exhaustive=exhaustive,
         jobs=jobs,
@@ -113,8 +112,9 @@ def audit(
         network=network,
     )
     groups = _pools(paths)
-    if not any(groups.values()):
-        usage_error(f"{', '.join(str(p) for p in paths)}: no task folders (task.toml) found")
+    if not any(groups.values()):  # an empty pool is a pool, as `qaflow pool scan` has it
+        cli_console().print(f"{', '.join(str(p) for p in paths)}: no task folders (task.toml) found, nothing to audit")
+        return
     try:
         workers = executor_from_options(executor, address, jobs)
     except ExecutorError as e:
@@ -124,7 +124,7 @@ def audit(
     audits: list[TaskAudit] = []
     started = time.perf_counter()
     run_ids: list[str] = []
-    chosen = backend
+    chosen = sandbox
     stopped: Interrupted | None = None
     with stop_on_signals():
         for root, folders in groups.items():
@@ -158,13 +158,9 @@ def audit(
     options = config.model_dump(mode="json") | {"executor": executor, "only_new": only_new}
     report = build_report(audits, backend=chosen, run_ids=run_ids, options=options,
                           seconds=time.perf_counter() - started)  # fmt: skip
-    to_stdout = json_file == Path("-")
-    print_summary(console if to_stdout else cli_console(), report)
-    if to_stdout:
-        sys.stdout.write(to_json(report) + "\n")
-        sys.stdout.flush()
-    elif json_file:
-        json_file.write_text(to_json(report), encoding="utf-8")
+    print_summary(console if json_to_stdout(json_to) else cli_console(), report)
+    if json_to:
+        write_json_text(to_json(report), json_to)
     if html_file:
         write_html(html_file, report)
     if stopped is not None:
