@@ -294,6 +294,7 @@ def check_cmd(
 
     Example: qaflow sft check exports/sft --model models/tiny
     """
+    from datasets.exceptions import DatasetGenerationError
     from transformers import AutoTokenizer
 
     from sft.check import check_sessions
@@ -306,6 +307,8 @@ def check_cmd(
         rows = load_rows(dataset)
     except FileNotFoundError as e:
         usage_error(str(e))
+    except (ValueError, DatasetGenerationError) as e:  # pyarrow's ArrowInvalid is a ValueError: not parquet
+        usage_error(f"{dataset}: cannot read an SFT dataset ({type(e).__name__}: {str(e).splitlines()[0]})")
     columns = list(rows.column_names)
     if "messages" not in columns:
         usage_error(f"{dataset}: not an SFT dataset: no `messages` column (columns: {', '.join(columns)})")

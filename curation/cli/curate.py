@@ -12,7 +12,7 @@ import os
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import polars as pl
 import typer
@@ -27,7 +27,7 @@ from curation.sources import (
     read_tasks,
     write_tasks,
 )
-from qaflow.cli.options import JsonOpt
+from qaflow.cli.options import BackendOpt, JsonOpt
 from qaflow.cli.output import console, emit_json, usage_error
 
 app = typer.Typer(
@@ -130,7 +130,9 @@ def dedup_command(
     num_perm: Annotated[int, typer.Option(help="MinHash permutations.")] = 128,
     exact: Annotated[bool, typer.Option("--exact/--no-exact", help="Remove exact duplicates.")] = True,
     near: Annotated[bool, typer.Option("--near/--no-near", help="Remove near duplicates.")] = True,
-    backend: Annotated[str, typer.Option(help="numpy (fast) or datasketch (reference).")] = "numpy",
+    backend: Annotated[Literal["numpy", "datasketch"], typer.Option(help="numpy (fast) or datasketch (reference).")] = (
+        "numpy"
+    ),
     seed: Annotated[int, typer.Option(help="Seed of the MinHash functions.")] = 1,
     as_json: JsonOpt = None,
 ):
@@ -283,7 +285,7 @@ def augment_command(
     ] = 1,
     out: OutOpt = None,
     removed: RemovedOpt = None,
-    backend: Annotated[str, typer.Option(help="Audit backend: auto, docker or bwrap.")] = "auto",
+    backend: BackendOpt = "auto",
     repeats: Annotated[int, typer.Option(min=1, help="Audit runs each of nop and oracle.")] = 6,
     jobs: Annotated[int, typer.Option(min=1, help="Audit trials run concurrently.")] = 2,
     cache_dir: Annotated[Path | None, typer.Option(help="LLM response cache folder.")] = None,

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from qaflow.cli.options import JsonOpt
+from qaflow.cli.options import ExecutorOpt, JsonOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import ConfigError
 
@@ -24,7 +24,7 @@ def register(root: typer.Typer) -> None:
 def run_cmd(
     config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="Pipeline YAML (see pipelines/)")],
     start_from: Annotated[str | None, typer.Option("--from", help="Redo this stage and the ones after it")] = None,
-    executor: Annotated[str, typer.Option(help="local or ray")] = "local",
+    executor: ExecutorOpt = "local",
     address: Annotated[str | None, typer.Option(help="Ray address (auto, ray://host:port) with --executor ray")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials at once (local executor)")] = 2,
     as_json: JsonOpt = None,

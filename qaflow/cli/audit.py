@@ -30,7 +30,7 @@ from qaflow.errors import SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.interrupts import Interrupted, stop_on_signals
 from qaflow.ledger.lock import PoolBusyError
-from qaflow.models.audit import TaskAudit
+from qaflow.models.audit import AuditReport, TaskAudit
 from qaflow.models.records import VersionStatus
 from qaflow.pool import Pool, ScanOutcome
 from qaflow.sandbox.spec import RuntimeNetwork
@@ -54,6 +54,13 @@ def _pools(paths: list[Path]) -> dict[Path, list[Path]]:
         root = path.parent if (path / "task.toml").is_file() else path
         groups.setdefault(root, []).extend(find_task_dirs(path))
     return groups
+
+
+def _write_reports(report: AuditReport, json_to: str | None, html_file: Path | None) -> None:
+    if json_to:
+        write_json_text(to_json(report), json_to)
+    if html_file:
+        write_html(html_file, report)
 
 
 def audit(
@@ -112,8 +119,13 @@ def audit(
         network=network,
     )
     groups = _pools(paths)
+    options = config.model_dump(mode="json") | {"executor": executor, "only_new": only_new}
     if not any(groups.values()):  # an empty pool is a pool, as `qaflow pool scan` has it
-        cli_console().print(f"{', '.join(str(p) for p in paths)}: no task folders (task.toml) found, nothing to audit")
+        empty = build_report([], backend=sandbox, options=options)
+        cli_console(stderr=json_to_stdout(json_to)).print(
+            f"{', '.join(str(p) for p in paths)}: no task folders (task.toml) found, nothing to audit"
+        )
+        _write_reports(empty, json_to, html_file)
         return
     try:
         workers = executor_from_options(executor, address, jobs)
@@ -155,14 +167,10 @@ def audit(
             audits += batch.audits
             if batch.run_id is not None:
                 run_ids.append(batch.run_id)
-    options = config.model_dump(mode="json") | {"executor": executor, "only_new": only_new}
     report = build_report(audits, backend=chosen, run_ids=run_ids, options=options,
                           seconds=time.perf_counter() - started)  # fmt: skip
     print_summary(console if json_to_stdout(json_to) else cli_console(), report)
-    if json_to:
-        write_json_text(to_json(report), json_to)
-    if html_file:
-        write_html(html_file, report)
+    _write_reports(report, json_to, html_file)
     if stopped is not None:
         console.print(
             f"[yellow]interrupted:[/yellow] {len(stopped.done)} task(s) audited, {stopped.recorded} results "

@@ -71,9 +71,14 @@ def check(
     """
     console = cli_console(stderr=json_to_stdout(as_json))
     chosen = run_label(backend)
+    if not pool.is_dir():
+        usage_error(f"{pool}: no such folder" if not pool.exists() else f"{pool}: not a folder")
     dirs = find_task_dirs(pool)
-    if not dirs:
-        usage_error(f"{pool}: no task folders (task.toml) found")
+    if not dirs:  # an empty pool is a pool, as `qaflow pool scan` has it
+        console.print(f"{pool}: no task folders (task.toml) found, nothing to check")
+        if as_json:
+            emit_json([], as_json)
+        return
     try:
         workers = executor_from_options(executor, address, jobs)
     except ExecutorError as e:

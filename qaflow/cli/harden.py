@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
@@ -356,6 +357,8 @@ def accept(
     try:
         config = GateConfig(band=Band.parse(band, inclusive=inclusive), min_attempts=min_attempts,
                             allow_harness_holes=allow_harness_holes)  # fmt: skip
+    except ValidationError as e:
+        usage_error(f"--band {band}: " + "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors()))
     except ValueError as e:
         usage_error(f"--band: {e}")
     first = Path(tasks[0])

@@ -69,9 +69,10 @@ def json_to_stdout(to: str | None) -> bool:
 
 
 def usage_error(message: str) -> NoReturn:
-    """Print `error: message` on stderr, on one line however long (a path must stay whole), and exit with
-    the usage-error status."""
-    console(stderr=True).print(f"[red]error:[/red] {escape(message)}", markup=True, soft_wrap=True)
+    """Print `error: message` on stderr, on one line however long (a path must stay whole; a message of several
+    lines, such as a validation error's, is joined with `; `), and exit with the usage-error status."""
+    line = "; ".join(part.strip() for part in message.splitlines() if part.strip())
+    console(stderr=True).print(f"[red]error:[/red] {escape(line)}", markup=True, soft_wrap=True)
     raise typer.Exit(USAGE_ERROR)
 
 
