@@ -102,10 +102,12 @@ class ExportStep(PipelineStep):
 
 def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
     """OUT/final: one folder per kept task version (accepted originals, accepted repairs, hardened
-    candidates), with the status it earned in OUT/pool recorded in its own ledger. Where that status came
+    candidates), with the status it earned in OUT/pool recorded in its own ledger (an accepted version a proven
+    harness hole reaches is a candidate there, unless `export.allow_harness_holes`). Where that status came
     from an audit, its reason and run id (of OUT/pool's ledger) are carried over: the exports read the audit
     verdict from them."""
     from curation.export_facts import AUDIT_PREFIX, audit_verdicts
+    from qaflow.harden.gate import clean_reason, harness_exposure
     from qaflow.models.records import VersionStatus
 
     final = ctx.out / "final"
@@ -119,10 +121,18 @@ def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
         wanted[row["version"]] = row.get("status") or "accepted"
     with Pool.open(ctx.pool_dir, create=False) as working:
         audits = {v: (AUDIT_PREFIX + verdict, run) for v, (verdict, run) in audit_verdicts(working).items()}
+        exposure = harness_exposure(working.ledger, wanted)  # the evidence stays in OUT/pool's ledger
     with Pool.open(final) as pool:
         pool.scan()
         for version in pool.ledger.versions():
             status = wanted.get(version.version)
+            exposed = exposure.get(version.version, [])
+            why = clean_reason(
+                VersionStatus.ACCEPTED, exposed, allow_harness_holes=ctx.config.export.allow_harness_holes
+            )
+            if status == VersionStatus.ACCEPTED.value and why is not None:
+                status = VersionStatus.CANDIDATE.value
+                audits[version.version] = (f"pipeline: {why}", None)
             if status is not None and status != version.status.value:
                 reason, run_id = audits.get(version.version, ("pipeline: status in OUT/pool", None))
                 pool.ledger.set_status(
