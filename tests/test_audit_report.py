@@ -10,11 +10,15 @@ import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 from curation.export_facts import GateOptions, TaskFacts, check_task
 from curation.export_guard import Rejected
+from curation.stages.base import StageContext
+from curation.stages.config import PipelineConfig
+from curation.stages.export import final_pool
 from qaflow.audit.exploits import HARNESS_PYTEST, HARNESS_USER_SITE
 from qaflow.audit.report import build_report, load_report, to_json, write_html
 from qaflow.cli import app
@@ -196,3 +200,15 @@ def test_a_task_a_proven_hole_reaches_is_marked_and_not_clean(tmp_path: Path):
     allowed = CliRunner().invoke(app, ["accept", str(pool / "csv-sum"), "--allow-harness-holes", "--json"])
     (decision,) = json.loads(allowed.stdout)
     assert [e["ok"] for e in decision["evidence"] if e["kind"] == "harness"] == [True]
+
+    # the pipeline's OUT/final (what its exports read) holds the exposed version as a candidate, unless allowed
+    tasks = pl.DataFrame({"version": [version.version], "pool_path": ["csv-sum"], "source": ["local"],
+                          "status": ["accepted"], "id": ["csv-sum"]})  # fmt: skip
+    for allowed, expected in ((False, VersionStatus.CANDIDATE), (True, VersionStatus.ACCEPTED)):
+        config = PipelineConfig(name="t", output_dir=tmp_path / "out", sources=[],
+                                export={"allow_harness_holes": allowed})  # fmt: skip
+        ctx = StageContext(config=config, out=tmp_path / "out", pool_dir=pool, executor=None,
+                           say=lambda *_: None, stages=("export",))  # fmt: skip
+        with Pool.open(final_pool(ctx, tasks), create=False) as final:
+            (row,) = final.list()
+            assert row.status is expected, (allowed, row)
