@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from qaflow.cli import app
 from qaflow.cli.options import json_values
+from qaflow.cli.output import console
 from tests.conftest import TASKS_REPO
 
 
@@ -136,3 +137,12 @@ def test_audit_names_the_path_it_cannot_use(tmp_path: Path, path: str):
     out = CliRunner().invoke(app, ["audit", str(target)])
     reason = "not a folder" if path == "file" else "no such folder"
     assert out.exit_code == 2 and out.output.startswith(f"error: {target}: {reason}"), out.output
+
+
+def test_text_is_not_hard_wrapped_off_a_terminal(capsys: pytest.CaptureFixture[str]):
+    line = "findings: " + ", ".join(f"unverified_requirement_{i} {i}" for i in range(12))
+    assert len(line) > 300
+    console().print(line)
+    console(stderr=True).print(f"[red]error:[/red] {line}")
+    captured = capsys.readouterr()
+    assert captured.out == line + "\n" and captured.err == f"error: {line}\n"

@@ -108,7 +108,8 @@ def check(
     ordered = [rows[d] for d in dirs if d in rows]
     if as_json:
         emit_json(ordered, as_json)
-        return
+        if json_to_stdout(as_json):
+            return  # else the table for people too
     table = Table(title=f"{pool} · {chosen}")
     for col in ("task", "oracle", "nop", "verdict", "seconds"):
         table.add_column(col)
