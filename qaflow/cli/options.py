@@ -58,7 +58,7 @@ JsonOpt = Annotated[
     ),
 ]
 """The one `--json` of every command: None (not asked), `-` (stdout) or a file path (`json_values`)."""
-JsonFlag = JsonOpt
+JsonFlag = JsonOpt  # the older name, kept for the stage CLIs that import it
 
 
 def json_values(args: Sequence[str]) -> list[str]:
