@@ -35,26 +35,34 @@ class ExportStep(PipelineStep):
 
         datasets = ctx.out / "datasets"
         written: dict[str, Any] = {}
-        final = final_pool(ctx, tasks)
+        exposed: list[str] = []
+        final = final_pool(ctx, tasks, exposed)
+        info.info["harness_exposed"] = sorted(exposed)
         licences = dict(tasks.select("version", "licence").iter_rows()) if "licence" in tasks.columns else {}
         with Pool.open(final) as pool:
             split = self.split(ctx, tasks, pool)
             info.info["test_tasks"] = sorted(split.test_tasks or ()) if split.test_tasks is not None else None
             if ctx.config.export.tasks:
-                report = export_tasks(
-                    pool,
-                    datasets / "tasks",
-                    status=("accepted", "candidate"),
-                    licences=licences,
-                    split=split,
-                    overwrite=True,
-                )
-                written["tasks"] = report.splits
+                try:
+                    report = export_tasks(
+                        pool,
+                        datasets / "tasks",
+                        status=("accepted", "candidate"),
+                        licences=licences,
+                        split=split,
+                        overwrite=True,
+                    )
+                    written["tasks"] = report.splits
+                except NothingToExport as e:
+                    written["tasks"] = f"skipped: {e}"
             if ctx.config.export.rl:
-                report = export_rl(
-                    pool, datasets / "rl", status=("accepted",), licences=licences, split=split, overwrite=True
-                )
-                written["rl"] = report.splits
+                try:
+                    report = export_rl(
+                        pool, datasets / "rl", status=("accepted",), licences=licences, split=split, overwrite=True
+                    )
+                    written["rl"] = report.splits
+                except NothingToExport as e:  # e.g. every accepted version reached by a proven harness hole
+                    written["rl"] = f"skipped: {e}"
         kept_rollouts = (
             ctx.kept("rollout_filter") if (ctx.stage_dir("rollout_filter") / "kept.parquet").is_file() else None
         )
@@ -100,10 +108,11 @@ class ExportStep(PipelineStep):
         return load_funnel(path) if path.is_file() else None
 
 
-def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
+def final_pool(ctx: StageContext, tasks: pl.DataFrame, exposed: list[str] | None = None) -> Path:
     """OUT/final: one folder per kept task version (accepted originals, accepted repairs, hardened
     candidates), with the status it earned in OUT/pool recorded in its own ledger (an accepted version a proven
-    harness hole reaches is a candidate there, unless `export.allow_harness_holes`). Where that status came
+    harness hole reaches is a candidate there, unless `export.allow_harness_holes`; its name is appended to
+    `exposed`). Where that status came
     from an audit, its reason and run id (of OUT/pool's ledger) are carried over: the exports read the audit
     verdict from them."""
     from curation.export_facts import AUDIT_PREFIX, audit_verdicts
@@ -111,6 +120,7 @@ def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
     from qaflow.models.records import VersionStatus
 
     final = ctx.out / "final"
+    exposed = [] if exposed is None else exposed
     shutil.rmtree(final, ignore_errors=True)
     final.mkdir(parents=True)
     wanted: dict[str, str] = {}
@@ -122,20 +132,20 @@ def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
     with Pool.open(ctx.pool_dir, create=False) as working:
         audits = {v: (AUDIT_PREFIX + verdict, run) for v, (verdict, run) in audit_verdicts(working).items()}
         exposure = harness_exposure(working.ledger, wanted)  # the evidence stays in OUT/pool's ledger
+    allowed = ctx.config.export.allow_harness_holes
     with Pool.open(final) as pool:
         pool.scan()
         for version in pool.ledger.versions():
             status = wanted.get(version.version)
-            exposed = exposure.get(version.version, [])
-            why = clean_reason(
-                VersionStatus.ACCEPTED, exposed, allow_harness_holes=ctx.config.export.allow_harness_holes
-            )
-            if status == VersionStatus.ACCEPTED.value and why is not None:
-                status = VersionStatus.CANDIDATE.value
-                audits[version.version] = (f"pipeline: {why}", None)
             if status is not None and status != version.status.value:
                 reason, run_id = audits.get(version.version, ("pipeline: status in OUT/pool", None))
                 pool.ledger.set_status(
                     version.version, VersionStatus(status), by=StatusWriter.PIPELINE, reason=reason, run_id=run_id
                 )
+            why = clean_reason(VersionStatus.ACCEPTED, exposure.get(version.version, []), allow_harness_holes=allowed)
+            if status == VersionStatus.ACCEPTED.value and why is not None:  # the audit's verdict stays in the log
+                pool.ledger.set_status(
+                    version.version, VersionStatus.CANDIDATE, by=StatusWriter.PIPELINE, reason=f"pipeline: {why}"
+                )
+                exposed.append(version.name)
     return final
