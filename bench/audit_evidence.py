@@ -68,7 +68,7 @@ def phase_seconds(pool: Path) -> dict[str, dict[str, float]]:
 
 def verdicts(report: Path) -> dict[str, tuple[str, list[str]]]:
     out = {}
-    for audit in json.loads(report.read_text()):
+    for audit in json.loads(report.read_text())["tasks"]:
         codes = sorted({f["code"] for f in audit["findings"] if f["severity"] == "error"})
         out[Path(audit["path"]).name] = (audit["verdict"], codes)
     return out

@@ -54,7 +54,7 @@ def audit(code: Path | None, pool: Path, args: list[str], report: Path | None = 
 
 
 def verdicts(report: Path) -> dict[str, str]:
-    return {Path(a["path"]).name: a["verdict"] for a in json.loads(report.read_text())}
+    return {Path(a["path"]).name: a["verdict"] for a in json.loads(report.read_text())["tasks"]}
 
 
 def main() -> None:

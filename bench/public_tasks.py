@@ -84,7 +84,7 @@ def run_audit(pool: Path, backend: str, jobs: str, env: dict[str, str]) -> list[
         [QAFLOW, "audit", str(pool), "--backend", backend, "--jobs", jobs, "--json", str(report)],
         check=True, env=env, capture_output=True,
     )  # fmt: skip
-    audits: list[dict] = json.loads(report.read_text())  # type: ignore[type-arg]
+    audits: list[dict] = json.loads(report.read_text())["tasks"]  # type: ignore[type-arg]
     return audits
 
 

@@ -61,7 +61,7 @@ def main() -> None:
         audit_s = timed(
             [QAFLOW, "audit", str(root / "audit"), *common, "--repeats", str(args.repeats), "--json", str(report)]
         )
-        audits = {Path(a["path"]).name: a for a in json.loads(report.read_text())}
+        audits = {Path(a["path"]).name: a for a in json.loads(report.read_text())["tasks"]}
     by_kind: dict[str, list[int]] = {}
     wrong = []
     for cell in cells:

@@ -22,6 +22,7 @@ from curation.export_common import ExportError, RemovalReason, open_pool
 from curation.export_guard import Rejected
 from curation.licences import hub_licence
 from qaflow.agents.harness import StopReason
+from qaflow.harden.gate import clean_reason, harness_exposure
 from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import ExitStatus, is_scripted
 from qaflow.pool import Pool
@@ -53,6 +54,8 @@ class TaskFacts(BaseModel):
     licence: str | None = None
     audit_verdict: str | None = None
     audit_run: str | None = None
+    exposed_by: list[str] = []
+    """Proven harness holes that reach the version (`qaflow.harden.gate.harness_exposure`)."""
 
     def columns(self) -> dict[str, Any]:
         return {
@@ -106,6 +109,7 @@ def audit_verdicts(pool: Pool) -> dict[str, tuple[str, str | None]]:
 def pool_facts(pool: Pool, licences: Mapping[str, str | None] | None = None) -> dict[str, TaskFacts]:
     """Facts per task version (every version the ledger knows); `licences` (version -> licence) wins over task.toml."""
     verdicts = audit_verdicts(pool)
+    exposure = harness_exposure(pool.ledger)
     facts = {}
     licence_by_path: dict[str, str | None] = {}
     for version in pool.ledger.versions():
@@ -120,6 +124,7 @@ def pool_facts(pool: Pool, licences: Mapping[str, str | None] | None = None) -> 
             licence=licence,
             audit_verdict=verdict,
             audit_run=run,
+            exposed_by=exposure.get(version.version, []),
         )
     return facts
 
@@ -133,6 +138,8 @@ class GateOptions(BaseModel):
     include_hacks: bool = False
     include_failed: bool = False
     """SFT only: also attempts the verifier did not pass (RL exports count them in pass rates anyway)."""
+    allow_harness_holes: bool = False
+    """Also rows of accepted versions that a proven harness hole reaches."""
 
 
 def export_facts(
@@ -168,8 +175,9 @@ def check_task(version: str, facts: Mapping[str, TaskFacts] | None, options: Gat
         if options.include_unaccepted:
             return dict(UNKNOWN_FACTS)
         raise Rejected(RemovalReason.UNKNOWN_TASK_VERSION, f"version {version[:12]} is not in the pool's ledger")
-    if known.status is not VersionStatus.ACCEPTED and not options.include_unaccepted:
-        raise Rejected(RemovalReason.TASK_NOT_ACCEPTED, f"the task version is {known.status.value}, not accepted")
+    why = clean_reason(known.status, known.exposed_by, allow_harness_holes=options.allow_harness_holes)
+    if why is not None and not options.include_unaccepted:
+        raise Rejected(RemovalReason.TASK_NOT_ACCEPTED, why)
     return known.columns()
 
 

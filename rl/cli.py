@@ -10,12 +10,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from qaflow.cli.options import JsonOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.models.frame import RolloutsError
 
 app = typer.Typer(
     name="rl",
-    help="Reinforcement learning on reasoning effort: effort-order report, gradient check, GRPO.",
+    help="Reinforcement learning on reasoning effort: an effort-ordered round, the effort-order report, a gradient "
+    "check.",
     no_args_is_help=True,
 )
 
@@ -51,7 +53,7 @@ def report_cmd(
         Path, typer.Argument(metavar="ROLLOUTS", help="Parquet file, folder of shards, or pool folder (its ledger)")
     ],
     png: Annotated[Path | None, typer.Option("--png", help="Write the plot to this PNG")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+    as_json: JsonOpt = None,
     on: Annotated[
         str, typer.Option("--on", help="Thinking inversions on all attempts or on successes only: all|successes")
     ] = "all",
@@ -98,7 +100,7 @@ def report_cmd(
     if png is not None:
         plot_effort_report(report, png)
     if as_json:
-        emit_json(report)
+        emit_json(report, as_json)
         return
     out = console()
     if len(report.models) > 1:
@@ -173,7 +175,7 @@ def gradcheck_cmd(
     seq_len: Annotated[int, typer.Option(min=2, help="Tokens per row of the fixed batch")] = 64,
     batch_size: Annotated[int, typer.Option(min=1, help="Rows of the fixed batch")] = 2,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1 ...")] = "cpu",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Gradient check: compare the gradients of two implementations of the same model.
 
@@ -214,7 +216,7 @@ def gradcheck_cmd(
     except (RuntimeError, ValueError, OSError) as e:
         usage_error(str(e))
     if as_json:
-        emit_json(report)
+        emit_json(report, as_json)
     else:
         out = console()
         out.print(f"A: {escape(va.label())}  loss {report.loss_a:.6f}")

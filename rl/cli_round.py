@@ -10,13 +10,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from qaflow.cli.options import JsonOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import ConfigError, LLMError
 
 
 def round_cmd(
     config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="YAML RoundConfig")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the round report as JSON")] = False,
+    as_json: JsonOpt = None,
     allow_truncation: Annotated[
         bool,
         typer.Option(
@@ -53,7 +54,7 @@ def round_cmd(
     except (ValueError, LLMError) as e:
         usage_error(str(e))
     if as_json:
-        emit_json(report)
+        emit_json(report, as_json)
         return
     table = Table(
         title=f"round {report.round} · {report.rollouts} graded of {report.collected} rollouts", title_justify="left"

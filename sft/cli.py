@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from qaflow.cli.options import BackendOpt
+from qaflow.cli.options import BackendOpt, JsonOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import ConfigError, LLMError, TaskError
 from qaflow.models.rollout import Effort
@@ -148,7 +148,7 @@ def select_cmd(
     all_tasks: Annotated[
         bool, typer.Option("--all-tasks", help="Evaluate on every task folder, accepted or not")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the selection (both stages) as JSON")] = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Choose the checkpoint of RUN that solves the most --tasks with the agent harness, in two stages.
 
@@ -208,7 +208,7 @@ def select_cmd(
     except LLMError as e:
         usage_error(str(e))
     if as_json:
-        emit_json(selection)
+        emit_json(selection, as_json)
         return
     print_selection(selection)
 
@@ -284,7 +284,7 @@ def check_cmd(
     model: Annotated[str, typer.Option(help="Tokenizer folder (the model to train)")],
     max_length: Annotated[int | None, typer.Option(help="Longest session in tokens")] = None,
     template: Annotated[Path | None, typer.Option(help="Training chat template file")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Render every session as training would and count, per role, the tokens that carry loss.
 
@@ -294,6 +294,7 @@ def check_cmd(
 
     Example: qaflow sft check exports/sft --model models/tiny
     """
+    from datasets.exceptions import DatasetGenerationError
     from transformers import AutoTokenizer
 
     from sft.check import check_sessions
@@ -306,6 +307,8 @@ def check_cmd(
         rows = load_rows(dataset)
     except FileNotFoundError as e:
         usage_error(str(e))
+    except (ValueError, DatasetGenerationError) as e:  # pyarrow's ArrowInvalid is a ValueError: not parquet
+        usage_error(f"{dataset}: cannot read an SFT dataset ({type(e).__name__}: {str(e).splitlines()[0]})")
     columns = list(rows.column_names)
     if "messages" not in columns:
         usage_error(f"{dataset}: not an SFT dataset: no `messages` column (columns: {', '.join(columns)})")
@@ -326,7 +329,8 @@ def check_cmd(
                 "errors": report.errors,
                 "dropped": report.dropped,
                 "lengths": lengths.model_dump() if lengths else None,
-            }
+            },
+            as_json,
         )
     else:
         table = Table(title=f"loss by role · {len(report.sessions)} sessions", title_justify="left")

@@ -88,7 +88,7 @@ def _run_audit(pool: Path, backend: str, root: Path, extra: list[str]) -> PoolAu
     args = ["audit", str(pool), "--backend", backend, "--json", str(report), "--html", str(html), *extra, *OFFLINE]
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
-    audits = {Path(a["path"]).name: a for a in json.loads(report.read_text())}
+    audits = {Path(a["path"]).name: a for a in json.loads(report.read_text())["tasks"]}
     return PoolAudit(pool=pool, audits=audits, html=html, output=out.output)
 
 

@@ -19,7 +19,7 @@ def run_audit(pool: Path, backend: str, *extra: str) -> tuple[str, list[dict]]:
     args = ["audit", str(pool), "--backend", backend, "--repeats", "2", "--max-mutants", "3", "--json", str(report)]
     out = CliRunner().invoke(app, [*args, *extra])
     assert out.exit_code == 0, out.output
-    return out.output, json.loads(report.read_text())
+    return out.output, json.loads(report.read_text())["tasks"]
 
 
 def test_audit_cli_contract_html_and_only_new(backend: str, tmp_path: Path):
@@ -59,7 +59,8 @@ def test_audit_cli_contract_html_and_only_new(backend: str, tmp_path: Path):
     def verdicts(report: list[dict]) -> set[tuple[str, str, str]]:
         return {(a["task"], a["verdict"], ",".join(sorted(f["code"] for f in a["findings"]))) for a in report}
 
-    assert verdicts(json.loads(piped.stdout)) == verdicts(audits) and "1 accepted" in piped.stderr  # JSON alone
+    piped_tasks = json.loads(piped.stdout)["tasks"]
+    assert verdicts(piped_tasks) == verdicts(audits) and "1 accepted" in piped.stderr  # JSON alone
     assert not (Path.cwd() / "-").exists()
 
     _, again = run_audit(pool, backend, "--only-new")

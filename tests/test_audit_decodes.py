@@ -215,7 +215,7 @@ def test_an_answer_packed_or_encoded_in_the_image_is_a_leak_and_decoding_work_is
     args = ["audit", str(pool), "--backend", "bwrap", "--repeats", "1", "--json", str(report)]
     out = CliRunner().invoke(app, [*args, "--offline", "--network", "none"])
     assert out.exit_code == 0, out.output
-    audits = {Path(a["path"]).name: a for a in json.loads(report.read_text())}
+    audits = {Path(a["path"]).name: a for a in json.loads(report.read_text())["tasks"]}
     errors = {n: sorted(f["code"] for f in a["findings"] if f["severity"] == "error") for n, a in audits.items()}
     assert errors == {"packed": ["leak"], "encoded": ["leak"], "piped": ["leak"], "asked": [], "summed": []}, errors
     for name in ("packed", "encoded", "piped"):

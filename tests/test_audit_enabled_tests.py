@@ -165,7 +165,7 @@ def test_a_verifier_that_runs_one_of_its_tests_is_weak_and_one_that_runs_them_al
     args = ["audit", str(pool), "--backend", "bwrap", "--offline", "--network", "none", "--repeats", "2"]
     res = CliRunner().invoke(app, [*args, "--json", str(out)])
     assert res.exit_code in (0, 1), res.output
-    audits = {Path(a["path"]).name: a for a in json.loads(out.read_text())}
+    audits = {Path(a["path"]).name: a for a in json.loads(out.read_text())["tasks"]}
     weak = [f for f in audits["first-only"]["findings"] if f["code"] == "weak_verifier"]
     assert len(weak) == 1, audits["first-only"]["findings"]
     assert "tests/span.spec.js (xtest / .skip)" in weak[0]["message"]

@@ -140,7 +140,7 @@ def test_apt_get_control_is_accepted_with_build_network(tmp_path: Path):
     args = ["audit", str(task), "--backend", "docker", "--repeats", "2", "--network", "none", "--json", str(report)]
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
-    (audit,) = json.loads(report.read_text())
+    (audit,) = json.loads(report.read_text())["tasks"]
     assert (audit["verdict"], audit["findings"]) == ("accepted", []), audit["findings"]
 
 

@@ -354,7 +354,7 @@ def test_a_verifier_that_changes_what_it_checks_is_confirmed_not_called_flaky(ba
     args = ["audit", str(tmp_path / "pool"), "--backend", backend, "--repeats", "2", "--json", str(report)]
     out = CliRunner().invoke(app, [*args, "--offline", "--network", "none"])
     assert out.exit_code == 0, out.output
-    (audit,) = json.loads(report.read_text())
+    (audit,) = json.loads(report.read_text())["tasks"]
     assert [f["code"] for f in audit["findings"] if f["severity"] == "error"] == ["false_rejection"], audit["findings"]
     probes = audit["probes"]
     assert probes["verifier_reruns"] == {"runs": 8, "full": 8}
@@ -446,7 +446,7 @@ def test_audit_fools_a_grader_whose_printed_verdict_is_grepped(backend: str, gra
     args = ["audit", str(tmp_path / "pool"), "--backend", backend, "--repeats", "1", "--json", str(report)]
     out = CliRunner().invoke(app, [*args, "--offline", "--network", "none"])
     assert out.exit_code == 0, out.output
-    (audit,) = json.loads(report.read_text())
+    (audit,) = json.loads(report.read_text())["tasks"]
     (finding,) = [f for f in audit["findings"] if f["severity"] == "error"]
     (won,) = finding["evidence"]["exploits"]
     assert (finding["code"], won["exploit"], won["files"]) == ("reward_tamper", "script-shim", [f"/app/{name}"])

@@ -75,6 +75,6 @@ def test_sigkill_mid_audit_then_rerun_loses_and_repeats_nothing(tmp_path: Path):
     ledger = Ledger(ledger_path)
     assert all(r.ended_at is not None for r in ledger.runs(RunKind.AUDIT))
     ledger.close()
-    audits = json.loads(report.read_text())
+    audits = json.loads(report.read_text())["tasks"]
     assert {a["verdict"] for a in audits} == {"accepted"}
     assert {name: tree_hash(pool / name) for name in TASKS} == hashes, "the audit modified a task folder"

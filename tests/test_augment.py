@@ -19,6 +19,7 @@ from curation.cli.curate import register
 from curation.dedup import jaccard, normalise, shingles
 from curation.sources import HarborSource, collect_tasks, write_tasks
 from qaflow.audit.runner import AuditConfig
+from qaflow.cli.grammar import RootGroup
 from qaflow.llm import LLM, LLMConfig, ScriptedReply
 from qaflow.task import Task
 from tests.conftest import TASKS_REPO, require_backend
@@ -206,7 +207,7 @@ def test_augment_cli_with_scripted_replies(tmp_path: Path):
     tasks = pool(tmp_path, ["csv-sum"])
     write_tasks(tasks, tmp_path / "tasks.parquet")
     (tmp_path / "script.json").write_text(json.dumps([json.loads(reply(CSV_PARAPHRASE).model_dump_json())]))
-    app = typer.Typer()
+    app = typer.Typer(cls=RootGroup)  # qaflow's grammar: --json [FILE|-]
     register(app)
     args = ["curate", "augment", str(tmp_path / "tasks.parquet"), "--out-dir", str(tmp_path / "aug"), "--model",
             "openai/scripted", "--script", str(tmp_path / "script.json"), "--backend", "bwrap", "--repeats", "2",

@@ -153,7 +153,7 @@ def test_an_auto_audit_runs_each_task_on_its_backend_and_gets_the_labelled_verdi
         app, ["audit", str(pool), "--offline", "--network", "none", "--repeats", "2", "--json", str(out)]
     )
     assert res.exit_code in (0, 1), res.output
-    audits = {Path(a["path"]).name: a for a in json.loads(out.read_text())}
+    audits = {Path(a["path"]).name: a for a in json.loads(out.read_text())["tasks"]}
     expected_backend = {n: _choice(pool / n).backend for n in names}
     assert {n: a["backend"] for n, a in audits.items()} == expected_backend
     assert expected_backend["csv-sum"] == "bwrap" and expected_backend["books-to-sqlite"] == "docker"
@@ -177,7 +177,7 @@ def test_a_solution_that_changes_owners_fails_on_bwrap_as_infrastructure_not_as_
     args = ["audit", str(pool), "--backend", "bwrap", "--offline", "--network", "none", "--repeats", "2"]
     res = CliRunner().invoke(app, [*args, "--json", str(out)])
     assert res.exit_code in (0, 1), res.output
-    (audit,) = json.loads(out.read_text())
+    (audit,) = json.loads(out.read_text())["tasks"]
     errors = {f["code"]: f for f in audit["findings"] if f["severity"] == "error"}
     assert set(errors) == {"infra_error"}, audit["findings"]
     assert errors["infra_error"]["evidence"]["was"] == "broken_solution"

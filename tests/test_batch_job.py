@@ -70,8 +70,11 @@ def test_batch_job_writes_datasets_that_load_back(batch_out: Path) -> None:
     assert held and {n.split("/")[-1] for n in tasks_dict["test"]["name"]} <= held
     tasks = datasets.concatenate_datasets([tasks_dict["train"], tasks_dict["test"]])
     names = {n.split("/")[-1] for n, s in zip(tasks["name"], tasks["status"], strict=True) if s == "accepted"}
-    assert set(clean) <= names
-    assert set(tasks["status"]) == {"accepted"}  # hardened candidates only with --include-candidates
+    # an accepted version a proven harness hole reaches is a candidate (qaflow.harden.gate.is_clean), and
+    # candidates are exported only with --include-candidates
+    exposed = {n.split("/")[-1] for n in stages["export"]["info"]["harness_exposed"]}
+    assert set(clean) <= names | exposed and not names & exposed
+    assert set(tasks["status"]) == {"accepted"}
     assert stages["export"]["info"]["candidates_left_out"] >= len(clean)
     assert set(tasks["licence"]) == {"apache-2.0"}  # the config's Apache-2.0, as the Hub spells it
     assert set(tasks["source"]) == {"tasks_repo"} and set(stages["export"]["by_source"]) == {"tasks_repo"}
@@ -79,12 +82,15 @@ def test_batch_job_writes_datasets_that_load_back(batch_out: Path) -> None:
     assert all(
         row["audit_verdict"] == "clean" and row["audit_run"] for row in accepted if row["parent_version"] is None
     )
+    assert (batch_out / "funnel.png").is_file()
+    if not accepted:  # every accepted version exposed: the RL dataset is skipped, with the reason
+        assert stages["export"]["info"]["datasets"]["rl"].startswith("skipped: nothing to export")
+        return
     rl = datasets.load_dataset(str(batch_out / "datasets" / "rl"), cache_dir=str(batch_out / "hf-cache"))
     assert sum(len(split) for split in rl.values()) == len(accepted)
     assert set(rl["train"]["task_status"]) == {"accepted"} and set(rl["train"]["licence"]) == {"apache-2.0"}
     card = (batch_out / "datasets" / "rl" / "README.md").read_text()
     assert "license: apache-2.0" in card and "`local`" not in card and "## Audit" in card and "## Splits" in card
-    assert (batch_out / "funnel.png").is_file()
 
 
 @pytest.mark.parametrize("notebook", ["inspect_pool.ipynb", "rollouts.ipynb"])

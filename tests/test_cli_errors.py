@@ -22,14 +22,21 @@ def test_version() -> None:
     assert out.exit_code == 0 and out.output.strip() == f"qaflow {version('qaflow')}"
 
 
-def test_commands_that_need_tasks_refuse_an_empty_pool(tmp_path: Path) -> None:
+def test_an_empty_pool_is_a_pool_and_a_file_is_not(tmp_path: Path) -> None:
     empty = tmp_path / "pool"
     (empty / "not-a-task").mkdir(parents=True)
-    for command in ("audit", "check"):
-        out = _run(command, str(empty))
-        assert out.exit_code == 2, (command, out.output)
-        assert f"error: {empty}: no task folders (task.toml) found" in out.output
+    for command in ("audit", "check", "pool scan"):
+        out = _run(*command.split(), str(empty))
+        assert out.exit_code == 0, (command, out.output)  # as `pool scan` has it: nothing to do is no misuse
         assert "Traceback" not in out.output
+        if command != "pool scan":
+            assert out.output == f"{empty}: no task folders (task.toml) found, nothing to {command}\n"
+    file = tmp_path / "task.toml"
+    file.write_text("")
+    for command in ("audit", "check"):
+        out = _run(command, str(file))
+        assert out.exit_code == 2 and out.output.startswith(f"error: {file}"), (command, out.output)
+        assert "not a folder" in out.output
     out = _run("filter", str(empty))
     assert out.exit_code == 2 and "no rollouts to filter" in out.output
 

@@ -41,6 +41,7 @@ from curation.task_filters import (
     length_filter,
 )
 from qaflow.agents import OracleAgent
+from qaflow.cli.grammar import RootGroup
 from qaflow.ledger.status import StatusWriter
 from qaflow.models.frame import records_to_frame
 from qaflow.models.records import VersionStatus
@@ -227,7 +228,7 @@ def test_sources_config_and_duplicate_ids_and_cli(tmp_path: Path):
     with pytest.raises(SourceError, match="invalid sources"):
         SourcesConfig.load(tmp_path / "bad.yaml")
 
-    app = typer.Typer()
+    app = typer.Typer(cls=RootGroup)  # qaflow's grammar: --json [FILE|-]
     register(app)
     out = tmp_path / "tasks.parquet"
     cli = CliRunner().invoke(app, ["curate", "sources", str(config), "--out", str(out), "--removed",

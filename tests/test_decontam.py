@@ -24,6 +24,7 @@ from curation.decontam import (
 )
 from curation.dedup import normalise
 from curation.sources import SourcedTask, SourceError, tasks_frame, write_tasks
+from qaflow.cli.grammar import RootGroup
 from tests.conftest import TASKS_REPO
 from tests.taskfactory import write_task
 
@@ -159,7 +160,7 @@ def test_a_folder_without_tasks_is_an_error(tmp_path: Path):
 
 def test_decontam_cli(tmp_path: Path, bench: list[BenchmarkItem]):
     write_tasks(pool({"paraphrase": PARAPHRASE}), tmp_path / "tasks.parquet")
-    app = typer.Typer()
+    app = typer.Typer(cls=RootGroup)  # qaflow's grammar: --json [FILE|-]
     register(app)
     args = ["curate", "decontam", str(tmp_path / "tasks.parquet"), "--bench", str(tmp_path / "bench")]
     result = CliRunner().invoke(

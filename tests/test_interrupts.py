@@ -208,7 +208,7 @@ def test_an_interrupted_audit_reports_what_finished_and_a_rerun_resumes_to_the_s
     assert rc == (130 if backend == "bwrap" else 143), output
     assert took < STOP_WITHIN_S, f"{took:.1f} s from the signal to the exit"
     assert "interrupted:" in output and "rerun to resume" in output and "Traceback" not in output, output
-    reported = json.loads((tmp_path / "audit.json").read_text())
+    reported = json.loads((tmp_path / "audit.json").read_text())["tasks"]
     assert (tmp_path / "audit.html").is_file()
 
     with Pool.open(root) as pool:
@@ -226,7 +226,7 @@ def test_an_interrupted_audit_reports_what_finished_and_a_rerun_resumes_to_the_s
     assert rerun.returncode == 0, text
     counts = re.findall(r"^audit (\d+/\d+) ", text, flags=re.MULTILINE)  # a line per finished task, in a log file
     assert counts and counts[-1] == f"{len(TASKS)}/{len(TASKS)}", text
-    audits = {Path(a["path"]).name: a for a in json.loads((tmp_path / "audit.json").read_text())}
+    audits = {Path(a["path"]).name: a for a in json.loads((tmp_path / "audit.json").read_text())["tasks"]}
     assert {n: error_codes(a) for n, a in audits.items()} == {n: expected_codes(n, backend) for n in TASKS}
     with Pool.open(root) as pool:
         kept = {(r.key.task_version, r.key.probe) for r in pool.ledger.results(run_id=run.run_id)}

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from curation.cli.curate import register
 from curation.recipes import RankConfig, RecipeError, load_scores, rank_recipes, save_ranking, ties
+from qaflow.cli.grammar import RootGroup
 
 Z = math.sqrt(1.5)  # z of the extremes of (1, 2, 3) with population std sqrt(2/3): 1 / sqrt(2/3)
 
@@ -140,7 +141,7 @@ def test_file_formats_long_tables_and_saving(tmp_path: Path):
 
 def test_cli_prints_and_saves(tmp_path: Path):
     table({"A": {"b1": 1, "b2": 10}, "B": {"b1": 2, "b2": 30}, "C": {"b1": 3, "b2": 20}}).write_csv(tmp_path / "s.csv")
-    app = typer.Typer()
+    app = typer.Typer(cls=RootGroup)  # qaflow's grammar: --json [FILE|-]
     register(app)
     runner = CliRunner()
     result = runner.invoke(app, ["rank-recipes", str(tmp_path / "s.csv"), "--out", str(tmp_path / "rank.csv")])

@@ -11,6 +11,7 @@ import typer
 from transformers import AutoTokenizer
 from typer.testing import CliRunner
 
+from qaflow.cli.grammar import RootGroup
 from rl.cli import register
 from rl.gradcheck import Variant, fixed_batch, gradcheck, load_variant, param_group
 from sft.tiny_model import build_tiny_model
@@ -102,7 +103,7 @@ def test_variant_errors(tiny: Path):
 
 
 def _cli() -> typer.Typer:
-    root = typer.Typer()
+    root = typer.Typer(cls=RootGroup)  # qaflow's grammar: --json [FILE|-]
     register(root)
     return root
 

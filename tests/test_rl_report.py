@@ -9,6 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from qaflow.cli.grammar import RootGroup
 from qaflow.models.frame import records_to_frame, write_shard
 from qaflow.models.rollout import RolloutRecord
 from qaflow.pool import Pool
@@ -158,7 +159,7 @@ def test_plot_is_written(tmp_path):
 
 
 def _cli() -> typer.Typer:
-    root = typer.Typer()
+    root = typer.Typer(cls=RootGroup)  # qaflow's grammar: --json [FILE|-]
     register(root)
     return root
 

@@ -12,7 +12,7 @@ import os
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import polars as pl
 import typer
@@ -27,6 +27,7 @@ from curation.sources import (
     read_tasks,
     write_tasks,
 )
+from qaflow.cli.options import BackendOpt, JsonOpt
 from qaflow.cli.output import console, emit_json, usage_error
 
 app = typer.Typer(
@@ -41,7 +42,6 @@ OutOpt = Annotated[Path | None, typer.Option("--out", help="Write the kept tasks
 RemovedOpt = Annotated[
     Path | None, typer.Option("--removed", help="Write the removals (id, stage, reason) here (parquet or csv).")
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the stage's info as JSON.")]
 
 
 def register(app_: typer.Typer) -> None:
@@ -84,13 +84,13 @@ def _write_removed(removed: pl.DataFrame, path: Path) -> None:
         removed.write_parquet(path)
 
 
-def finish(result: StageResult, out: Path | None, removed_path: Path | None, as_json: bool, title: str) -> None:
+def finish(result: StageResult, out: Path | None, removed_path: Path | None, as_json: str | None, title: str) -> None:
     if out is not None:
         write_tasks(result.kept, out)
     if removed_path is not None:
         _write_removed(result.removed, removed_path)
     if as_json:
-        emit_json({"kept": result.kept.height, "removed": result.removed.height, "info": result.info})
+        emit_json({"kept": result.kept.height, "removed": result.removed.height, "info": result.info}, as_json)
         return
     out_console = console()
     out_console.print(f"{title}: kept {result.kept.height}, removed {result.removed.height}")
@@ -108,7 +108,7 @@ def _reason_kind(reason: str) -> str:
 
 
 @app.command("sources")
-def sources_command(inputs: InputsArg, out: OutOpt = None, removed: RemovedOpt = None, as_json: JsonOpt = False):
+def sources_command(inputs: InputsArg, out: OutOpt = None, removed: RemovedOpt = None, as_json: JsonOpt = None):
     """Gather tasks from sources into one task frame.
 
     Columns: id, source, original_id, licence, name, instruction, path, version. Tasks a source cannot deliver
@@ -130,9 +130,11 @@ def dedup_command(
     num_perm: Annotated[int, typer.Option(help="MinHash permutations.")] = 128,
     exact: Annotated[bool, typer.Option("--exact/--no-exact", help="Remove exact duplicates.")] = True,
     near: Annotated[bool, typer.Option("--near/--no-near", help="Remove near duplicates.")] = True,
-    backend: Annotated[str, typer.Option(help="numpy (fast) or datasketch (reference).")] = "numpy",
+    backend: Annotated[Literal["numpy", "datasketch"], typer.Option(help="numpy (fast) or datasketch (reference).")] = (
+        "numpy"
+    ),
     seed: Annotated[int, typer.Option(help="Seed of the MinHash functions.")] = 1,
-    as_json: JsonOpt = False,
+    as_json: JsonOpt = None,
 ):
     """Remove exact and near-duplicate instructions.
 
@@ -175,7 +177,7 @@ def decontam_command(
     fuzzy: Annotated[float, typer.Option(help="Fuzzy ratio at or above which a task is flagged; 0: off.")] = 0.8,
     column: Annotated[str, typer.Option(help="Text column of dataset benchmarks.")] = "instruction",
     split: Annotated[str, typer.Option(help="Split of dataset benchmarks.")] = "train",
-    as_json: JsonOpt = False,
+    as_json: JsonOpt = None,
 ):
     """Remove tasks contaminated by benchmark task sets.
 
@@ -226,7 +228,7 @@ def mix_command(
     eval_out: Annotated[Path | None, typer.Option(help="Write the eval split here (parquet).")] = None,
     upsample: Annotated[bool, typer.Option("--upsample/--no-upsample", help="Repeat tasks of short sources.")] = True,
     seed: int = 0,
-    as_json: JsonOpt = False,
+    as_json: JsonOpt = None,
 ):
     """Mix sources by weight up to a target size, with caps, top-k and upsampling.
 
@@ -283,12 +285,12 @@ def augment_command(
     ] = 1,
     out: OutOpt = None,
     removed: RemovedOpt = None,
-    backend: Annotated[str, typer.Option(help="Audit backend: auto, docker or bwrap.")] = "auto",
+    backend: BackendOpt = "auto",
     repeats: Annotated[int, typer.Option(min=1, help="Audit runs each of nop and oracle.")] = 6,
     jobs: Annotated[int, typer.Option(min=1, help="Audit trials run concurrently.")] = 2,
     cache_dir: Annotated[Path | None, typer.Option(help="LLM response cache folder.")] = None,
     script: Annotated[Path | None, typer.Option(hidden=True, help="Scripted replies (JSON) for offline runs.")] = None,
-    as_json: JsonOpt = False,
+    as_json: JsonOpt = None,
 ):
     """Rewrite instructions with an LLM; keep the rewritten tasks that audit clean.
 
@@ -337,7 +339,7 @@ def rank_recipes_command(
     lower_is_better: Annotated[
         list[str], typer.Option("--lower-is-better", help="Benchmark where lower is better (repeatable).")
     ] = [],  # noqa: B006
-    as_json: JsonOpt = False,
+    as_json: JsonOpt = None,
 ):
     """Rank candidate data recipes by the mean z-score of their benchmark results.
 
@@ -356,7 +358,7 @@ def rank_recipes_command(
     if out is not None:
         save_ranking(ranking, out)
     if as_json:
-        emit_json(ranking.to_dicts())
+        emit_json(ranking.to_dicts(), as_json)
         return
     from rich.table import Table
 

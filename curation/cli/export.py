@@ -16,8 +16,9 @@ from rich.markup import escape
 
 from curation.export_limits import DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_MAX_TASK_FILE_BYTES
 from curation.export_transforms import TransformName, chosen_transforms
-from qaflow.cli.options import PrivateOpt, PushOpt
+from qaflow.cli.options import JsonOpt, PrivateOpt, PushOpt
 from qaflow.cli.output import console, emit_json, usage_error
+from qaflow.harden.gate import ALLOW_HOLES_FLAG
 from qaflow.models.frame import RolloutsError, read_rollouts
 from qaflow.pool import DEFAULT_LEDGER
 from qaflow.task import find_task_dirs
@@ -64,6 +65,12 @@ IncludeUnacceptedOpt = Annotated[
         "--include-unaccepted", help="Also export rows of task versions that are not accepted (or not in the pool)."
     ),
 ]
+AllowHarnessHolesOpt = Annotated[
+    bool,
+    typer.Option(
+        ALLOW_HOLES_FLAG, help="Also export rows of accepted task versions that a proven harness hole reaches."
+    ),
+]
 IncludeUngradedOpt = Annotated[
     bool,
     typer.Option("--include-ungraded", help="Also export attempts that ended in an error or without a reward."),
@@ -100,6 +107,7 @@ def sft(
     out: Path = typer.Option(..., "--out", "-o", help=OUT_HELP),
     pool: Path | None = typer.Option(None, "--pool", help=POOL_HELP),
     include_unaccepted: IncludeUnacceptedOpt = False,
+    allow_harness_holes: AllowHarnessHolesOpt = False,
     include_ungraded: IncludeUngradedOpt = False,
     include_scripted: IncludeScriptedOpt = False,
     include_hacks: IncludeHacksOpt = False,
@@ -116,7 +124,7 @@ def sft(
     private: PrivateOpt = False,
     license: str | None = typer.Option(None, "--license", help=LICENSE_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the export report as JSON."),
+    as_json: JsonOpt = None,
     tokenizer: str | None = typer.Option(
         None, "--tokenizer", help="Model whose tokenizer counts each session: the card states the max_length TRL needs."
     ),
@@ -165,6 +173,7 @@ def sft(
     split = _split(test_fraction, test_tasks, split_seed)
     gate = GateOptions(
         include_unaccepted=include_unaccepted,
+        allow_harness_holes=allow_harness_holes,
         include_ungraded=include_ungraded,
         include_scripted=include_scripted,
         include_hacks=include_hacks,
@@ -209,6 +218,7 @@ def rl(
     status: str = typer.Option("accepted", "--status", help="With a pool: " + STATUS_HELP),
     pool: Path | None = typer.Option(None, "--pool", help="With rollouts: " + POOL_HELP),
     include_unaccepted: IncludeUnacceptedOpt = False,
+    allow_harness_holes: AllowHarnessHolesOpt = False,
     include_ungraded: IncludeUngradedOpt = False,
     include_scripted: IncludeScriptedOpt = False,
     include_hacks: IncludeHacksOpt = False,
@@ -222,7 +232,7 @@ def rl(
     private: PrivateOpt = False,
     license: str | None = typer.Option(None, "--license", help=LICENSE_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the export report as JSON."),
+    as_json: JsonOpt = None,
 ) -> None:
     """Write the RL dataset: one row per task version with its prompt, tools, grouping keys and per-effort stats.
 
@@ -239,6 +249,7 @@ def rl(
     split = _split(test_fraction, test_tasks, split_seed)
     gate = GateOptions(
         include_unaccepted=include_unaccepted,
+        allow_harness_holes=allow_harness_holes,
         include_ungraded=include_ungraded,
         include_scripted=include_scripted,
         include_hacks=include_hacks,
@@ -299,7 +310,7 @@ def tasks(
     private: PrivateOpt = False,
     license: str | None = typer.Option(None, "--license", help=LICENSE_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the export report as JSON."),
+    as_json: JsonOpt = None,
 ) -> None:
     """Write a pool's tasks as rows with every file, so each task can be rebuilt (`rows_to_task_dir`).
 
@@ -448,7 +459,7 @@ def _print_removed(removed: list[Removed], *, stderr: bool = False) -> None:
         out.print(f"  ... and {len(removed) - SHOWN_REMOVED} more (see export_report.json)")
 
 
-def _finish(report: ExportReport, push: str | None, token: str | None, private: bool, as_json: bool) -> None:
+def _finish(report: ExportReport, push: str | None, token: str | None, private: bool, as_json: str | None) -> None:
     from curation.export import push_export
 
     url = None
@@ -459,7 +470,7 @@ def _finish(report: ExportReport, push: str | None, token: str | None, private: 
             console(stderr=True).print(f"[red]error:[/red] push to {escape(push)} failed: {escape(str(e))}")
             raise typer.Exit(1) from e
     if as_json:
-        emit_json(report)
+        emit_json(report, as_json)
         return
     out = console()
     out.print(escape(report.summary()))

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from curation.filters import FilterConfig, FilterConfigError, FilterResult, apply_filters
+from qaflow.cli.options import JsonOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.models.frame import RolloutsError, read_rollouts
 
@@ -36,7 +37,7 @@ def filter_rollouts(
     rollouts: Annotated[Path, typer.Argument(help="A rollout parquet file or a folder of shards")],
     config_file: Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help=OUT_HELP)] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the funnel as JSON instead of tables")] = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Filter rollouts through a funnel of rules; print and save the funnel (overall and by source and effort).
 
@@ -70,7 +71,7 @@ def filter_rollouts(
         "files": {k: str(v) for k, v in paths.items()},
     }
     if as_json:
-        emit_json(summary)
+        emit_json(summary, as_json)
         return
     show(result, summary, rollouts)
 

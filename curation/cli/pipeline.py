@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from qaflow.cli.options import ExecutorOpt, JsonOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import ConfigError
 
@@ -24,10 +25,10 @@ def register(root: typer.Typer) -> None:
 def run_cmd(
     config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="Pipeline YAML (see pipelines/)")],
     start_from: Annotated[str | None, typer.Option("--from", help="Redo this stage and the ones after it")] = None,
-    executor: Annotated[str, typer.Option(help="local or ray")] = "local",
+    executor: ExecutorOpt = "local",
     address: Annotated[str | None, typer.Option(help="Ray address (auto, ray://host:port) with --executor ray")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials at once (local executor)")] = 2,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+    as_json: JsonOpt = None,
     include_candidates: Annotated[
         bool,
         typer.Option(
@@ -74,7 +75,8 @@ def run_cmd(
     if include_candidates:
         config.export.include_candidates = True
     err = console(stderr=True)
-    logged = next((s for s in ((sys.stderr,) if as_json else (sys.stdout, sys.stderr)) if not s.isatty()), None)
+    json_on_stdout = as_json == "-"
+    logged = next((s for s in ((sys.stderr,) if json_on_stdout else (sys.stdout, sys.stderr)) if not s.isatty()), None)
     try:
         with PipelineLog(STAGES, lines=logged, bar=err if err.is_terminal else None) as log:
             pipeline = Pipeline(config, executor=workers, progress=log.say, on_start=log.start, on_stage=log.end)
@@ -85,7 +87,7 @@ def run_cmd(
         if workers is not None:
             workers.close()
     if as_json:
-        emit_json(report)
+        emit_json(report, as_json)
         return
     table = Table(title=f"pipeline {escape(report.name)} · {report.output_dir}", title_justify="left")
     for col in ("stage", "in", "out", "unit", "seconds", "note"):

@@ -75,6 +75,11 @@ class ExportStage(BaseModel):
         description="Share of tasks held out as the test split when the mix made no eval split (by task).",
     )
     split_seed: int = 0
+    allow_harness_holes: bool = Field(
+        False,
+        description="Export accepted versions a proven harness hole reaches as accepted (else they are candidates: "
+        "`qaflow.harden.gate.is_clean`)",
+    )
 
 
 class PipelineConfig(BaseModel):

@@ -43,7 +43,9 @@ class ExportStep(PipelineStep):
         datasets = ctx.out / "datasets"
         written: dict[str, Any] = {}
         skipped: dict[str, str] = {}
-        final = final_pool(ctx, tasks)
+        exposed: list[str] = []
+        final = final_pool(ctx, tasks, exposed)
+        info.info["harness_exposed"] = sorted(exposed)
         licences = dict(tasks.select("version", "licence").iter_rows()) if "licence" in tasks.columns else {}
         sources = dict(tasks.select("version", "source").iter_rows())
         export = ctx.config.export
@@ -119,14 +121,18 @@ def rows_by_split(splits: dict[str, int]) -> str:
     return ", ".join(f"{split} {rows}" for split, rows in splits.items()) + " rows"
 
 
-def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
+def final_pool(ctx: StageContext, tasks: pl.DataFrame, exposed: list[str] | None = None) -> Path:
     """OUT/final: one folder per kept task version (accepted originals, accepted repairs, hardened
-    candidates), with the status it earned in OUT/pool recorded in its own ledger. Where that status came
+    candidates), with the status it earned in OUT/pool recorded in its own ledger (an accepted version a proven
+    harness hole reaches is a candidate there, unless `export.allow_harness_holes`; its name is appended to
+    `exposed`). Where that status came
     from an audit, its reason and run id (of OUT/pool's ledger) are carried over: the exports read the audit
     verdict from them."""
     from curation.export_facts import AUDIT_PREFIX, audit_verdicts
+    from qaflow.harden.gate import clean_reason, harness_exposure
 
     final = ctx.out / "final"
+    exposed = [] if exposed is None else exposed
     shutil.rmtree(final, ignore_errors=True)
     final.mkdir(parents=True)
     wanted: dict[str, str] = {}
@@ -137,6 +143,8 @@ def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
         wanted[row["version"]] = row.get("status") or "accepted"
     with Pool.open(ctx.pool_dir, create=False) as working:
         audits = {v: (AUDIT_PREFIX + verdict, run) for v, (verdict, run) in audit_verdicts(working).items()}
+        exposure = harness_exposure(working.ledger, wanted)  # the evidence stays in OUT/pool's ledger
+    allowed = ctx.config.export.allow_harness_holes
     with Pool.open(final) as pool:
         pool.scan()
         for version in pool.ledger.versions():
@@ -146,4 +154,10 @@ def final_pool(ctx: StageContext, tasks: pl.DataFrame) -> Path:
                 pool.ledger.set_status(
                     version.version, VersionStatus(status), by=StatusWriter.PIPELINE, reason=reason, run_id=run_id
                 )
+            why = clean_reason(VersionStatus.ACCEPTED, exposure.get(version.version, []), allow_harness_holes=allowed)
+            if status == VersionStatus.ACCEPTED.value and why is not None:  # the audit's verdict stays in the log
+                pool.ledger.set_status(
+                    version.version, VersionStatus.CANDIDATE, by=StatusWriter.PIPELINE, reason=f"pipeline: {why}"
+                )
+                exposed.append(version.name)
     return final

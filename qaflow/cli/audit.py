@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -10,27 +9,28 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from qaflow.audit.report import print_summary, to_json, write_html
+from qaflow.audit.report import build_report, print_summary, to_json, write_html
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig
 from qaflow.audit.service import audit_folders
 from qaflow.cli.options import (
     AddressOpt,
     BackendOpt,
     ExecutorOpt,
+    JsonOpt,
     NetworkOpt,
     OfflineOpt,
     RuntimeOpt,
     backend_with_runtime,
 )
 from qaflow.cli.output import console as cli_console
-from qaflow.cli.output import usage_error
+from qaflow.cli.output import json_to_stdout, usage_error, write_json_text
 from qaflow.cli.progress import RunProgress
 from qaflow.cli.runs import reaped_notice
 from qaflow.errors import SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.interrupts import Interrupted, stop_on_signals
 from qaflow.ledger.lock import PoolBusyError
-from qaflow.models.audit import TaskAudit
+from qaflow.models.audit import AuditReport, TaskAudit
 from qaflow.models.records import VersionStatus
 from qaflow.pool import Pool, ScanOutcome
 from qaflow.sandbox.spec import RuntimeNetwork
@@ -47,11 +47,20 @@ def _pools(paths: list[Path]) -> dict[Path, list[Path]]:
     groups: dict[Path, list[Path]] = {}
     for path in paths:
         path = path.resolve()
+        if path.exists() and not path.is_dir():
+            usage_error(f"{path}: not a folder (audit takes task folders, or pools: folders of task folders)")
         if not path.is_dir():
-            raise typer.BadParameter(f"{path}: no such folder")
+            usage_error(f"{path}: no such folder")
         root = path.parent if (path / "task.toml").is_file() else path
         groups.setdefault(root, []).extend(find_task_dirs(path))
     return groups
+
+
+def _write_reports(report: AuditReport, json_to: str | None, html_file: Path | None) -> None:
+    if json_to:
+        write_json_text(to_json(report), json_to)
+    if html_file:
+        write_html(html_file, report)
 
 
 def audit(
@@ -75,10 +84,7 @@ def audit(
     ] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials run concurrently")] = 2,
     max_mutants: Annotated[int, typer.Option(min=0, help="Wrong solutions derived from the oracle, per task")] = 12,
-    json_file: Annotated[
-        Path | None,
-        typer.Option("--json", help="Write the per-task JSON report here (`-`: stdout, the table on stderr)"),
-    ] = None,
+    json_to: JsonOpt = None,
     html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here")] = None,
     only_new: Annotated[bool, typer.Option("--only-new", help="Skip task versions audited before")] = False,
     force: Annotated[bool, typer.Option("--force", help="Redo probes already recorded in the ledger")] = False,
@@ -101,9 +107,9 @@ def audit(
     Long on purpose: a command's option list and its one flow (pools, executor, audit, reports).
     """
     console = cli_console(stderr=True)
-    backend = backend_with_runtime(backend, runtime)
+    sandbox = backend_with_runtime(backend, runtime)
     config = AuditConfig(
-        backend=backend,
+        backend=sandbox,
         repeats=repeats,
         exhaustive=exhaustive,
         jobs=jobs,
@@ -113,8 +119,14 @@ def audit(
         network=network,
     )
     groups = _pools(paths)
-    if not any(groups.values()):
-        usage_error(f"{', '.join(str(p) for p in paths)}: no task folders (task.toml) found")
+    options = config.model_dump(mode="json") | {"executor": executor, "only_new": only_new}
+    if not any(groups.values()):  # an empty pool is a pool, as `qaflow pool scan` has it
+        empty = build_report([], backend=sandbox, options=options)
+        cli_console(stderr=json_to_stdout(json_to)).print(
+            f"{', '.join(str(p) for p in paths)}: no task folders (task.toml) found, nothing to audit"
+        )
+        _write_reports(empty, json_to, html_file)
+        return
     try:
         workers = executor_from_options(executor, address, jobs)
     except ExecutorError as e:
@@ -124,7 +136,7 @@ def audit(
     audits: list[TaskAudit] = []
     started = time.perf_counter()
     run_ids: list[str] = []
-    chosen = backend
+    chosen = sandbox
     stopped: Interrupted | None = None
     with stop_on_signals():
         for root, folders in groups.items():
@@ -155,16 +167,10 @@ def audit(
             audits += batch.audits
             if batch.run_id is not None:
                 run_ids.append(batch.run_id)
-    seconds = time.perf_counter() - started
-    to_stdout = json_file == Path("-")
-    print_summary(console if to_stdout else cli_console(), audits, backend=chosen, seconds=seconds)
-    if to_stdout:
-        sys.stdout.write(to_json(audits) + "\n")
-        sys.stdout.flush()
-    elif json_file:
-        json_file.write_text(to_json(audits), encoding="utf-8")
-    if html_file:
-        write_html(html_file, audits, backend=chosen, run_id=",".join(run_ids))
+    report = build_report(audits, backend=chosen, run_ids=run_ids, options=options,
+                          seconds=time.perf_counter() - started)  # fmt: skip
+    print_summary(console if json_to_stdout(json_to) else cli_console(), report)
+    _write_reports(report, json_to, html_file)
     if stopped is not None:
         console.print(
             f"[yellow]interrupted:[/yellow] {len(stopped.done)} task(s) audited, {stopped.recorded} results "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from pathlib import Path
 from typing import Annotated
@@ -12,9 +11,9 @@ from rich.progress import Progress
 from rich.table import Table
 
 from qaflow.agents import NopAgent, OracleAgent
-from qaflow.cli.options import AddressOpt, BackendOpt, ExecutorOpt, NetworkOpt, OfflineOpt
+from qaflow.cli.options import AddressOpt, BackendOpt, ExecutorOpt, JsonOpt, NetworkOpt, OfflineOpt
 from qaflow.cli.output import console as cli_console
-from qaflow.cli.output import usage_error
+from qaflow.cli.output import emit_json, json_to_stdout, usage_error
 from qaflow.errors import TaskError
 from qaflow.executors import ExecutorError, TaskRef, executor_from_options, resolve_task
 from qaflow.executors.driver import Driver
@@ -60,7 +59,7 @@ def check(
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Tasks run in parallel")] = 2,
     offline: OfflineOpt = False,
     network: NetworkOpt = RuntimeNetwork.TASK,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per task")] = False,
+    as_json: JsonOpt = None,
     executor: ExecutorOpt = "local",
     address: AddressOpt = None,
 ) -> None:
@@ -70,11 +69,16 @@ def check(
 
     Example: qaflow check tasks_repo --backend bwrap --jobs 2
     """
-    console = cli_console(stderr=as_json)
+    console = cli_console(stderr=json_to_stdout(as_json))
     chosen = run_label(backend)
+    if not pool.is_dir():
+        usage_error(f"{pool}: no such folder" if not pool.exists() else f"{pool}: not a folder")
     dirs = find_task_dirs(pool)
-    if not dirs:
-        usage_error(f"{pool}: no task folders (task.toml) found")
+    if not dirs:  # an empty pool is a pool, as `qaflow pool scan` has it
+        console.print(f"{pool}: no task folders (task.toml) found, nothing to check")
+        if as_json:
+            emit_json([], as_json)
+        return
     try:
         workers = executor_from_options(executor, address, jobs)
     except ExecutorError as e:
@@ -103,8 +107,9 @@ def check(
         driver.run(on_done)
     ordered = [rows[d] for d in dirs if d in rows]
     if as_json:
-        print(json.dumps(ordered, indent=2))
-        return
+        emit_json(ordered, as_json)
+        if json_to_stdout(as_json):
+            return  # else the table for people too
     table = Table(title=f"{pool} · {chosen}")
     for col in ("task", "oracle", "nop", "verdict", "seconds"):
         table.add_column(col)

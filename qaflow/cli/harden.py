@@ -9,18 +9,19 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig, Auditor
 from qaflow.cli.llm_options import llm_from_cli
-from qaflow.cli.options import BackendOpt, JsonFlag
+from qaflow.cli.options import BackendOpt, JsonOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import LLMError, QaflowError, TaskError
 from qaflow.harden.compose import ComposeConfig, Link, compose
 from qaflow.harden.errors import HardenError
 from qaflow.harden.expand import ExpandConfig, expand
-from qaflow.harden.gate import Band, GateConfig, GateDecision, decide
+from qaflow.harden.gate import ALLOW_HOLES_FLAG, Band, GateConfig, GateDecision, decide
 from qaflow.harden.process_chain import ProcessChainConfig, process_chain
 from qaflow.harden.propose import propose_graph, save_proposal, with_proposal
 from qaflow.harden.versions import (
@@ -100,10 +101,10 @@ def _print_records(records: list[HardenRecord], failures: list[tuple[str, str]],
         out.print(f"[red]{escape(task)}[/red]: {escape(reason)}")
 
 
-def _emit(records: list[HardenRecord], failures: list[tuple[str, str]], as_json: bool, started: float) -> None:
+def _emit(records: list[HardenRecord], failures: list[tuple[str, str]], as_json: str | None, started: float) -> None:
     if as_json:
         emit_json({"versions": [r.model_dump(mode="json") for r in records],
-                   "failures": [{"task": t, "reason": r} for t, r in failures]})  # fmt: skip
+                   "failures": [{"task": t, "reason": r} for t, r in failures]}, as_json)  # fmt: skip
     else:
         _print_records(records, failures, time.perf_counter() - started)
 
@@ -115,7 +116,7 @@ def _emit(records: list[HardenRecord], failures: list[tuple[str, str]], as_json:
 def graph_cmd(
     task_dir: Annotated[Path, typer.Argument(metavar="TASK", help="Task folder")],
     png: Annotated[Path | None, typer.Option("--png", help="Also draw the graph as a PNG here")] = None,
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = None,
     save: Annotated[bool, typer.Option(help="Save node-link JSON as TASK/.qaflow/requirements.graph.json")] = True,
     model: Annotated[
         str | None, typer.Option(help="litellm model that proposes requirements, stored for review (or QAFLOW_MODEL)")
@@ -153,7 +154,7 @@ def graph_cmd(
     files = {"json": str(saved) if saved else None, "png": str(picture) if picture else None,
              "proposal": str(proposal) if proposal else None}  # fmt: skip
     if as_json:
-        emit_json({"task": task.name, "version": task.version, **summary, "files": files})
+        emit_json({"task": task.name, "version": task.version, **summary, "files": files}, as_json)
         return
     out = console()
     m = graph.metrics()
@@ -191,7 +192,7 @@ def process_chain_cmd(
     pool_dir: PoolOption = None,
     backend: BackendOpt = "auto",
     folder: Annotated[str, typer.Option(help="The record's folder under the workdir")] = "process",
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Process-chain tasks: plan, execution log and report must agree with the final state.
 
@@ -236,7 +237,7 @@ def compose_cmd(
     out_dir: OutOption = None,
     pool_dir: PoolOption = None,
     backend: BackendOpt = "auto",
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Compose two tasks: part 2 consumes part 1's output.
 
@@ -275,7 +276,7 @@ def expand_cmd(
     out_dir: OutOption = None,
     pool_dir: PoolOption = None,
     script: Annotated[Path | None, typer.Option(hidden=True, help="Scripted model replies (JSON), for tests")] = None,
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Expand a task with extra requirements a model proposes.
 
@@ -334,7 +335,13 @@ def accept(
     backend: BackendOpt = "auto",
     repeats: Annotated[int, typer.Option(min=1, help="With --audit: runs each of nop and oracle")] = DEFAULT_REPEATS,
     pool_dir: PoolOption = None,
-    as_json: JsonFlag = False,
+    allow_harness_holes: Annotated[
+        bool,
+        typer.Option(
+            ALLOW_HOLES_FLAG, help="Accept versions a proven harness hole reaches (when the harness will be fixed)"
+        ),
+    ] = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Accept hardened or repaired versions only on independent evidence.
 
@@ -342,12 +349,16 @@ def accept(
     attempts by solvers other than the change's author (model rollouts, or results imported with `qaflow
     attempts import`) with a pass rate inside the band (exclusive 0,1 by default). Versions with all three
     become accepted; the others candidate (a version the audit marked needs_repair keeps that status). Prints
-    which evidence is present and which is missing. Exit code 0 unless misused.
+    which evidence is present and which is missing. A version a proven harness hole reaches (the audit's
+    `exposed_by`) is not accepted unless --allow-harness-holes. Exit code 0 unless misused.
 
     Example: qaflow accept tasks_repo/.qaflow/hardened/csv-sum@process-chain --audit -b bwrap
     """
     try:
-        config = GateConfig(band=Band.parse(band, inclusive=inclusive), min_attempts=min_attempts)
+        config = GateConfig(band=Band.parse(band, inclusive=inclusive), min_attempts=min_attempts,
+                            allow_harness_holes=allow_harness_holes)  # fmt: skip
+    except ValidationError as e:
+        usage_error(f"--band {band}: " + "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors()))
     except ValueError as e:
         usage_error(f"--band: {e}")
     first = Path(tasks[0])
@@ -374,7 +385,7 @@ def accept(
 
         _run(pool, RunKind.HARDEN, {"command": "accept", **config.model_dump(mode="json")}, work)
     if as_json:
-        emit_json([d.model_dump(mode="json") for d in decisions])
+        emit_json([d.model_dump(mode="json") for d in decisions], as_json)
         return
     out = console()
     for d in decisions:
@@ -393,14 +404,14 @@ def accept(
 def attempts_import(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="CSV (with a header) or JSON lines of attempts")],
     pool_dir: Annotated[Path, typer.Option("--pool", help="Pool whose ledger records the attempts")],
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Import other solvers' attempt results as gate evidence.
 
     Each row: task (folder, version id, pool path or name), solver, and passed (true/false) or reward (passed
     when >= 1); attempt (an integer) is optional. Re-importing a file records nothing twice.
 
-    Also spelled `qaflow import attempts`.
+    `qaflow import attempts` and `qaflow attempts import` are the same command.
 
     Example: qaflow import attempts attempts.csv --pool tasks_repo
     """
@@ -413,7 +424,7 @@ def attempts_import(
         except HardenError as e:
             usage_error(str(e))
     if as_json:
-        emit_json(report)
+        emit_json(report, as_json)
         return
     console().print(f"{report.rows} attempts read: {report.imported} recorded, {report.known} already known, "
                     f"over {len(report.by_version)} versions")  # fmt: skip

@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from qaflow.cli.options import JsonOpt
 from qaflow.cli.output import console, emit_json, short, usage_error
 from qaflow.importers.harbor_jobs import HarborImportError, import_job
 from qaflow.importers.tb import ImportReport, ImportStatus, TbImportError, import_tb
@@ -31,7 +32,7 @@ def tb(
     src: Path = typer.Argument(..., help="A Terminal-Bench task folder, or a folder of them (any depth)."),
     dst: Path = typer.Argument(..., help="Folder to write the Harbor tasks into, one DST/<id> per task."),
     force: bool = typer.Option(False, "--force", help="Replace DST/<id> when it exists with different content."),
-    as_json: bool = typer.Option(False, "--json", help="Print the import report as JSON."),
+    as_json: JsonOpt = None,
 ) -> None:
     """Convert Terminal-Bench tasks (task.yaml, solution.sh, run-tests.sh, tests/) to Harbor tasks.
 
@@ -45,7 +46,7 @@ def tb(
     except TbImportError as e:
         usage_error(str(e))
     if as_json:
-        emit_json(report)
+        emit_json(report, as_json)
         return
     _print_report(report)
 
@@ -80,7 +81,7 @@ def harbor_jobs(
     effort: Effort | None = typer.Option(
         None, "--effort", help="Effort of every record (default: the trial's reasoning_effort, else off)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the counts, errors and shard path as JSON."),
+    as_json: JsonOpt = None,
 ) -> None:
     """Import Harbor trials (result.json + agent/trajectory.json in ATIF) as rollout records.
 
@@ -104,7 +105,7 @@ def harbor_jobs(
         "shard": str(shard) if shard else None,
     }
     if as_json:
-        emit_json(summary)
+        emit_json(summary, as_json)
         return
     console_out = console()
     for err in report.errors:

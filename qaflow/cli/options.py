@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 import typer
 from typer.core import TyperGroup
@@ -11,7 +12,13 @@ from qaflow.errors import SandboxError
 from qaflow.sandbox import with_runtime
 from qaflow.sandbox.spec import NETWORK_ENV, OFFLINE_ENV, RuntimeNetwork
 
-BackendOpt = Annotated[str, typer.Option("--backend", "-b", help="auto, docker or bwrap")]
+BackendName = Literal["auto", "docker", "bwrap"]
+"""`--backend`: where sandboxes run (`auto` picks per task among those that work here)."""
+ExecutorName = Literal["local", "ray"]
+"""`--executor`: where trials run."""
+
+
+BackendOpt = Annotated[BackendName, typer.Option("--backend", "-b", help="Where sandboxes run: auto, docker or bwrap")]
 RuntimeOpt = Annotated[
     str | None,
     typer.Option("--runtime", help="runsc: run the docker containers under gVisor (see `qaflow sandbox doctor`)"),
@@ -33,12 +40,50 @@ NetworkOpt = Annotated[
     ),
 ]
 ExecutorOpt = Annotated[
-    str, typer.Option("--executor", help="Where trials run: local (threads here) or ray (Ray tasks on a cluster)")
+    ExecutorName,
+    typer.Option("--executor", help="Where trials run: local (threads here) or ray (Ray tasks on a cluster)"),
 ]
 AddressOpt = Annotated[
     str | None, typer.Option("--address", help="Ray cluster: auto or ray://host:port (with --executor ray)")
 ]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of tables")]
+JSON_OPTION = "--json"
+STDOUT = "-"
+JsonOpt = Annotated[
+    str | None,
+    typer.Option(
+        JSON_OPTION,
+        metavar="[FILE|-]",
+        help="JSON for machines: on stdout (no value, or -), or into FILE (a name ending in .json or .jsonl, "
+        "or any path as --json=PATH)",
+    ),
+]
+"""The one `--json` of every command: None (not asked), `-` (stdout) or a file path (`json_values`)."""
+JsonFlag = JsonOpt  # the older name, kept for the stage CLIs that import it
+
+
+def json_values(args: Sequence[str]) -> list[str]:
+    """`args` with every `--json` given its value in one token, so that the value is optional: `--json` alone
+    (at the end, or before another option) is `--json=-`; `--json X` takes X when it is `-` or names a JSON
+    file (`.json`, `.jsonl`), and leaves any other X to the command (`qaflow check --json POOL` still means
+    stdout). Arguments after `--` are left alone."""
+    out: list[str] = []
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            return [*out, arg, *rest]
+        if arg != JSON_OPTION:
+            out.append(arg)
+            continue
+        value = rest[0] if rest else None
+        if value is not None and (value == STDOUT or value.lower().endswith((".json", ".jsonl"))):
+            rest.pop(0)
+        else:
+            value = STDOUT
+        out.append(f"{JSON_OPTION}={value}")
+    return out
+
+
 PushOpt = Annotated[
     str | None,
     typer.Option(

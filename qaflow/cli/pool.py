@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from qaflow.cli.options import JsonOpt
 from qaflow.cli.output import console, emit_json, short, usage_error, when
 from qaflow.ledger import LedgerError
 from qaflow.models.records import TaskRow, VersionStatus
@@ -21,6 +22,15 @@ app = typer.Typer(
 )
 
 LEDGER_HELP = "Ledger file (default: <pool>/.qaflow/ledger.sqlite)."
+POOL_ARG = typer.Argument(None, metavar="[POOL]", help="Pool folder (default: the current folder).")
+POOL_OPTION = typer.Option(None, "--pool", help="The pool folder, as the positional POOL (older spelling).")
+
+
+def _pool_dir(positional: Path | None, option: Path | None) -> Path:
+    """The pool of `pool list|show`: the positional POOL, or `--pool`, or the current folder."""
+    if positional is not None and option is not None and positional != option:
+        usage_error(f"two pools given: {positional} and --pool {option}; give one")
+    return positional or option or Path(".")
 
 
 def _open(pool_dir: Path, ledger: Path | None, *, create: bool, require_solution: bool = True) -> Pool:
@@ -40,7 +50,7 @@ def scan(
     require_solution: bool = typer.Option(
         True, "--require-solution/--no-require-solution", help="Treat a task without solution/solve.sh as invalid."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the scan report as JSON."),
+    as_json: JsonOpt = None,
 ) -> None:
     """Load every task under DIR and record new or changed versions in the pool's ledger.
 
@@ -55,13 +65,13 @@ def scan(
             MofNCompleteColumn(),
             console=console(stderr=True),
             transient=True,
-            disable=as_json or not sys.stderr.isatty(),
+            disable=bool(as_json) or not sys.stderr.isatty(),
         )
         with progress:
             bar = progress.add_task("scan", total=None)
             report = pool.scan(progress=lambda done, total: progress.update(bar, completed=done, total=total))
     if as_json:
-        emit_json(report)
+        emit_json(report, as_json)
         return
     _print_scan(report)
 
@@ -96,19 +106,20 @@ def _print_scan(report: ScanReport) -> None:
 
 @app.command("list")
 def list_(
-    pool_dir: Path = typer.Option(Path("."), "--pool", help="Pool folder (default: the current folder)."),
+    pool_dir: Path | None = POOL_ARG,
+    pool_option: Path | None = POOL_OPTION,
     ledger: Path | None = typer.Option(None, "--ledger", help=LEDGER_HELP),
     status: VersionStatus | None = typer.Option(None, "--status", help="Only tasks whose current version has it."),
-    as_json: bool = typer.Option(False, "--json", help="Print the tasks as a JSON array."),
+    as_json: JsonOpt = None,
 ) -> None:
     """List the tasks in the pool (as of its last scan) with their current version and status.
 
-    Example: qaflow pool list --pool ./tasks_repo --status invalid --json
+    Example: qaflow pool list ./tasks_repo --status invalid --json
     """
-    with _open(pool_dir, ledger, create=False) as pool:
+    with _open(_pool_dir(pool_dir, pool_option), ledger, create=False) as pool:
         rows = pool.list(status)
     if as_json:
-        emit_json(rows)
+        emit_json(rows, as_json)
         return
     _print_tasks(rows)
 
@@ -142,21 +153,22 @@ def _print_tasks(rows: list[TaskRow]) -> None:
 @app.command()
 def show(
     name: str = typer.Argument(..., help="Task name, pool path, or version id prefix."),
-    pool_dir: Path = typer.Option(Path("."), "--pool", help="Pool folder (default: the current folder)."),
+    pool_dir: Path | None = POOL_ARG,
+    pool_option: Path | None = POOL_OPTION,
     ledger: Path | None = typer.Option(None, "--ledger", help=LEDGER_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the history as JSON."),
+    as_json: JsonOpt = None,
 ) -> None:
     """Show every version of one task with its lineage, status changes, results and findings.
 
-    Example: qaflow pool show csv-sum --pool ./tasks_repo
+    Example: qaflow pool show csv-sum ./tasks_repo
     """
-    with _open(pool_dir, ledger, create=False) as pool:
+    with _open(_pool_dir(pool_dir, pool_option), ledger, create=False) as pool:
         try:
             history = pool.show(name)
         except PoolError as e:
             usage_error(str(e))
     if as_json:
-        emit_json(history)
+        emit_json(history, as_json)
         return
     _print_history(history)
 

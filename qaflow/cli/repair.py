@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Annotated
@@ -15,8 +14,8 @@ from rich.table import Table
 
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig
 from qaflow.cli.llm_options import llm_from_cli
-from qaflow.cli.options import AddressOpt, BackendOpt, ExecutorOpt
-from qaflow.cli.output import console, usage_error
+from qaflow.cli.options import AddressOpt, BackendOpt, ExecutorOpt, JsonOpt
+from qaflow.cli.output import console, emit_json, json_to_stdout, usage_error
 from qaflow.cli.runs import close_crashed_runs
 from qaflow.errors import SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
@@ -95,7 +94,7 @@ def repair(
     executor: ExecutorOpt = "local",
     address: AddressOpt = None,
     max_mutants: Annotated[int, typer.Option(min=0, help="Wrong solutions derived from the oracle, per audit")] = 12,
-    json_file: Annotated[Path | None, typer.Option("--json", help="Write the per-task repair records here")] = None,
+    json_to: JsonOpt = None,
     model: Annotated[
         str | None, typer.Option(help="litellm model of the repair agent (else env QAFLOW_MODEL; none: rule repairs)")
     ] = None,
@@ -153,8 +152,8 @@ def repair(
                 )
     except (PoolError, LedgerError, RepairError, SandboxUnavailableError) as e:
         usage_error(str(e))
-    print_summary(console(), records, seconds=time.perf_counter() - started)
-    if json_file:
-        json_file.write_text(json.dumps([r.model_dump(mode="json") for r in records], indent=2) + "\n")
+    print_summary(console(stderr=json_to_stdout(json_to)), records, seconds=time.perf_counter() - started)
+    if json_to:
+        emit_json([r.model_dump(mode="json") for r in records], json_to)
     if not records:
         err.print("no task needs repair")

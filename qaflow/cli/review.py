@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from qaflow.cli.llm_options import MODEL_ENV, llm_from_cli
+from qaflow.cli.options import JsonOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import LLMError, TaskError
 from qaflow.ledger.db import LedgerError
@@ -41,12 +42,15 @@ def print_review(review: TaskReview) -> None:
 def review(
     paths: Annotated[list[Path], typer.Argument(help="Task folders or pools (folders of task folders)")],
     model: Annotated[str | None, typer.Option("--model", "-m", help=f"litellm model; default: env {MODEL_ENV}")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the reviews as JSON")] = False,
+    as_json: JsonOpt = None,
     cache_dir: Annotated[Path | None, typer.Option(help="On-disk response cache folder")] = None,
     script: Annotated[Path | None, typer.Option(hidden=True, help="JSON file of scripted replies")] = None,
 ) -> None:
     """Rubric-review tasks with an LLM (Terminal-Bench quality-check style). Advisory: failed criteria
-    become `lint` warnings; the exit status is 0 unless a task or the model fails."""
+    become `lint` warnings; the exit status is 0 unless a task or the model fails.
+
+    Example: qaflow review tasks_repo/csv-sum --model openai/gpt-4o-mini --json reviews.json
+    """
     try:
         llm = llm_from_cli(model, cache_dir=cache_dir, script=script)
     except (OSError, ValueError, ValidationError) as e:
@@ -78,6 +82,6 @@ def review(
         if not as_json:
             print_review(result)
     if as_json:
-        emit_json([r.model_dump(mode="json") for r in reviews])
+        emit_json([r.model_dump(mode="json") for r in reviews], as_json)
     if failed:
         raise typer.Exit(1)

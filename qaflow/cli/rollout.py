@@ -18,6 +18,7 @@ from qaflow.cli.options import (
     BackendOpt,
     DefaultCommandGroup,
     ExecutorOpt,
+    JsonOpt,
     NetworkOpt,
     OfflineOpt,
     RuntimeOpt,
@@ -50,7 +51,11 @@ def register(root: typer.Typer) -> None:
     app.command("run")(rollout)
     app.command("stats")(rollout_stats)
     root.add_typer(app, name="rollout")
-    root.command("rollout-stats", deprecated=True, help="Same as `qaflow rollout stats` (old spelling).")(rollout_stats)
+    root.command(
+        "rollout-stats",
+        deprecated=True,
+        help="Same as `qaflow rollout stats` (old spelling).\n\nExample: qaflow rollout-stats tasks_repo --k 1,4",
+    )(rollout_stats)
 
 
 def _config_file(path: Path) -> dict[str, Any]:
@@ -97,7 +102,7 @@ def rollout(
         Path | None, typer.Option("--config", help="YAML/TOML RolloutJobConfig (model, harness, efforts map)")
     ] = None,
     force: Annotated[bool, typer.Option(help="Rerun items already in the ledger")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the pass table as JSON")] = False,
+    as_json: JsonOpt = None,
     script: Annotated[Path | None, typer.Option(hidden=True, help="Scripted replies (offline tests)")] = None,
 ) -> None:
     """Roll out the coding agent (tools read, write, edit, bash) on every task at each effort, K times.
@@ -127,8 +132,8 @@ def rollout(
     if script is not None:
         model_data["script"] = [r.model_dump() for r in load_script(script)]
     data["model"] = model_data
-    backend = backend_with_runtime(backend, runtime)
-    data.update(efforts=_efforts(efforts), attempts=attempts, jobs=jobs, backend=backend, round=round_, out_dir=out_dir)
+    sandbox = backend_with_runtime(backend, runtime)
+    data.update(efforts=_efforts(efforts), attempts=attempts, jobs=jobs, backend=sandbox, round=round_, out_dir=out_dir)
     if offline:
         data["offline"] = True
     if network is not RuntimeNetwork.TASK:
@@ -180,7 +185,7 @@ def rollout(
     frame = frame.filter(pl.col("model") == config.model.model, pl.col("round") == config.round)
     table = pass_table(frame, ks=tuple(sorted({1, config.attempts})))
     if as_json:
-        emit_json(table.to_dicts())
+        emit_json(table.to_dicts(), as_json)
     else:
         _print_pass_table(table)
     total = report.usage.get("total", {})
@@ -218,7 +223,7 @@ def _print_pass_table(table: pl.DataFrame) -> None:
 def rollout_stats(
     source: Annotated[Path, typer.Argument(help="A pool folder (its ledger) or rollout parquet file/folder")],
     k: Annotated[str, typer.Option(help="pass@k values, comma-separated")] = "1",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: per task+effort rows and task bands")] = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Pass rate, pass@k and difficulty band per task and effort, and one band per task.
 
@@ -242,10 +247,12 @@ def rollout_stats(
             usage_error(str(e))
         except (pl.exceptions.PolarsError, OSError) as e:
             usage_error(f"{source}: cannot read rollouts: {e}")
+    if frame.is_empty():
+        usage_error(f"{source}: no rollouts (roll out with `qaflow rollout run POOL`, or give their parquet shards)")
     table = pass_table(frame, ks=ks)
     bands = task_bands(frame)
     if as_json:
-        emit_json({"by_effort": table.to_dicts(), "tasks": bands.to_dicts()})
+        emit_json({"by_effort": table.to_dicts(), "tasks": bands.to_dicts()}, as_json)
         return
     _print_pass_table(table)
     counts = bands.group_by("band").len().sort("band")

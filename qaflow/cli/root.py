@@ -18,14 +18,10 @@ from qaflow.cli import review as review_cli
 from qaflow.cli import rollout as rollout_cli
 from qaflow.cli import run as run_cli
 from qaflow.cli import sandbox as sandbox_cli
+from qaflow.cli.grammar import RootGroup
 from qaflow.cli.help_text import hide_flag_types, reflow_app
 
-app = typer.Typer(
-    name="qaflow",
-    help="Task-pool manager for agentic-coding training data: audit, repair, harden, roll out, curate.",
-    no_args_is_help=True,
-    add_completion=False,
-)
+app = typer.Typer(name="qaflow", no_args_is_help=True, add_completion=False, cls=RootGroup)
 
 
 def _print_version(value: bool) -> None:
@@ -46,7 +42,12 @@ def _root(
         bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit")
     ] = False,
 ) -> None:
-    """Task-pool manager for agentic-coding training data: audit, repair, harden, roll out, curate."""
+    """Task-pool manager for agentic-coding training data: audit, repair, harden, roll out, curate, export, and train on it (SFT, RL).
+
+    Every command takes --help (with an example); `--json [FILE|-]` writes JSON for machines (stdout without a value); a usage error is one `error:` line and exit status 2.
+
+    Example: qaflow audit tasks_repo --json audit.json --html audit.html
+    """  # noqa: E501  (one line per paragraph: typer keeps a docstring's line breaks)
 
 
 app.add_typer(pool_cli.app, name="pool")

@@ -17,9 +17,9 @@ from qaflow.audit.exploits import ExploitAgent
 from qaflow.audit.mutant_lookup import MutantLookupError, find_mutant, mutant_name
 from qaflow.audit.mutants import MutantAgent
 from qaflow.audit.replay import TAMPER, rerun_count, tamper_agent
-from qaflow.cli.options import BackendOpt, NetworkOpt, OfflineOpt, RuntimeOpt
+from qaflow.cli.options import BackendOpt, JsonOpt, NetworkOpt, OfflineOpt, RuntimeOpt
 from qaflow.cli.output import console as cli_console
-from qaflow.cli.output import usage_error
+from qaflow.cli.output import emit_json, usage_error
 from qaflow.errors import SandboxError, TaskError
 from qaflow.models.trial import TrialResult
 from qaflow.repair.review import pool_root_of
@@ -56,7 +56,7 @@ def run(
     reruns: Annotated[
         int, typer.Option(min=0, help="Run the verifier this many more times on the final state and print each outcome")
     ] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the trial result as JSON")] = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Run one trial of a task and print its reward and timings.
 
@@ -77,7 +77,7 @@ def run(
             agent, reruns = "oracle", max(reruns, more)
         task = Task.load(task_dir, require_solution=agent == "oracle")
         chosen = _agent(task, agent)
-        backend = with_runtime(backend, runtime)
+        sandbox = with_runtime(backend, runtime)
     except (ExploitLookupError, MutantLookupError) as e:
         usage_error(str(e))
     except (TaskError, SandboxError, ValueError) as e:
@@ -86,13 +86,13 @@ def run(
     result = run_trial(
         task,
         chosen,
-        backend=backend,
+        backend=sandbox,
         network=RunNetwork(offline=offline, network=network),
         clear_verifier_logs=agent != TAMPER,
         verifier_reruns=reruns,
     )
     if as_json:
-        print(result.model_dump_json(indent=2))
+        emit_json(result, as_json)
     else:
         _print(console, result)
     if result.error is not None:

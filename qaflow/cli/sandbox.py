@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
+from qaflow.cli.options import JsonOpt
 from qaflow.cli.output import console as cli_console
+from qaflow.cli.output import emit_json
 from qaflow.errors import SandboxUnavailableError
 from qaflow.sandbox import backend_class, check_backend, check_runtime, resolve_backend
 from qaflow.sandbox.docker.gvisor import DAEMON_JSON, GvisorError, install
@@ -18,7 +19,7 @@ app = typer.Typer(no_args_is_help=True, help="Inspect and clean up sandbox backe
 
 
 @app.command()
-def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
+def doctor(as_json: JsonOpt = None) -> None:
     """Say which backends work on this machine, and why not; and whether gVisor (--runtime runsc) works.
 
     Example: qaflow sandbox doctor
@@ -39,7 +40,7 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] =
     if as_json:
         per_task = bool(report["docker"]["works"] and report["bwrap"]["works"])
         shown = {"backends": report, "runtimes": runtimes, "auto": auto, "auto_per_task": per_task}
-        print(json.dumps(shown, indent=2))
+        emit_json(shown, as_json)
     else:
         table = Table(title="sandbox backends")
         table.add_column("backend")
@@ -60,7 +61,7 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] =
 @app.command()
 def reap(
     run: Annotated[str | None, typer.Option("--run", help="Only containers of this run id")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Remove what crashed runs left behind: docker containers labelled qaflow.run, and the bwrap
     temp folders and cgroups of dead processes.
@@ -72,7 +73,7 @@ def reap(
         ok, _reason = check_backend(name)
         removed[name] = backend_class(name).reap(run) if ok else None
     if as_json:
-        print(json.dumps({"removed": removed}))
+        emit_json({"removed": removed}, as_json)
         return
     console = cli_console()
     for name, count in removed.items():
@@ -83,7 +84,7 @@ def reap(
 def install_gvisor(
     daemon_json: Annotated[Path, typer.Option("--daemon-json", help="dockerd's config file")] = DAEMON_JSON,
     reload: Annotated[bool, typer.Option("--reload/--no-reload", help="SIGHUP dockerd to load it")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Register gVisor's runsc (apt-get install -y runsc) with dockerd, so that `--runtime runsc` works.
 
@@ -98,12 +99,12 @@ def install_gvisor(
         report = install(daemon_json, reload=reload)
     except GvisorError as e:
         if as_json:
-            print(json.dumps({"works": False, "reason": str(e)}))
+            emit_json({"works": False, "reason": str(e)}, as_json)
         else:
             console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
     if as_json:
-        print(report.model_dump_json(indent=2))
+        emit_json(report, as_json)
     else:
         state = "runsc added" if report.changed else "runsc already registered"
         console.print(f"{report.daemon_json}: {state}" + (f" (backup: {report.backup})" if report.backup else ""))

@@ -11,18 +11,26 @@ Three pieces of evidence, all read from the ledger:
   pass rate inside the band: exclusive (0, 1) by default, so a version nobody solves or everybody
   solves is not accepted.
 
-All three present and sound: the version becomes `accepted`. Otherwise it is a `candidate` (a version
+A fourth check: no proven harness hole reaches the version (`harness_exposure`: a hole of the shared verifier
+mode that one audit trial proved gives full reward on every task whose observed verifier has it), unless the
+user allows them (`--allow-harness-holes`). `is_clean` is the one answer to "may this version be trained on?",
+for this gate and the exports alike.
+
+All present and sound: the version becomes `accepted`. Otherwise it is a `candidate` (a version
 whose audit already marked it `needs_repair`, or that is `invalid`, keeps that status). Each decision
 is stored as a `gate:decision` result (attempt = the decision's number) with the evidence used.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
+from qaflow.audit.exploit_lookup import observed_harness_exploits
+from qaflow.audit.exploits import HARNESS_EXPLOITS
 from qaflow.harden.versions import author_of
 from qaflow.ledger import Ledger, StatusWriter
 from qaflow.models.probe_key import ProbeKind, name_of, probe_name
@@ -67,12 +75,16 @@ class Band(BaseModel):
 class GateConfig(BaseModel):
     band: Band = Field(default_factory=Band)
     min_attempts: int = Field(1, ge=1, description="Fewest other-solver attempts that count as evidence")
+    allow_harness_holes: bool = Field(
+        False, description="Accept a version a proven harness hole reaches (the harness is trusted to be fixed)"
+    )
 
 
 class EvidenceKind(StrEnum):
     AUDIT = "audit"
     ORACLE = "oracle"
     ATTEMPTS = "attempts"
+    HARNESS = "harness"
 
 
 class Evidence(BaseModel):
@@ -103,7 +115,107 @@ def solver_differs(solver: str, author: str | None) -> bool:
     return solver not in {author, author.removeprefix("llm:")}
 
 
+# -- clean: may this version be trained on? --------------------------------------------------------
+
+
+ALLOW_HOLES_FLAG = "--allow-harness-holes"
+"""The opt-in, spelled the same by `qaflow accept` and the exports."""
+
+
+def proven_harness_holes(results: Iterable[Result]) -> dict[str, str]:
+    """The harness holes an audit proved, each with the version it was proven on: its exploit trial (the
+    plants alone) got full reward where doing nothing does not."""
+    results = list(results)
+    nop_full: dict[str, list[bool]] = {}
+    for r in results:
+        if r.probe == probe_name(ProbeKind.NOP):
+            nop_full.setdefault(r.task_version, []).append(bool(r.payload.get("full")))
+    proven: dict[str, str] = {}
+    for r in results:
+        hole = name_of(r.probe, ProbeKind.EXPLOIT)
+        if hole is None or hole not in HARNESS_EXPLOITS or not r.payload.get("full"):
+            continue
+        nops = nop_full.get(r.task_version, [])
+        if not (nops and all(nops)):
+            proven.setdefault(hole, r.task_version)
+    return proven
+
+
+def harness_exposure(ledger: Ledger, versions: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """Per task version (of `versions`, or every version the ledger knows): the proven harness holes
+    (`proven_harness_holes`, proven on any task of the pool) that its latest observed verifier has;
+    versions no proven hole reaches are left out."""
+    results = ledger.results()
+    proven = proven_harness_holes(results)
+    if not proven:
+        return {}
+    wanted = set(versions) if versions is not None else None
+    by_version: dict[str, list[Result]] = {}
+    for r in results:
+        if r.probe == "observe" and (wanted is None or r.task_version in wanted):
+            by_version.setdefault(r.task_version, []).append(r)
+    exposure = {}
+    for version, observed in by_version.items():
+        holes = sorted(set(observed_harness_exploits(observed)) & set(proven))
+        if holes:
+            exposure[version] = holes
+    return exposure
+
+
+class Cleanliness(BaseModel):
+    """Whether a task version may be trained on, and why not."""
+
+    version: str
+    clean: bool
+    reason: str | None = Field(None, description="Why it is not clean; None when it is")
+    exposed_by: list[str] = Field(default_factory=list, description="Proven harness holes that reach it")
+
+
+def clean_reason(status: VersionStatus, exposed_by: Sequence[str], *, allow_harness_holes: bool = False) -> str | None:
+    """Why a version with `status`, reached by the proven harness holes `exposed_by`, is not clean; None when it
+    is: accepted, and no proven harness hole reaches it unless they are allowed."""
+    if status is not VersionStatus.ACCEPTED:
+        return f"the task version is {status.value}, not accepted"
+    if exposed_by and not allow_harness_holes:
+        return (
+            f"a proven harness hole ({', '.join(exposed_by)}) gives full reward on it without solving it "
+            f"(fix the harness, or allow it with {ALLOW_HOLES_FLAG})"
+        )
+    return None
+
+
+def is_clean(
+    ledger: Ledger,
+    version: TaskVersion,
+    *,
+    allow_harness_holes: bool = False,
+    exposure: Mapping[str, list[str]] | None = None,
+) -> Cleanliness:
+    """May `version` be trained on (`clean_reason`)? `exposure` is `harness_exposure(ledger)` when the caller
+    asks for many versions (read once); otherwise it is read for this version."""
+    if exposure is None:
+        exposure = harness_exposure(ledger, [version.version])
+    exposed = list(exposure.get(version.version, []))
+    reason = clean_reason(version.status, exposed, allow_harness_holes=allow_harness_holes)
+    return Cleanliness(version=version.version, clean=reason is None, reason=reason, exposed_by=exposed)
+
+
 # -- evidence ----------------------------------------------------------------------------------------
+
+
+def harness_evidence(exposed_by: Sequence[str], config: GateConfig) -> Evidence:
+    detail = {"exposed_by": list(exposed_by), "allowed": config.allow_harness_holes}
+    if not exposed_by:
+        return Evidence(kind=EvidenceKind.HARNESS, ok=True, detail=detail, summary="no proven harness hole reaches it")
+    holes = ", ".join(exposed_by)
+    if config.allow_harness_holes:
+        summary = f"reached by the proven harness hole {holes} (allowed with {ALLOW_HOLES_FLAG})"
+        return Evidence(kind=EvidenceKind.HARNESS, ok=True, detail=detail, summary=summary)
+    summary = (
+        f"reached by the proven harness hole {holes}: an agent gets full reward through the harness "
+        f"(fix it, or accept anyway with {ALLOW_HOLES_FLAG})"
+    )
+    return Evidence(kind=EvidenceKind.HARNESS, ok=False, detail=detail, summary=summary)
 
 
 def audit_evidence(ledger: Ledger, version: str, results: list[Result], findings: list[Finding]) -> Evidence:
@@ -197,6 +309,7 @@ def evaluate(ledger: Ledger, version: TaskVersion, config: GateConfig | None = N
         audit_evidence(ledger, version.version, results, findings),
         oracle_evidence(results),
         attempts_evidence(ledger, version.version, results, author, config),
+        harness_evidence(harness_exposure(ledger, [version.version]).get(version.version, []), config),
     ]
     accepted = all(e.ok for e in evidence)
     if accepted:
