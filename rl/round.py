@@ -26,6 +26,7 @@ real one, named in its report as `start_adapter`).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +41,14 @@ from qaflow.models.rollout import EFFORT_RANK, Effort
 from rl.advantage import AdvantageMode, advantages, score
 from rl.graded import exclusion_counts, split_graded, timed_out_passed_expr, zero_hacks
 from rl.reward import RewardConfig
+from rl.tokens import SampledSequence, sequences
 from rl.update import Trajectory, UpdateConfig, UpdateStats, load_policy, policy_update
 from sft.conditioning import Conditioning, effort_conditioning, own_template
+from sft.sampled import SAMPLE_LOG_PARAM, SampleLog
 
 ADAPTER_FILE = "adapter_config.json"
 REPORT_FILE = "round_report.json"
+SAMPLE_LOG_FILE = "samples.jsonl"
 
 
 class RoundConfig(BaseModel):
@@ -120,7 +124,15 @@ class RoundReport(BaseModel):
         description="Per effort: attempts, rates, rewards, `timed_out_passed`, `conditioning` (what the policy was "
         "conditioned on), `truncated` and `dropped` (sessions cut or left out of the update for the context length).",
     )
-    update: UpdateStats = Field(default_factory=UpdateStats)
+    update: UpdateStats = Field(
+        default_factory=UpdateStats,
+        description="The update: steps, losses, and token in/token out (`sampled_turns`, `retokenized_turns` (0 for "
+        "a round collected here), `cut_turns`, `ratio_mean`/`ratio_max`: trainer over sampler).",
+    )
+    retokenized: dict[str, int] = Field(
+        default_factory=dict, description="Rollouts without sampled tokens (re-rendered for the update), by reason."
+    )
+    sample_log_errors: list[str] = Field(default_factory=list, description="Unreadable lines of the sample logs.")
     updated: bool = Field(True, description="Whether the policy changed (an adapter was written).")
     reason: str | None = Field(None, description="Why the round made no update.")
     start_adapter: Path | None = Field(None, description="The adapter the round started from; None: the base model.")
@@ -238,7 +250,13 @@ def collect(config: RoundConfig) -> pl.DataFrame:
     folder = Path(policy_dir(config)).resolve()
     model = f"{PROVIDER}/{folder}"
     harness = collection_harness(config)
-    llm = LLMConfig(model=model, max_tokens=config.max_new_tokens, temperature=config.temperature, concurrency=1)
+    llm = LLMConfig(
+        model=model,
+        max_tokens=config.max_new_tokens,
+        temperature=config.temperature,
+        concurrency=1,
+        extra={SAMPLE_LOG_PARAM: str(sample_log_path(config))},
+    )
     check_efforts(llm, config.efforts, harness.efforts, seed=harness.seed is not None)
     check_local_efforts(folder, config.efforts, harness)
     job = RolloutJobConfig(
@@ -255,6 +273,26 @@ def collect(config: RoundConfig) -> pl.DataFrame:
         run_rollouts(pool, job)
         frame = records_to_frame(pool.ledger.rollouts())
     return frame.filter(pl.col("round") == config.round, pl.col("model") == model)
+
+
+def sample_log_path(config: RoundConfig) -> Path:
+    """Where this round's collection logs the tokens it samples (`sft.sampled`)."""
+    return (Path(config.output_dir) / f"round-{config.round}" / SAMPLE_LOG_FILE).resolve()
+
+
+def sampled_sequences(frame: pl.DataFrame) -> tuple[dict[str, SampledSequence | str], list[str]]:
+    """Per rollout its sampled tokens (or why it has none), from the sample logs its records name in
+    `meta.sampling.sample_log`; and the logs' unreadable lines."""
+    rows = frame.select("rollout_id", "messages", "meta_json").to_dicts()
+    paths = sorted(
+        {
+            str(p)
+            for r in rows
+            if (p := (json.loads(r["meta_json"] or "{}").get("sampling") or {}).get(SAMPLE_LOG_PARAM))
+        }
+    )
+    log = SampleLog.read(paths)
+    return sequences(rows, log), log.bad_lines
 
 
 def run_round(config: RoundConfig) -> RoundReport:
@@ -277,6 +315,7 @@ def run_round(config: RoundConfig) -> RoundReport:
     tokenizer = AutoTokenizer.from_pretrained(policy_dir(config))
     template = training_template(tokenizer, config.chat_template)
     conditionings = effort_conditionings(config, own_template(tokenizer, template))
+    tokens, bad_lines = sampled_sequences(scored)
     trajectories = [
         Trajectory(
             messages=row["messages"],
@@ -284,9 +323,11 @@ def run_round(config: RoundConfig) -> RoundReport:
             advantage=row["advantage"],
             key=row["rollout_id"],
             conditioning=conditionings[Effort(row["effort"])],
+            tokens=seq if isinstance(seq := tokens[row["rollout_id"]], SampledSequence) else None,
         )
         for row in scored.select("messages", "tools_json", "advantage", "rollout_id", "effort").iter_rows(named=True)
     ]
+    retokenized = Counter(r for r in tokens.values() if isinstance(r, str))
     groups = scored.select([*GROUP, "effort"]).unique().height
     stats = UpdateStats(trajectories=len(trajectories), skipped_zero_advantage=len(trajectories))
     model = None
@@ -309,6 +350,8 @@ def run_round(config: RoundConfig) -> RoundReport:
         timed_out_passed=scored.filter(timed_out_passed_expr()).height,
         by_effort=effort_rows(scored, left_out, stats, conditionings),
         update=stats,
+        retokenized=dict(retokenized),
+        sample_log_errors=bad_lines,
         updated=reason is None,
         reason=reason,
         start_adapter=adapter,

@@ -301,6 +301,13 @@ def test_a_round_with_the_local_policy_learns_the_rewarded_action(coin_policy: P
     assert rewards["distinct"].max() >= 2  # some group has a success and a failure
     assert (scored["advantage"] != 0).any()
     assert report.update.steps > 0 and report.update.skipped_zero_advantage < 12
+    # token in, token out: every trained turn is the ids the policy sampled, the sampler's log-probs the old policy
+    trained_turns = sum(
+        r.turns for r in records if r.rollout_id in set(scored.filter(pl.col("advantage") != 0)["rollout_id"])
+    )
+    assert report.retokenized == {} and report.update.retokenized_turns == 0
+    assert report.update.sampled_turns == trained_turns > 0
+    assert report.update.ratio_mean == pytest.approx(1.0, abs=1e-3) and report.update.ratio_max < 1.01
     solved = scored.filter(pl.col("success"))["rollout_id"].to_list()
     assert all("echo done" in json.dumps(r.messages) for r in records if r.rollout_id in solved)
 
