@@ -95,16 +95,18 @@ def local_efforts(budgets: dict[Effort, int] | None = None) -> dict[Effort, dict
 LOCAL_EFFORTS = local_efforts()
 
 
-def with_local_efforts(harness: HarnessConfig, budgets: dict[Effort, int] | None = None) -> HarnessConfig:
-    """`harness` with the local effort table for `qaflow-local/*`, unless it already maps a pattern that matches
-    local models (the user's table wins)."""
+def with_local_efforts(
+    harness: HarnessConfig, budgets: dict[Effort, int] | None = None, provider: str = PROVIDER
+) -> HarnessConfig:
+    """`harness` with the local effort table for `<provider>/*` (`qaflow-local`, or `qaflow-endpoint`, which takes
+    the same keys), unless it already maps a pattern that matches those models (the user's table wins)."""
     import fnmatch
 
-    probe = f"{PROVIDER}/model"
+    probe = f"{provider}/model"
     if any(fnmatch.fnmatchcase(probe, pattern) for pattern in harness.efforts.per_model):
         return harness
     efforts = harness.efforts.model_copy(
-        update={"per_model": {PATTERN: local_efforts(budgets), **harness.efforts.per_model}}
+        update={"per_model": {f"{provider}/*": local_efforts(budgets), **harness.efforts.per_model}}
     )
     return harness.model_copy(update={"efforts": efforts})
 
@@ -244,7 +246,9 @@ def think_token_ids(tokenizer: Any) -> tuple[int, int] | None:
     return ids[0], ids[1]
 
 
-def check_local_efforts(path: str | Path, efforts: list[Effort], harness: HarnessConfig) -> None:
+def check_local_efforts(
+    path: str | Path, efforts: list[Effort], harness: HarnessConfig, provider: str = PROVIDER
+) -> None:
     """Fail up front when a local model cannot honour one of `efforts`: the effort turns thinking on and the
     tokenizer has no single-token `<think>`/`</think>`.
 
@@ -253,7 +257,7 @@ def check_local_efforts(path: str | Path, efforts: list[Effort], harness: Harnes
     """
     from transformers import AutoTokenizer
 
-    model = f"{PROVIDER}/{path}"
+    model = f"{provider}/{path}"
     thinking = [e for e in efforts if harness.efforts.kwargs(model, e).get("enable_thinking")]
     if not thinking:
         return
@@ -401,8 +405,8 @@ def sample_turn(loaded: _Loaded, contexts: TokenContexts, messages: list, option
     return turn
 
 
-def _handler_class() -> type:
-    from litellm import CustomLLM
+def response_of(model: str, turn: _Generated, *, created: int) -> Any:
+    """A litellm ModelResponse of a sampled turn: the reply parsed (`parse_reply`), its usage and finish reason."""
     from litellm.types.utils import (
         ChatCompletionMessageToolCall,
         CompletionTokensDetailsWrapper,
@@ -411,6 +415,32 @@ def _handler_class() -> type:
         ModelResponse,
         Usage,
     )
+
+    content, reasoning, calls = parse_reply(turn.text)
+    message = Message(
+        content=content or None,
+        role="assistant",
+        tool_calls=[
+            ChatCompletionMessageToolCall(id=c["id"], type="function", function=Function(**c["function"]))
+            for c in calls
+        ]
+        or None,
+        reasoning_content=reasoning,
+    )
+    response = ModelResponse(model=model, created=created)
+    response.choices[0].message = message  # type: ignore[union-attr]
+    response.choices[0].finish_reason = "tool_calls" if calls else turn.finish
+    response.usage = Usage(  # type: ignore[attr-defined]
+        prompt_tokens=turn.prompt_tokens,
+        completion_tokens=turn.completion_tokens,
+        total_tokens=turn.prompt_tokens + turn.completion_tokens,
+        completion_tokens_details=CompletionTokensDetailsWrapper(reasoning_tokens=turn.thinking_tokens),
+    )
+    return response
+
+
+def _handler_class() -> type:
+    from litellm import CustomLLM
 
     class LocalTransformersLLM(CustomLLM):
         def __init__(self) -> None:
@@ -425,30 +455,10 @@ def _handler_class() -> type:
                     self._models[path] = _Loaded(path)
                 return self._models[path]
 
-        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
             optional = kwargs.get("optional_params") or {}
             turn = sample_turn(self._load(model), self._contexts, messages, optional)
-            content, reasoning, calls = parse_reply(turn.text)
-            message = Message(
-                content=content or None,
-                role="assistant",
-                tool_calls=[
-                    ChatCompletionMessageToolCall(id=c["id"], type="function", function=Function(**c["function"]))
-                    for c in calls
-                ]
-                or None,
-                reasoning_content=reasoning,
-            )
-            response = ModelResponse(model=model, created=int(time.time()))
-            response.choices[0].message = message  # type: ignore[union-attr]
-            response.choices[0].finish_reason = "tool_calls" if calls else turn.finish
-            response.usage = Usage(  # type: ignore[attr-defined]
-                prompt_tokens=turn.prompt_tokens,
-                completion_tokens=turn.completion_tokens,
-                total_tokens=turn.prompt_tokens + turn.completion_tokens,
-                completion_tokens_details=CompletionTokensDetailsWrapper(reasoning_tokens=turn.thinking_tokens),
-            )
-            return response
+            return response_of(model, turn, created=int(time.time()))
 
     return LocalTransformersLLM
 
