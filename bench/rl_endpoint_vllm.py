@@ -118,7 +118,9 @@ def main() -> None:
         done = list(pool.map(lambda i: conversation(llms[i], i, args.turns), range(args.conversations)))
     seconds = time.monotonic() - started
     samples = SampleLog.read([log])
-    joined = [sequence_of(m, {"sampling": {"seed": i}}, samples) for i, (m, _) in enumerate(done)]
+    joined = [
+        sequence_of(m, {"sampling": {"seed": i, SAMPLE_LOG_PARAM: str(log)}}, samples) for i, (m, _) in enumerate(done)
+    ]
     sequences = [s for s in joined if isinstance(s, SampledSequence)]
     tokens = sum(t for _, t in done)
     result = {

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sft.local_llm import same_reply
-from sft.sampled import SampledTurn, SampleLog, conversation_key
+from sft.sampled import SAMPLE_LOG_PARAM, SampledTurn, SampleLog, conversation_key
+
+NO_LOG = "no sample log: a provider that returns text only, or a record from before sample logs"
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,8 @@ def sequence_of(
 ) -> SampledSequence | str:
     """The rollout's sampled sequence, or why it has none (a one-line reason)."""
     sampling = meta.get("sampling") or {}
+    if not sampling.get(SAMPLE_LOG_PARAM):
+        return NO_LOG
     key = conversation_key(messages, sampling.get("seed"))
     replies = [m for m in messages if m.get("role") == "assistant"]
     found = log.conversation(key, len(replies))

@@ -15,6 +15,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.models.frame import write_shard
 from rl.round import RoundConfig, run_round
+from rl.tokens import NO_LOG
 from rl.update import IGNORE_INDEX, policy_loss, token_logprobs
 from sft.conditioning import effort_conditioning, own_template
 from sft.masking import mask_sessions
@@ -73,6 +74,10 @@ def test_round_moves_logprobs_with_the_sign_of_the_advantage(tiny: Path, tmp_pat
     # medium's two equal successes have advantage 0 and are skipped; low's +-0.5 are learned
     assert report.update.trajectories == 4 and report.update.skipped_zero_advantage == 2
     assert report.update.steps == 4
+    # records without sampled tokens (scripted, no sample log) are re-rendered, and counted: the two trained turns
+    assert report.retokenized == {NO_LOG: 4}
+    assert report.update.retokenized_turns == 2 and report.update.sampled_turns == 0
+    assert report.update.ratio_mean is None
     low = next(r for r in report.by_effort if r["effort"] == "low")
     assert low["success_rate"] == 0.5 and low["mean_abs_advantage"] == pytest.approx(0.5)
 
