@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from sft.local_llm import LocalSampling, _Generated, response_of, think_token_ids, turn_seed
+from sft.local_llm import GeneratedTurn, LocalSampling, response_of, think_token_ids, turn_seed
 from sft.sampled import SampledTurn, append_turn, conversation_key
 from sft.token_context import TokenContexts
 
@@ -128,7 +128,7 @@ def _request(
 
 def generate_remote(
     served: _Served, prompt_ids: list[int], sampling: LocalSampling, *, messages: int, prefill: str
-) -> _Generated:
+) -> GeneratedTurn:
     """One assistant turn sampled by the server (see the module docstring).
 
     Raises:
@@ -178,7 +178,7 @@ def generate_remote(
     finish: Literal["stop", "length"] = "stop" if ids and ids[-1] == eos else "length"
     answer = ids[answer_start:-1] if finish == "stop" else ids[answer_start:]
     text_ids = ids[:answer_start] + answer
-    return _Generated(
+    return GeneratedTurn(
         text=prefill + str(tok.decode(text_ids, skip_special_tokens=False)),
         prompt_tokens=len(prompt_ids),
         completion_tokens=len(text_ids),

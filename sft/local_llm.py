@@ -296,7 +296,9 @@ class _Loaded:
         self.torch = torch
 
 
-class _Generated(BaseModel):
+class GeneratedTurn(BaseModel):
+    """One sampled assistant turn: its text (as parsed into the message), usage, and tokens."""
+
     text: str
     prompt_tokens: int
     completion_tokens: int
@@ -314,7 +316,7 @@ def prompt_text(tokenizer: Any, messages: list, tools: Any, sampling: LocalSampl
 
 def generate_turn(
     loaded: _Loaded, prompt_ids: list[int], sampling: LocalSampling, *, messages: int, prefill: str = ""
-) -> _Generated:
+) -> GeneratedTurn:
     """One assistant turn of a loaded model after `prompt_ids` under `sampling` (see the module docstring), for a
     conversation of `messages` messages (it seeds the turn); `prefill` is the `<think>` line the prompt ends with,
     if any (it opens the reply's text).
@@ -364,7 +366,7 @@ def generate_turn(
     ]
     forced = set(budget.forced_steps) if budget is not None else set()
     answer = generated[:-1] if finish == "stop" else generated
-    return _Generated(
+    return GeneratedTurn(
         text=prefill + str(tok.decode(answer, skip_special_tokens=False)),
         prompt_tokens=prompt_len,
         completion_tokens=len(answer),
@@ -376,7 +378,7 @@ def generate_turn(
     )
 
 
-def sample_turn(loaded: _Loaded, contexts: TokenContexts, messages: list, optional: dict[str, Any]) -> _Generated:
+def sample_turn(loaded: _Loaded, contexts: TokenContexts, messages: list, optional: dict[str, Any]) -> GeneratedTurn:
     """One turn of conversation `messages`: its prompt continued token for token (`sft.token_context`), sampled,
     and, when the call names a sample log, the turn appended to it (`sft.sampled`)."""
     sampling = LocalSampling.from_params(optional)
@@ -405,7 +407,7 @@ def sample_turn(loaded: _Loaded, contexts: TokenContexts, messages: list, option
     return turn
 
 
-def response_of(model: str, turn: _Generated, *, created: int) -> Any:
+def response_of(model: str, turn: GeneratedTurn, *, created: int) -> Any:
     """A litellm ModelResponse of a sampled turn: the reply parsed (`parse_reply`), its usage and finish reason."""
     from litellm.types.utils import (
         ChatCompletionMessageToolCall,
