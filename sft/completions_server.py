@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     engine = Engine(args.model, args.name or str(args.model))
     server = ThreadingHTTPServer((args.host, args.port), handler_for(engine))
-    host, port = server.server_address[:2]
+    host, port = args.host, server.server_address[1]
     print(f"listening on http://{host}:{port}", flush=True)
     server.serve_forever()
 
