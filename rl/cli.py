@@ -1,4 +1,4 @@
-"""CLI of the RL stage: `qaflow rl report|gradcheck` (and, from its own module, `round`)."""
+"""CLI of the RL stage: `qaflow rl report|gradcheck|losscheck` (and, from its own module, `round`)."""
 
 from __future__ import annotations
 
@@ -236,6 +236,58 @@ def gradcheck_cmd(
             )
         out.print(table)
         out.print(f"[bold]overall relative L2:[/bold] {report.overall:.3e} (threshold {threshold:g})")
+    if report.flagged:
+        raise typer.Exit(1)
+
+
+@app.command("losscheck")
+def losscheck_cmd(
+    model: Annotated[Path, typer.Argument(metavar="MODEL", help="Model folder (from_pretrained)")],
+    threshold: Annotated[
+        float, typer.Option(min=0.0, help="Flag groups whose relative L2 against the reference exceeds this")
+    ] = 1e-4,
+    seq_len: Annotated[int, typer.Option(min=17, help="Tokens per row of the fixed batch")] = 64,
+    batch_size: Annotated[int, typer.Option(min=1, max=2, help="Rows of the fixed batch")] = 2,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+) -> None:
+    """Loss check: the gradients of the SFT masked loss and of the RL clipped policy-gradient loss, as training
+    computes them, against reference implementations (float64, token by token) on fixed inputs.
+
+    The relative L2 ||g_ours - g_ref|| / ||g_ref|| is reported per parameter group; groups above --threshold are
+    flagged (exit status 1). `qaflow rl gradcheck` compares two implementations of the model instead.
+
+    Example: qaflow rl losscheck runs/sft1/checkpoint-200
+    """
+    from rl.losscheck import losscheck
+
+    if not model.is_dir():
+        usage_error(f"{model}: no such model folder")
+    try:
+        report = losscheck(model, threshold=threshold, seq_len=seq_len, batch_size=batch_size)
+    except (RuntimeError, ValueError, OSError) as e:
+        usage_error(str(e))
+    if as_json:
+        emit_json(report)
+    else:
+        out = console()
+        for check in report.checks:
+            table = Table(
+                title=f"{check.loss} loss: ours {check.ours:.6f}, reference {check.reference:.6f}",
+                title_justify="left",
+            )
+            for col in ("group", "params", "|g_ref|", "|g_ours|", "relative L2", ""):
+                table.add_column(col, justify="left" if col in ("group", "") else "right")
+            for g in check.groups:
+                table.add_row(
+                    g.group,
+                    str(g.params),
+                    f"{g.norm_a:.4g}",
+                    f"{g.norm_b:.4g}",
+                    f"{g.rel_l2:.3e}",
+                    "[red]FLAGGED[/red]" if g.flagged else "",
+                )
+            out.print(table)
+            out.print(f"[bold]{check.loss} overall relative L2:[/bold] {check.overall:.3e} (threshold {threshold:g})")
     if report.flagged:
         raise typer.Exit(1)
 

@@ -104,4 +104,11 @@ def round_cmd(
         f"({u.skipped_zero_advantage} with zero advantage skipped), {u.generated_tokens} generated tokens, "
         f"clip fraction {u.clip_fraction:.3f}, KL {u.mean_kl:.4f}"
     )
+    ratio = "n/a" if u.ratio_mean is None else f"mean {u.ratio_mean:.4f}, max {u.ratio_max:.4f}"
+    out.print(
+        f"tokens: {u.sampled_turns} turns trained as sampled ({u.cut_turns} cut by the length limit), "
+        f"{u.retokenized_turns} re-rendered; trainer/sampler ratio {ratio}"
+    )
+    for reason, n in report.retokenized.items():
+        out.print(f"[yellow]re-rendered:[/yellow] {n} rollouts: {escape(reason)}")
     out.print(f"checkpoint: {report.checkpoint}")

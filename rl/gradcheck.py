@@ -233,10 +233,32 @@ def gradcheck(
         results.append(_gradients(model, batch, device))
         del model
     (loss_a, grads_a), (loss_b, grads_b) = results
+    overall, groups, params = compare_gradients(grads_a, grads_b, threshold)
+    return GradReport(
+        a=a,
+        b=b,
+        threshold=threshold,
+        batch_shape=tuple(batch["input_ids"].shape),
+        loss_a=loss_a,
+        loss_b=loss_b,
+        overall=overall,
+        groups=groups,
+        params=params,
+    )
+
+
+def compare_gradients(
+    grads_a: dict[str, Any], grads_b: dict[str, Any], threshold: float
+) -> tuple[float, list[GroupDiff], list[ParamDiff]]:
+    """Relative L2 of `grads_b` against `grads_a` (name -> float32 tensor) overall, per group (flagged above
+    `threshold`) and per parameter.
+
+    Raises:
+        ValueError: different parameter names or shapes.
+    """
     if grads_a.keys() != grads_b.keys():
         only = sorted(grads_a.keys() ^ grads_b.keys())
         raise ValueError(f"the variants have different parameters: {only[:5]}")
-
     params = []
     sums: dict[str, list[float]] = {}
     total = [0.0, 0.0, 0.0]
@@ -277,17 +299,7 @@ def gradcheck(
     ]
     order = [g for g, _ in GROUP_PATTERNS] + ["other"]
     groups.sort(key=lambda g: order.index(g.group))
-    return GradReport(
-        a=a,
-        b=b,
-        threshold=threshold,
-        batch_shape=tuple(batch["input_ids"].shape),
-        loss_a=loss_a,
-        loss_b=loss_b,
-        overall=_relative(total[2], total[0]),
-        groups=groups,
-        params=params,
-    )
+    return _relative(total[2], total[0]), groups, params
 
 
 def _relative(diff_sq: float, ref_sq: float) -> float:

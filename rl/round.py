@@ -1,8 +1,10 @@
 """`qaflow rl round`: collect -> references -> rewards -> advantages -> one policy update -> checkpoint -> report.
 
-Collection is the rollout stage with the current policy served locally (`qaflow-local/<policy>`),
-each task at every configured effort `attempts` times, recorded in the pool's ledger under this
-round; or pre-collected rollouts of the round (parquet, or a pool ledger) when `rollouts` is given.
+Collection is the rollout stage with the current policy served locally (`qaflow-local/<policy>`), or by an
+inference server (`endpoint`: `qaflow-endpoint/<served name>`, the start adapter loaded into it first), each
+task at every configured effort `attempts` times, recorded in the pool's ledger under this round; or
+pre-collected rollouts of the round (parquet, or a pool ledger) when `rollouts` is given. Both providers log
+every sampled turn to `round-N/samples.jsonl`, and the update trains on those tokens (`rl.tokens`, `rl.update`).
 References and advantages only ever use attempts of this round and this policy.
 
 Collection samples (`temperature`, default 1.0; greedy only at an explicit 0) with a per-attempt seed derived
@@ -26,6 +28,7 @@ real one, named in its report as `start_adapter`).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +43,30 @@ from qaflow.models.rollout import EFFORT_RANK, Effort
 from rl.advantage import AdvantageMode, advantages, score
 from rl.graded import exclusion_counts, split_graded, timed_out_passed_expr, zero_hacks
 from rl.reward import RewardConfig
+from rl.tokens import SampledSequence, sequences
 from rl.update import Trajectory, UpdateConfig, UpdateStats, load_policy, policy_update
 from sft.conditioning import Conditioning, effort_conditioning, own_template
+from sft.sampled import SAMPLE_LOG_PARAM, SampleLog
 
 ADAPTER_FILE = "adapter_config.json"
 REPORT_FILE = "round_report.json"
+SAMPLE_LOG_FILE = "samples.jsonl"
+
+
+class EndpointSettings(BaseModel):
+    """Collection through an inference server (`sft.endpoint_llm`): an OpenAI-compatible `/v1/completions` that takes
+    token-id prompts and returns token ids and log-probabilities (vLLM; `sft.completions_server` on a CPU)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(description="The server's base URL (without /v1), e.g. http://127.0.0.1:8000.")
+    model: str = Field(description="The served name of the base model (`policy`).")
+    concurrency: int = Field(8, ge=1, description="Requests in flight at once (as the server allows).")
+    load_adapters: bool = Field(
+        True,
+        description="Load the round's start adapter into the server (`POST /v1/load_lora_adapter`) and sample with "
+        "it; false: the server must already serve it under the adapter folder's name (a restart with the adapter).",
+    )
 
 
 class RoundConfig(BaseModel):
@@ -87,6 +109,9 @@ class RoundConfig(BaseModel):
     advantage: AdvantageMode = "mean"
     update: UpdateConfig = Field(default_factory=UpdateConfig)
     chat_template: Path | None = None
+    endpoint: EndpointSettings | None = Field(
+        None, description="Collect through this inference server instead of the in-process local policy."
+    )
 
     @classmethod
     def load(cls, path: Path) -> RoundConfig:
@@ -120,7 +145,15 @@ class RoundReport(BaseModel):
         description="Per effort: attempts, rates, rewards, `timed_out_passed`, `conditioning` (what the policy was "
         "conditioned on), `truncated` and `dropped` (sessions cut or left out of the update for the context length).",
     )
-    update: UpdateStats = Field(default_factory=UpdateStats)
+    update: UpdateStats = Field(
+        default_factory=UpdateStats,
+        description="The update: steps, losses, and token in/token out (`sampled_turns`, `retokenized_turns` (0 for "
+        "a round collected here), `cut_turns`, `ratio_mean`/`ratio_max`: trainer over sampler).",
+    )
+    retokenized: dict[str, int] = Field(
+        default_factory=dict, description="Rollouts without sampled tokens (re-rendered for the update), by reason."
+    )
+    sample_log_errors: list[str] = Field(default_factory=list, description="Unreadable lines of the sample logs.")
     updated: bool = Field(True, description="Whether the policy changed (an adapter was written).")
     reason: str | None = Field(None, description="Why the round made no update.")
     start_adapter: Path | None = Field(None, description="The adapter the round started from; None: the base model.")
@@ -165,10 +198,8 @@ def policy_dir(config: RoundConfig) -> str:
 
 def effort_conditionings(config: RoundConfig, template: str | None) -> dict[Effort, Conditioning]:
     """Per effort, what the local policy is conditioned on (as `sft.local_llm` renders it at the round's budgets)."""
-    from sft.local_llm import PROVIDER
-
     harness = collection_harness(config)
-    model = f"{PROVIDER}/policy"
+    model = f"{collection_provider(config)}/policy"
     return {
         e: effort_conditioning(template, e, thinking=bool(harness.efforts.kwargs(model, e).get("enable_thinking")))
         for e in Effort
@@ -187,11 +218,59 @@ def no_update_reason(stats: UpdateStats, groups: int) -> str | None:
     )
 
 
+def endpoint_llm(config: RoundConfig, folder: Path) -> Any:
+    """The LLM config of collection through `config.endpoint`, the round's start adapter loaded into the server
+    first (its name: `qaflow-<folder name>-<hash of its path>`).
+
+    Raises:
+        EndpointError: the server refused the adapter.
+    """
+    import hashlib
+
+    from qaflow.llm import LLMConfig
+    from sft.endpoint_llm import PROVIDER as ENDPOINT
+    from sft.endpoint_llm import TOKENIZER_PARAM, load_adapter, register_endpoint_provider
+
+    endpoint = config.endpoint
+    assert endpoint is not None
+    register_endpoint_provider()
+    adapter, _ = start_adapter(config)
+    served, adapter_name = endpoint.model, None
+    if adapter is not None:
+        path = Path(adapter).resolve()
+        adapter_name = f"qaflow-{path.name}-{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+        if endpoint.load_adapters:
+            load_adapter(endpoint.url, adapter_name, path)
+        served = adapter_name
+    return LLMConfig(
+        model=f"{ENDPOINT}/{served}",
+        api_base=endpoint.url,
+        max_tokens=config.max_new_tokens,
+        temperature=config.temperature,
+        concurrency=endpoint.concurrency,
+        extra={
+            SAMPLE_LOG_PARAM: str(sample_log_path(config)),
+            TOKENIZER_PARAM: str(folder),
+            "served_base": endpoint.model,
+            **({"adapter": adapter_name} if adapter_name else {}),
+        },
+    )
+
+
+def collection_provider(config: RoundConfig) -> str:
+    """The litellm provider collection goes through: the in-process local policy or the endpoint."""
+    from sft.endpoint_llm import PROVIDER as ENDPOINT
+    from sft.local_llm import PROVIDER as LOCAL
+
+    return LOCAL if config.endpoint is None else ENDPOINT
+
+
 def collection_harness(config: RoundConfig) -> HarnessConfig:
-    """The round's harness config: the local effort table and the sampling seed filled in."""
+    """The round's harness config: the local effort table (for the local or the endpoint provider) and the
+    sampling seed filled in."""
     from sft.local_llm import with_local_efforts
 
-    harness = with_local_efforts(config.harness, config.thinking_budgets)
+    harness = with_local_efforts(config.harness, config.thinking_budgets, collection_provider(config))
     if harness.seed is None:
         harness = harness.model_copy(update={"seed": config.seed})
     return harness
@@ -234,13 +313,23 @@ def collect(config: RoundConfig) -> pl.DataFrame:
     from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
     from sft.local_llm import PROVIDER, check_local_efforts, register_local_provider
 
-    register_local_provider()
     folder = Path(policy_dir(config)).resolve()
-    model = f"{PROVIDER}/{folder}"
     harness = collection_harness(config)
-    llm = LLMConfig(model=model, max_tokens=config.max_new_tokens, temperature=config.temperature, concurrency=1)
+    if config.endpoint is None:
+        register_local_provider()
+        model = f"{PROVIDER}/{folder}"
+        llm = LLMConfig(
+            model=model,
+            max_tokens=config.max_new_tokens,
+            temperature=config.temperature,
+            concurrency=1,
+            extra={SAMPLE_LOG_PARAM: str(sample_log_path(config))},
+        )
+    else:
+        llm = endpoint_llm(config, folder)
+        model = llm.model
     check_efforts(llm, config.efforts, harness.efforts, seed=harness.seed is not None)
-    check_local_efforts(folder, config.efforts, harness)
+    check_local_efforts(folder, config.efforts, harness, collection_provider(config))
     job = RolloutJobConfig(
         model=llm,
         efforts=config.efforts,
@@ -255,6 +344,26 @@ def collect(config: RoundConfig) -> pl.DataFrame:
         run_rollouts(pool, job)
         frame = records_to_frame(pool.ledger.rollouts())
     return frame.filter(pl.col("round") == config.round, pl.col("model") == model)
+
+
+def sample_log_path(config: RoundConfig) -> Path:
+    """Where this round's collection logs the tokens it samples (`sft.sampled`)."""
+    return (Path(config.output_dir) / f"round-{config.round}" / SAMPLE_LOG_FILE).resolve()
+
+
+def sampled_sequences(frame: pl.DataFrame) -> tuple[dict[str, SampledSequence | str], list[str]]:
+    """Per rollout its sampled tokens (or why it has none), from the sample logs its records name in
+    `meta.sampling.sample_log`; and the logs' unreadable lines."""
+    rows = frame.select("rollout_id", "messages", "meta_json").to_dicts()
+    paths = sorted(
+        {
+            str(p)
+            for r in rows
+            if (p := (json.loads(r["meta_json"] or "{}").get("sampling") or {}).get(SAMPLE_LOG_PARAM))
+        }
+    )
+    log = SampleLog.read(paths)
+    return sequences(rows, log), log.bad_lines
 
 
 def run_round(config: RoundConfig) -> RoundReport:
@@ -277,6 +386,7 @@ def run_round(config: RoundConfig) -> RoundReport:
     tokenizer = AutoTokenizer.from_pretrained(policy_dir(config))
     template = training_template(tokenizer, config.chat_template)
     conditionings = effort_conditionings(config, own_template(tokenizer, template))
+    tokens, bad_lines = sampled_sequences(scored)
     trajectories = [
         Trajectory(
             messages=row["messages"],
@@ -284,9 +394,11 @@ def run_round(config: RoundConfig) -> RoundReport:
             advantage=row["advantage"],
             key=row["rollout_id"],
             conditioning=conditionings[Effort(row["effort"])],
+            tokens=seq if isinstance(seq := tokens[row["rollout_id"]], SampledSequence) else None,
         )
         for row in scored.select("messages", "tools_json", "advantage", "rollout_id", "effort").iter_rows(named=True)
     ]
+    retokenized = Counter(r for r in tokens.values() if isinstance(r, str))
     groups = scored.select([*GROUP, "effort"]).unique().height
     stats = UpdateStats(trajectories=len(trajectories), skipped_zero_advantage=len(trajectories))
     model = None
@@ -309,6 +421,8 @@ def run_round(config: RoundConfig) -> RoundReport:
         timed_out_passed=scored.filter(timed_out_passed_expr()).height,
         by_effort=effort_rows(scored, left_out, stats, conditionings),
         update=stats,
+        retokenized=dict(retokenized),
+        sample_log_errors=bad_lines,
         updated=reason is None,
         reason=reason,
         start_adapter=adapter,

@@ -1,9 +1,20 @@
 """One policy update on pre-collected multi-turn trajectories with given advantages (ours: TRL has no
 trainer for this).
 
-Each trajectory is tokenized with the SFT stage's masking, so exactly the tokens the model generated
-(reasoning, text, tool calls, end-of-turn tokens, in every turn) carry the trajectory's advantage and
-observation tokens carry nothing. The loss is the clipped policy-gradient objective
+Token in, token out. A trajectory collected by a provider that logs its samples (`sft.sampled`, joined by
+`rl.tokens`) is trained on exactly the ids the policy sampled: the context tokens (prompt, observations,
+template glue, prefilled `<think>`) carry no loss, every generated id the sampler did not force (a forced
+`</think>`) carries the trajectory's advantage, a turn cut by the length limit ends where it was cut (no
+end-of-turn token it did not sample), and the old policy of the ratio is the sampling log-probabilities. The
+ratio of the trainer's own log-probabilities to the sampling ones, before the first step, is reported per
+update (`ratio_mean`, `ratio_max`: 1 when sampler and trainer agree).
+
+A trajectory without sampled tokens (records from before the sample log, imported or scripted rollouts) is
+tokenized with the SFT stage's masking, re-rendered through the chat template, so the tokens of its
+assistant turns (reasoning, text, tool calls, end-of-turn tokens) carry the advantage and observation tokens
+nothing, with the old log-probabilities recomputed on that text; its assistant turns are counted in
+`retokenized_turns` (0 for a round collected with the local policy or an endpoint). The loss is the clipped
+policy-gradient objective
 
     L = - sum_t min(rho_t A, clip(rho_t, 1 - eps, 1 + eps) A) / N  (+ kl_coef * KL_t summed / N)
 
@@ -29,6 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rl.tokens import SampledSequence, assistant_turns
 from sft.conditioning import Conditioning
 from sft.config import LoraSettings
 from sft.masking import IGNORE_INDEX, MaskingConfig, mask_sessions, model_context_length
@@ -65,6 +77,8 @@ class Trajectory:
     advantage: float
     key: str = ""
     conditioning: Conditioning | None = None
+    tokens: SampledSequence | None = None
+    """What the policy sampled (rl.tokens); None: re-rendered from `messages` (counted as retokenized)."""
 
 
 class UpdateStats(BaseModel):
@@ -77,6 +91,16 @@ class UpdateStats(BaseModel):
     truncated: list[str] = Field(
         default_factory=list, description="Keys of the sessions cut after an assistant turn (allow_truncation)."
     )
+    sampled_turns: int = Field(0, description="Assistant turns trained on the ids the policy sampled.")
+    retokenized_turns: int = Field(
+        0, description="Assistant turns re-rendered through the chat template (no sampled tokens): should be 0."
+    )
+    cut_turns: int = Field(0, description="Sampled turns cut by the length limit (trained without an end of turn).")
+    ratio_mean: float | None = Field(
+        None, description="Mean of pi_trainer / pi_sampler over the sampled trained tokens, before the first step."
+    )
+    ratio_max: float | None = Field(None, description="Its maximum.")
+    samplers: list[str] = Field(default_factory=list, description="The models (adapters) that sampled the tokens.")
     steps: int = 0
     generated_tokens: int = 0
     losses: list[float] = Field(default_factory=list)
@@ -160,7 +184,77 @@ def masking_config(model: Any, tokenizer: Any, config: UpdateConfig) -> MaskingC
     return MaskingConfig(max_length=limit, overlong="truncate_turns" if config.allow_truncation else "drop")
 
 
-def old_logprobs(model: Any, items: Sequence[tuple[Any, Any, float]], kl: bool) -> tuple[list[Any], list[Any]]:
+@dataclass
+class TrainingItem:
+    """One trajectory as the update trains it: ids, labels (IGNORE_INDEX: no loss), advantage and, for sampled
+    tokens, the sampling log-probabilities aligned with the next-token positions (index t predicts id t + 1)."""
+
+    key: str
+    input_ids: list[int]
+    labels: list[int]
+    advantage: float
+    sampled_logprobs: list[float] | None = None
+    truncated: bool = False
+
+
+def sampled_item(trajectory: Trajectory, masking: MaskingConfig) -> TrainingItem | str:
+    """The trajectory's sampled tokens as a training item, or why it is left out (over the context length)."""
+    seq = trajectory.tokens
+    assert seq is not None
+    end, truncated = len(seq.ids), False
+    if masking.max_length is not None and end > masking.max_length:
+        if masking.overlong == "drop":
+            return f"{end} tokens > max_length {masking.max_length}"
+        fitting = [e for e in seq.turn_ends if e <= masking.max_length]
+        if not fitting:
+            return f"{end} tokens > max_length {masking.max_length} and no assistant turn ends before it"
+        end, truncated = fitting[-1], True
+    ids = seq.ids[:end]
+    labels = [i if t else IGNORE_INDEX for i, t in zip(ids, seq.trained[:end], strict=True)]
+    old = [lp if lp is not None else 0.0 for lp in seq.logprobs[1:end]]
+    return TrainingItem(trajectory.key, ids, labels, trajectory.advantage, old, truncated)
+
+
+def training_items(
+    tokenizer: Any, template: str, trajectories: Sequence[Trajectory], masking: MaskingConfig, stats: UpdateStats
+) -> list[TrainingItem]:
+    """What the update trains on, per trajectory with a non-zero advantage: its sampled tokens, else its
+    re-rendered session (see the module docstring); left-out and cut ones are recorded in `stats`."""
+    items: list[TrainingItem] = []
+    rendered = []
+    for t in trajectories:
+        if t.advantage == 0.0:
+            continue
+        if t.tokens is None:
+            rendered.append(t)
+            continue
+        item = sampled_item(t, masking)
+        if isinstance(item, str):
+            stats.dropped.append((t.key, item))
+            continue
+        items.append(item)
+        stats.sampled_turns += t.tokens.turns
+        stats.cut_turns += t.tokens.cut_turns
+        stats.samplers = list(dict.fromkeys([*stats.samplers, *t.tokens.samplers]))
+    if rendered:
+        masked = mask_sessions(
+            [t.messages for t in rendered],
+            [t.tools for t in rendered],
+            tokenizer,
+            template,
+            masking,
+            [t.conditioning for t in rendered],
+        )
+        stats.dropped += [(rendered[i].key, reason) for i, reason in masked.dropped]
+        for e in masked.examples:
+            t = rendered[e.index]
+            items.append(TrainingItem(t.key, e.input_ids, e.labels, t.advantage, None, e.truncated))
+            stats.retokenized_turns += assistant_turns(t.messages)
+    stats.truncated = [i.key for i in items if i.truncated]
+    return items
+
+
+def old_logprobs(model: Any, items: Sequence[TrainingItem], kl: bool) -> tuple[list[Any], list[Any]]:
     """Per item, the log-probabilities of its generated tokens under the current policy and (`kl`, a PEFT model)
     under the reference (adapter disabled), in eval mode (no dropout); the model's mode is restored."""
     import torch
@@ -171,8 +265,9 @@ def old_logprobs(model: Any, items: Sequence[tuple[Any, Any, float]], kl: bool) 
     old, ref = [], []
     try:
         with torch.no_grad():
-            for ids, labels, _ in items:
-                ids, labels = ids.to(device), labels.to(device)
+            for item in items:
+                ids = torch.tensor([item.input_ids], device=device)
+                labels = torch.tensor([item.labels], device=device)
                 old.append(token_logprobs(model(input_ids=ids).logits, labels)[0])
                 if kl and hasattr(model, "disable_adapter"):
                     with model.disable_adapter():
@@ -184,36 +279,45 @@ def old_logprobs(model: Any, items: Sequence[tuple[Any, Any, float]], kl: bool) 
     return old, ref
 
 
+def sampling_ratio(items: Sequence[TrainingItem], trainer: Sequence[Any], stats: UpdateStats) -> list[Any]:
+    """The old policy per item: the sampling log-probabilities where there are any (the trainer's own
+    otherwise); the ratio trainer / sampler over the sampled trained tokens goes to `stats`."""
+    import torch
+
+    old = []
+    ratios = []
+    for item, own in zip(items, trainer, strict=True):
+        if item.sampled_logprobs is None:
+            old.append(own)
+            continue
+        sampled = torch.tensor([item.sampled_logprobs], dtype=own.dtype, device=own.device)
+        mask = torch.tensor([item.labels[1:]], device=own.device) != IGNORE_INDEX
+        ratios.append(torch.exp(own - sampled)[mask])
+        old.append(sampled)
+    if ratios:
+        joined = torch.cat(ratios)
+        if joined.numel():
+            stats.ratio_mean, stats.ratio_max = float(joined.mean()), float(joined.max())
+    return old
+
+
 def policy_update(
     model: Any, tokenizer: Any, template: str, trajectories: Sequence[Trajectory], config: UpdateConfig
 ) -> UpdateStats:
-    """Tokenize (each under its conditioning, within the context), compute old and reference log-probs, then
-    `epochs` passes of clipped policy-gradient steps."""
+    """Build the training items (sampled tokens, else re-rendered within the context), compute the trainer's own
+    and reference log-probs, then `epochs` passes of clipped policy-gradient steps."""
     import torch
 
     stats = UpdateStats(trajectories=len(trajectories))
     stats.skipped_zero_advantage = sum(t.advantage == 0.0 for t in trajectories)
     masking = masking_config(model, tokenizer, config)
     stats.context_length = masking.max_length
-    masked = mask_sessions(
-        [t.messages for t in trajectories],
-        [t.tools for t in trajectories],
-        tokenizer,
-        template,
-        masking,
-        [t.conditioning for t in trajectories],
-    )
-    stats.dropped = [(trajectories[i].key, reason) for i, reason in masked.dropped]
-    stats.truncated = [trajectories[e.index].key for e in masked.examples if e.truncated]
-    items = [
-        (torch.tensor([e.input_ids]), torch.tensor([e.labels]), trajectories[e.index].advantage)
-        for e in masked.examples
-        if trajectories[e.index].advantage != 0.0
-    ]
+    items = training_items(tokenizer, template, trajectories, masking, stats)
     if not items:
         return stats
     device = next(model.parameters()).device
-    old, ref = old_logprobs(model, items, config.kl_coef > 0)
+    own, ref = old_logprobs(model, items, config.kl_coef > 0)
+    old = sampling_ratio(items, own, stats)
     model.train()
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.learning_rate)
     rng = random.Random(config.seed)
@@ -223,15 +327,21 @@ def policy_update(
         rng.shuffle(order)
         for start in range(0, len(order), config.batch_size):
             batch = order[start : start + config.batch_size]
-            n_tokens = sum(int((items[i][1][:, 1:] != IGNORE_INDEX).sum()) for i in batch)
+            n_tokens = sum(sum(label != IGNORE_INDEX for label in items[i].labels[1:]) for i in batch)
             optimizer.zero_grad()
             total = 0.0
             for i in batch:
-                ids, labels, adv = items[i]
-                ids, labels = ids.to(device), labels.to(device)
+                ids = torch.tensor([items[i].input_ids], device=device)
+                labels = torch.tensor([items[i].labels], device=device)
                 logits = model(input_ids=ids).logits
                 loss, info = policy_loss(
-                    logits, labels, adv, old_logp=old[i], ref_logp=ref[i], clip=config.clip, kl_coef=config.kl_coef
+                    logits,
+                    labels,
+                    items[i].advantage,
+                    old_logp=old[i],
+                    ref_logp=ref[i],
+                    clip=config.clip,
+                    kl_coef=config.kl_coef,
                 )
                 (loss / max(n_tokens, 1)).backward()
                 total += float(loss.detach()) / max(n_tokens, 1)

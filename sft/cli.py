@@ -86,6 +86,8 @@ def train_cmd(
     except ModelPathError as e:
         usage_error(str(e))
     out = console()
+    if report.precision is not None and report.precision.note:
+        out.print(f"[yellow]precision:[/yellow] {report.precision.note}")
     out.print(
         f"[bold]trained on {report.train_examples} sessions[/bold] ({report.eval_examples} for validation from "
         f"{report.eval_split}, "
@@ -128,7 +130,7 @@ def select_cmd(
         str, typer.Option(help="Served model name per checkpoint at --endpoint; {name} and {step} are filled in")
     ] = "{name}",
     backend: BackendOpt = "auto",
-    subset: Annotated[int, typer.Option(min=0, help="Stage 1: tasks in the shortlist subset (0: no stage 1)")] = 8,
+    subset: Annotated[int, typer.Option(min=0, help="Stage 1: tasks in the shortlist subset (0: no stage 1)")] = 16,
     shortlist_efforts: Annotated[
         str, typer.Option(help="Stage 1: efforts each checkpoint runs the subset at, comma-separated")
     ] = "low,medium,xhigh",
@@ -160,7 +162,7 @@ def select_cmd(
     (--thinking-budget); with it, `openai/<served model>` at that URL. Results are cached in RUN/eval/ by
     checkpoint content, task version, effort, attempts and harness settings.
 
-    Example: qaflow sft select runs/sft1 --tasks heldout_pool --backend docker --subset 8 --shortlist 2
+    Example: qaflow sft select runs/sft1 --tasks heldout_pool --backend docker --subset 16 --shortlist 2
     """
     from qaflow.agents.harness import HarnessConfig
     from qaflow.llm import LLMConfig

@@ -115,11 +115,13 @@ def render_prompt(
     *,
     tools: Any = None,
     thinking: bool | None = None,
+    add_generation_prompt: bool = True,
 ) -> str:
     """The text the policy is prompted with for `messages` at `effort`: its own chat template under the effort's
-    conditioning, with the generation prompt. `thinking` as in `effort_conditioning` (it also goes to the template
-    as `enable_thinking`, which templates without the switch ignore). The one rendering of collection
-    (`sft.local_llm`) and of the GRPO path (`rl.grpo`)."""
+    conditioning, with the generation prompt (unless `add_generation_prompt` is false). `thinking` as in
+    `effort_conditioning` (it also goes to the template as `enable_thinking`, which templates without the switch
+    ignore). The one rendering of collection (`sft.local_llm`, `sft.token_context`) and of the GRPO path
+    (`rl.grpo`)."""
     conditioning = effort_conditioning(own_template(tokenizer), effort, thinking=thinking)
     if thinking is None:
         thinking = effort is not None and Effort(effort) != Effort.OFF
@@ -128,7 +130,7 @@ def render_prompt(
         tokenizer.apply_chat_template(
             condition_messages(messages, conditioning),
             tools=tools,
-            add_generation_prompt=True,
+            add_generation_prompt=add_generation_prompt,
             tokenize=False,
             **template_kwargs,
         )

@@ -29,6 +29,11 @@ reported as the turn's `reasoning_tokens`, so the harness counts them exactly. A
 does reach the handler (sent with `allowed_openai_params`) maps to the same table (`none`/`minimal`: off,
 `high`/`xhigh`: xhigh's budget); the explicit keys win.
 
+Token in, token out. Each turn's prompt is token ids that continue the conversation's earlier tokens
+(`sft.token_context`: the earlier turns are never rendered again), and with a `sample_log` parameter every
+turn's context ids, generated ids (the end-of-turn token included when sampled), their log-probabilities from
+the raw logits and which ids were forced are appended to that log (`sft.sampled`), for the RL update to train on.
+
 Sampling. `temperature` > 0 samples from the full distribution (no top-k; `top_p` only when sent), and a
 `seed` makes it replayable: each turn seeds torch with a hash of the seed and the conversation's length,
 so the turns of one attempt draw different numbers and the same attempt replays exactly. The harness
@@ -45,13 +50,15 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.models.rollout import Effort
 from sft.conditioning import render_prompt
 from sft.model_source import model_source
+from sft.sampled import SAMPLE_LOG_PARAM, SampledTurn, append_turn, conversation_key
+from sft.token_context import TokenContexts
 
 if TYPE_CHECKING:
     from qaflow.agents.harness import HarnessConfig
@@ -88,16 +95,18 @@ def local_efforts(budgets: dict[Effort, int] | None = None) -> dict[Effort, dict
 LOCAL_EFFORTS = local_efforts()
 
 
-def with_local_efforts(harness: HarnessConfig, budgets: dict[Effort, int] | None = None) -> HarnessConfig:
-    """`harness` with the local effort table for `qaflow-local/*`, unless it already maps a pattern that matches
-    local models (the user's table wins)."""
+def with_local_efforts(
+    harness: HarnessConfig, budgets: dict[Effort, int] | None = None, provider: str = PROVIDER
+) -> HarnessConfig:
+    """`harness` with the local effort table for `<provider>/*` (`qaflow-local`, or `qaflow-endpoint`, which takes
+    the same keys), unless it already maps a pattern that matches those models (the user's table wins)."""
     import fnmatch
 
-    probe = f"{PROVIDER}/model"
+    probe = f"{provider}/model"
     if any(fnmatch.fnmatchcase(probe, pattern) for pattern in harness.efforts.per_model):
         return harness
     efforts = harness.efforts.model_copy(
-        update={"per_model": {PATTERN: local_efforts(budgets), **harness.efforts.per_model}}
+        update={"per_model": {f"{provider}/*": local_efforts(budgets), **harness.efforts.per_model}}
     )
     return harness.model_copy(update={"efforts": efforts})
 
@@ -114,6 +123,7 @@ class LocalSampling(BaseModel):
     thinking_budget: int = Field(0, ge=0)
     max_tokens: int = Field(DEFAULT_ANSWER_TOKENS, ge=1, description="Tokens for the answer after thinking.")
     effort: Effort | None = Field(None, description="The effort the prompt is conditioned on; None: none.")
+    sample_log: str | None = Field(None, description="Where each sampled turn's tokens are appended (sft.sampled).")
 
     @classmethod
     def from_params(cls, optional: dict[str, Any]) -> LocalSampling:
@@ -133,6 +143,7 @@ class LocalSampling(BaseModel):
                 optional.get("max_tokens") or optional.get("max_completion_tokens") or DEFAULT_ANSWER_TOKENS
             ),
             effort=effort,
+            sample_log=optional.get(SAMPLE_LOG_PARAM),
         )
 
     @property
@@ -157,6 +168,8 @@ class ThinkingBudget:
         self.budget = budget
         self.used = 0
         self.forced = False
+        self.forced_steps: list[int] = []
+        """Steps (0 = the first generated token) whose token this processor forced."""
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         if input_ids.shape[1] > self.prompt_len:
@@ -165,12 +178,14 @@ class ThinkingBudget:
                 self.thinking = False
             elif self.thinking:
                 self.used += 1
+        scores = scores.clone()  # generate keeps the raw logits it passes here: they must stay raw
         scores[:, self.open_id] = float("-inf")
         if not self.thinking:
             scores[:, self.close_id] = float("-inf")
             return scores
         if self.used >= self.budget:
             self.forced = True
+            self.forced_steps.append(int(input_ids.shape[1]) - self.prompt_len)
             forced = scores.new_full(scores.shape, float("-inf"))
             forced[:, self.close_id] = 0.0
             return forced
@@ -209,6 +224,17 @@ def parse_reply(text: str) -> tuple[str, str | None, list[dict[str, Any]]]:
     return content, reasoning, calls
 
 
+def same_reply(text: str, message: Any) -> bool:
+    """Whether the assistant `message` is the reply `text` parsed (content, reasoning, number of tool calls; the
+    call ids are made up at parsing)."""
+    content, reasoning, calls = parse_reply(text)
+    return (
+        (content or None) == (message.get("content") or None)
+        and (reasoning or None) == (message.get("reasoning_content") or None)
+        and len(calls) == len(message.get("tool_calls") or [])
+    )
+
+
 def think_token_ids(tokenizer: Any) -> tuple[int, int] | None:
     """The ids of `<think>` and `</think>` when both are single tokens of `tokenizer`, else None."""
     ids = []
@@ -220,7 +246,9 @@ def think_token_ids(tokenizer: Any) -> tuple[int, int] | None:
     return ids[0], ids[1]
 
 
-def check_local_efforts(path: str | Path, efforts: list[Effort], harness: HarnessConfig) -> None:
+def check_local_efforts(
+    path: str | Path, efforts: list[Effort], harness: HarnessConfig, provider: str = PROVIDER
+) -> None:
     """Fail up front when a local model cannot honour one of `efforts`: the effort turns thinking on and the
     tokenizer has no single-token `<think>`/`</think>`.
 
@@ -229,7 +257,7 @@ def check_local_efforts(path: str | Path, efforts: list[Effort], harness: Harnes
     """
     from transformers import AutoTokenizer
 
-    model = f"{PROVIDER}/{path}"
+    model = f"{provider}/{path}"
     thinking = [e for e in efforts if harness.efforts.kwargs(model, e).get("enable_thinking")]
     if not thinking:
         return
@@ -249,11 +277,14 @@ class _Loaded:
 
         folder = Path(model_source(path))
         adapter = folder / "adapter_config.json"
+        self.base: str = str(folder)
+        self.adapter: str | None = None
         if adapter.is_file():
             from peft import PeftModel
 
-            base = json.loads(adapter.read_text())["base_model_name_or_path"]
-            model = AutoModelForCausalLM.from_pretrained(base)
+            self.base = str(json.loads(adapter.read_text())["base_model_name_or_path"])
+            self.adapter = str(folder)
+            model = AutoModelForCausalLM.from_pretrained(self.base)
             model = PeftModel.from_pretrained(model, str(folder))
         else:
             model = AutoModelForCausalLM.from_pretrained(str(folder))
@@ -265,12 +296,17 @@ class _Loaded:
         self.torch = torch
 
 
-class _Generated(BaseModel):
+class GeneratedTurn(BaseModel):
+    """One sampled assistant turn: its text (as parsed into the message), usage, and tokens."""
+
     text: str
     prompt_tokens: int
     completion_tokens: int
     thinking_tokens: int
-    finish: str
+    finish: Literal["stop", "length"]
+    ids: list[int] = Field(description="The generated ids, the end-of-turn token included when sampled.")
+    logprobs: list[float] = Field(description="Per generated id, its log-probability under the model (raw logits).")
+    trained: list[bool] = Field(description="Per generated id: false where the thinking budget forced it.")
 
 
 def prompt_text(tokenizer: Any, messages: list, tools: Any, sampling: LocalSampling) -> str:
@@ -278,8 +314,12 @@ def prompt_text(tokenizer: Any, messages: list, tools: Any, sampling: LocalSampl
     return render_prompt(tokenizer, messages, sampling.effort, tools=tools, thinking=sampling.enable_thinking)
 
 
-def generate_turn(loaded: _Loaded, messages: list, tools: Any, sampling: LocalSampling) -> _Generated:
-    """One assistant turn of a loaded model under `sampling` (see the module docstring).
+def generate_turn(
+    loaded: _Loaded, prompt_ids: list[int], sampling: LocalSampling, *, messages: int, prefill: str = ""
+) -> GeneratedTurn:
+    """One assistant turn of a loaded model after `prompt_ids` under `sampling` (see the module docstring), for a
+    conversation of `messages` messages (it seeds the turn); `prefill` is the `<think>` line the prompt ends with,
+    if any (it opens the reply's text).
 
     Raises:
         ValueError: thinking asked of a tokenizer without single-token thinking markers.
@@ -289,12 +329,9 @@ def generate_turn(loaded: _Loaded, messages: list, tools: Any, sampling: LocalSa
     tok = loaded.tokenizer
     if sampling.enable_thinking and loaded.think_ids is None:
         raise ValueError(f"thinking asked, but the tokenizer has no single-token {THINK_OPEN}/{THINK_CLOSE}")
-    prompt = prompt_text(tok, messages, tools, sampling)
-    prefill = ""
-    if sampling.enable_thinking and not prompt.rstrip().endswith(THINK_OPEN):
-        prefill = THINK_OPEN + "\n"
-    ids = tok(prompt + prefill, add_special_tokens=False, return_tensors="pt")
-    prompt_len = int(ids["input_ids"].shape[1])
+    torch = loaded.torch
+    ids = torch.tensor([prompt_ids])
+    prompt_len = len(prompt_ids)
     processors = LogitsProcessorList()
     budget = None
     if loaded.think_ids is not None:
@@ -305,34 +342,73 @@ def generate_turn(loaded: _Loaded, messages: list, tools: Any, sampling: LocalSa
     decoding: dict[str, Any] = {"do_sample": False}
     if sampling.temperature > 0:
         decoding = {"do_sample": True, "temperature": sampling.temperature, "top_k": 0, "top_p": sampling.top_p or 1.0}
-    torch = loaded.torch
     with loaded.lock, torch.no_grad():
         if sampling.seed is not None:
-            torch.manual_seed(turn_seed(sampling.seed, len(messages)))
+            torch.manual_seed(turn_seed(sampling.seed, messages))
         out = loaded.model.generate(
-            **ids,
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
             max_new_tokens=sampling.max_new_tokens,
             logits_processor=processors,
             eos_token_id=tok.eos_token_id,
             pad_token_id=tok.pad_token_id,
+            return_dict_in_generate=True,
+            output_logits=True,
             **decoding,
         )
-    generated = out[0, prompt_len:].tolist()
-    finish = "length"
+    generated = out.sequences[0, prompt_len:].tolist()
+    finish: Literal["stop", "length"] = "length"
     if tok.eos_token_id in generated:
-        generated = generated[: generated.index(tok.eos_token_id)]
+        generated = generated[: generated.index(tok.eos_token_id) + 1]
         finish = "stop"
-    return _Generated(
-        text=prefill + str(tok.decode(generated, skip_special_tokens=False)),
+    logprobs = [
+        float(torch.log_softmax(out.logits[step][0].float(), dim=-1)[token]) for step, token in enumerate(generated)
+    ]
+    forced = set(budget.forced_steps) if budget is not None else set()
+    answer = generated[:-1] if finish == "stop" else generated
+    return GeneratedTurn(
+        text=prefill + str(tok.decode(answer, skip_special_tokens=False)),
         prompt_tokens=prompt_len,
-        completion_tokens=len(generated),
+        completion_tokens=len(answer),
         thinking_tokens=budget.used if budget is not None else 0,
         finish=finish,
+        ids=generated,
+        logprobs=logprobs,
+        trained=[step not in forced for step in range(len(generated))],
     )
 
 
-def _handler_class() -> type:
-    from litellm import CustomLLM
+def sample_turn(loaded: _Loaded, contexts: TokenContexts, messages: list, optional: dict[str, Any]) -> GeneratedTurn:
+    """One turn of conversation `messages`: its prompt continued token for token (`sft.token_context`), sampled,
+    and, when the call names a sample log, the turn appended to it (`sft.sampled`)."""
+    sampling = LocalSampling.from_params(optional)
+    key = conversation_key(messages, sampling.seed)
+    tok = loaded.tokenizer
+    prompt = contexts.prompt(tok, key, messages, optional.get("tools"), sampling.effort, sampling.enable_thinking)
+    turn = generate_turn(loaded, prompt.ids, sampling, messages=len(messages), prefill=prompt.prefill)
+    contexts.advance(key, prompt, turn.ids, turn.text, len(messages), ended=turn.finish == "stop")
+    if sampling.sample_log:
+        append_turn(
+            sampling.sample_log,
+            SampledTurn(
+                conversation=key,
+                turn=sum(1 for m in messages if m.get("role") == "assistant"),
+                context_ids=prompt.context_ids,
+                ids=turn.ids,
+                logprobs=turn.logprobs,
+                trained=turn.trained,
+                finish=turn.finish,
+                rerendered=prompt.rerendered,
+                sampler=loaded.base,
+                adapter=loaded.adapter,
+                text=turn.text,
+            ),
+        )
+    return turn
+
+
+def response_of(model: str, turn: GeneratedTurn, *, created: int) -> Any:
+    """A litellm ModelResponse of a sampled turn: the reply parsed (`parse_reply`), its usage and finish reason."""
     from litellm.types.utils import (
         ChatCompletionMessageToolCall,
         CompletionTokensDetailsWrapper,
@@ -342,11 +418,38 @@ def _handler_class() -> type:
         Usage,
     )
 
+    content, reasoning, calls = parse_reply(turn.text)
+    message = Message(
+        content=content or None,
+        role="assistant",
+        tool_calls=[
+            ChatCompletionMessageToolCall(id=c["id"], type="function", function=Function(**c["function"]))
+            for c in calls
+        ]
+        or None,
+        reasoning_content=reasoning,
+    )
+    response = ModelResponse(model=model, created=created)
+    response.choices[0].message = message  # type: ignore[union-attr]
+    response.choices[0].finish_reason = "tool_calls" if calls else turn.finish
+    response.usage = Usage(  # type: ignore[attr-defined]
+        prompt_tokens=turn.prompt_tokens,
+        completion_tokens=turn.completion_tokens,
+        total_tokens=turn.prompt_tokens + turn.completion_tokens,
+        completion_tokens_details=CompletionTokensDetailsWrapper(reasoning_tokens=turn.thinking_tokens),
+    )
+    return response
+
+
+def _handler_class() -> type:
+    from litellm import CustomLLM
+
     class LocalTransformersLLM(CustomLLM):
         def __init__(self) -> None:
             super().__init__()
             self._models: dict[str, _Loaded] = {}
             self._lock = threading.Lock()
+            self._contexts = TokenContexts(same_reply)
 
         def _load(self, path: str) -> _Loaded:
             with self._lock:
@@ -354,32 +457,10 @@ def _handler_class() -> type:
                     self._models[path] = _Loaded(path)
                 return self._models[path]
 
-        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
             optional = kwargs.get("optional_params") or {}
-            turn = generate_turn(
-                self._load(model), messages, optional.get("tools"), LocalSampling.from_params(optional)
-            )
-            content, reasoning, calls = parse_reply(turn.text)
-            message = Message(
-                content=content or None,
-                role="assistant",
-                tool_calls=[
-                    ChatCompletionMessageToolCall(id=c["id"], type="function", function=Function(**c["function"]))
-                    for c in calls
-                ]
-                or None,
-                reasoning_content=reasoning,
-            )
-            response = ModelResponse(model=model, created=int(time.time()))
-            response.choices[0].message = message  # type: ignore[union-attr]
-            response.choices[0].finish_reason = "tool_calls" if calls else turn.finish
-            response.usage = Usage(  # type: ignore[attr-defined]
-                prompt_tokens=turn.prompt_tokens,
-                completion_tokens=turn.completion_tokens,
-                total_tokens=turn.prompt_tokens + turn.completion_tokens,
-                completion_tokens_details=CompletionTokensDetailsWrapper(reasoning_tokens=turn.thinking_tokens),
-            )
-            return response
+            turn = sample_turn(self._load(model), self._contexts, messages, optional)
+            return response_of(model, turn, created=int(time.time()))
 
     return LocalTransformersLLM
 

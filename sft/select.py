@@ -51,7 +51,11 @@ from sft.train import CheckpointInfo
 class SelectConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    subset_size: int = Field(8, ge=0, description="Tasks in the stage-1 subset; 0 = no shortlist stage.")
+    subset_size: int = Field(
+        16,
+        ge=0,
+        description="Tasks in the stage-1 subset (the method screens 16 at 3 efforts); 0 = no shortlist stage.",
+    )
     shortlist_efforts: list[Effort] = Field(
         default_factory=lambda: [Effort.LOW, Effort.MEDIUM, Effort.XHIGH],
         min_length=1,

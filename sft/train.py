@@ -11,6 +11,7 @@ context length, a longer session left out and counted, or cut at a turn boundary
 from __future__ import annotations
 
 import json
+import logging
 import random
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from sft.masking import MaskingConfig, mask_sessions, model_context_length
 from sft.model_source import model_source
 from sft.templates import training_template
 
+log = logging.getLogger(__name__)
+
 
 class CheckpointInfo(BaseModel):
     path: Path
@@ -33,6 +36,7 @@ class CheckpointInfo(BaseModel):
 
 class TrainReport(BaseModel):
     output_dir: Path
+    precision: Precision | None = Field(None, description="The precision it trained at (and any fallback).")
     rows: int
     dropped: list[tuple[int, str]] = Field(default_factory=list)
     truncated: int = 0
@@ -141,12 +145,29 @@ def session_masking(config: SFTTrainConfig, source: str, tokenizer: Any) -> Mask
     return config.masking.model_copy(update={"max_length": limit})
 
 
-def _bf16(setting: str | bool) -> bool:
+class Precision(BaseModel):
+    """The precision training runs at, and why."""
+
+    setting: str = Field(description="The configured `bf16`: auto, true or false.")
+    bf16: bool
+    note: str = Field("", description="Why `auto` fell back to fp32; empty when it did not fall back.")
+
+
+def resolve_precision(setting: str | bool, *, cuda: bool, bf16_supported: bool) -> Precision:
+    """`bf16: auto` is bf16 where the hardware supports it, else fp32 with a note saying so."""
     if setting != "auto":
-        return bool(setting)
+        return Precision(setting=str(setting).lower(), bf16=bool(setting))
+    if cuda and bf16_supported:
+        return Precision(setting="auto", bf16=True)
+    why = "no CUDA device" if not cuda else "the CUDA device does not support bf16"
+    return Precision(setting="auto", bf16=False, note=f"bf16: auto fell back to fp32 ({why})")
+
+
+def _precision(setting: str | bool) -> Precision:
     import torch
 
-    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    cuda = bool(torch.cuda.is_available())
+    return resolve_precision(setting, cuda=cuda, bf16_supported=cuda and bool(torch.cuda.is_bf16_supported()))
 
 
 def train(config: SFTTrainConfig) -> TrainReport:
@@ -160,8 +181,12 @@ def train(config: SFTTrainConfig) -> TrainReport:
     rows = load_rows(config.dataset)
     masking = session_masking(config, source, tokenizer)
     data, masked = tokenize_dataset(rows, tokenizer, template, masking)
+    precision = _precision(config.bf16)
+    if precision.note:
+        log.warning("%s", precision.note)
     report = TrainReport(
         output_dir=config.output_dir,
+        precision=precision,
         rows=len(rows),
         dropped=masked.dropped,
         truncated=masked.truncated,
@@ -220,7 +245,7 @@ def train(config: SFTTrainConfig) -> TrainReport:
         save_steps=config.save_steps,
         eval_strategy="steps" if eval_data is not None else "no",
         eval_steps=config.save_steps,
-        bf16=_bf16(config.bf16),
+        bf16=report.precision.bf16,
         use_cpu=config.use_cpu,
         seed=config.seed,
         max_length=None,
@@ -246,3 +271,6 @@ def train(config: SFTTrainConfig) -> TrainReport:
     report.checkpoints = checkpoint_infos(config.output_dir)
     (Path(config.output_dir) / "qaflow_sft_report.json").write_text(report.model_dump_json(indent=2))
     return report
+
+
+TrainReport.model_rebuild()

@@ -635,7 +635,7 @@ def test_cli_export_sft(tmp_path: Path) -> None:
     forced = runner.invoke(
         app,
         ["export", "sft", str(shards), "--out", str(out), "--force", "--no-sharegpt", "--json", "--include-unaccepted",
-         "--include-failed"],
+         "--include-failed", "--no-filter"],
     )  # fmt: skip
     assert forced.exit_code == 0, forced.output
     data = json.loads(forced.stdout)

@@ -146,7 +146,7 @@ def test_cli_transform_and_for_template(tmp_path: Path) -> None:
     shards = tmp_path / "rollouts"
     write_shard(harness_records(), shards)
     runner = CliRunner()
-    base = ["export", "sft", str(shards), "--include-unaccepted"]
+    base = ["export", "sft", str(shards), "--include-unaccepted", "--no-filter"]
     result = runner.invoke(app, [*base, "--out", str(tmp_path / "a"), "--transform", "split-parallel-calls", "--json"])
     assert result.exit_code == 0, result.output
     assert [(t["name"], t["turns_changed"]) for t in json.loads(result.stdout)["transforms"]] == [

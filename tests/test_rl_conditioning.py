@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from qaflow.models.frame import write_shard
 from qaflow.models.rollout import Effort
 from rl.round import RoundConfig, run_round
-from rl.update import Trajectory, UpdateConfig, load_policy, old_logprobs, policy_update
+from rl.update import TrainingItem, Trajectory, UpdateConfig, load_policy, old_logprobs, policy_update
 from sft.conditioning import Conditioning, effort_conditioning, own_template, template_switch
 from sft.config import LoraSettings
 from sft.local_llm import LocalSampling, local_efforts, prompt_text
@@ -162,10 +162,10 @@ def test_old_logprobs_are_computed_without_dropout(tiny: Path, tokenizer) -> Non
             torch.nn.init.normal_(param, std=1.0)  # a fresh LoRA's B is 0: dropout would change nothing
     example = mask_sessions([make_record(tool_steps=1).messages], [None], tokenizer, training_template(tokenizer))
     e = example.examples[0]
-    items = [(torch.tensor([e.input_ids]), torch.tensor([e.labels]), 1.0)]
+    items = [TrainingItem("k", e.input_ids, e.labels, 1.0)]
     model.train()
     with torch.no_grad():
-        noisy = [model(input_ids=items[0][0]).logits for _ in range(2)]
+        noisy = [model(input_ids=torch.tensor([e.input_ids])).logits for _ in range(2)]
     assert not torch.equal(noisy[0], noisy[1])  # in train mode the dropout is live
     first, _ = old_logprobs(model, items, kl=False)
     second, _ = old_logprobs(model, items, kl=False)

@@ -15,6 +15,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.models.frame import write_shard
 from rl.round import RoundConfig, run_round
+from rl.tokens import NO_LOG
 from rl.update import IGNORE_INDEX, policy_loss, token_logprobs
 from sft.conditioning import effort_conditioning, own_template
 from sft.masking import mask_sessions
@@ -73,6 +74,10 @@ def test_round_moves_logprobs_with_the_sign_of_the_advantage(tiny: Path, tmp_pat
     # medium's two equal successes have advantage 0 and are skipped; low's +-0.5 are learned
     assert report.update.trajectories == 4 and report.update.skipped_zero_advantage == 2
     assert report.update.steps == 4
+    # records without sampled tokens (scripted, no sample log) are re-rendered, and counted: the two trained turns
+    assert report.retokenized == {NO_LOG: 4}
+    assert report.update.retokenized_turns == 2 and report.update.sampled_turns == 0
+    assert report.update.ratio_mean is None
     low = next(r for r in report.by_effort if r["effort"] == "low")
     assert low["success_rate"] == 0.5 and low["mean_abs_advantage"] == pytest.approx(0.5)
 
@@ -301,6 +306,13 @@ def test_a_round_with_the_local_policy_learns_the_rewarded_action(coin_policy: P
     assert rewards["distinct"].max() >= 2  # some group has a success and a failure
     assert (scored["advantage"] != 0).any()
     assert report.update.steps > 0 and report.update.skipped_zero_advantage < 12
+    # token in, token out: every trained turn is the ids the policy sampled, the sampler's log-probs the old policy
+    trained_turns = sum(
+        r.turns for r in records if r.rollout_id in set(scored.filter(pl.col("advantage") != 0)["rollout_id"])
+    )
+    assert report.retokenized == {} and report.update.retokenized_turns == 0
+    assert report.update.sampled_turns == trained_turns > 0
+    assert report.update.ratio_mean == pytest.approx(1.0, abs=1e-3) and report.update.ratio_max < 1.01
     solved = scored.filter(pl.col("success"))["rollout_id"].to_list()
     assert all("echo done" in json.dumps(r.messages) for r in records if r.rollout_id in solved)
 

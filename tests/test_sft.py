@@ -207,6 +207,11 @@ def test_training_lowers_the_loss_and_checkpoints_carry_validation_loss(sft_run)
     assert [c.step for c in report.checkpoints] == [6, 12]
     assert all(c.eval_loss is not None for c in report.checkpoints)
     assert (config.output_dir / "checkpoint-6" / "adapter_model.safetensors").is_file()
+    # `bf16: auto` on a machine without bf16 trains in fp32 and says so, in the report file too
+    assert report.precision is not None and not report.precision.bf16
+    assert report.precision.note.startswith("bf16: auto fell back to fp32")
+    saved = json.loads((config.output_dir / "qaflow_sft_report.json").read_text())
+    assert saved["precision"]["note"] == report.precision.note
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -62,7 +62,7 @@ def test_cli_export_sft_tokenizer_states_the_lengths_in_the_card(tiny: Path, tmp
     shards = tmp_path / "rollouts"
     write_shard([make_record(task=f"demo/t{i}", tool_steps=n) for i, n in enumerate((0, 40))], shards)
     out = tmp_path / "sft"
-    base = ["export", "sft", str(shards), "--include-unaccepted", "--no-sharegpt"]
+    base = ["export", "sft", str(shards), "--include-unaccepted", "--no-sharegpt", "--no-filter"]
     result = CliRunner().invoke(app, [*base, "--out", str(out), "--tokenizer", str(tiny)])
     assert result.exit_code == 0, result.output
     tokenizer = AutoTokenizer.from_pretrained(tiny)

@@ -47,3 +47,26 @@ def test_the_cli_refuses_an_unknown_recipe_and_a_bad_flag_in_one_line(tmp_path: 
     assert unknown.exit_code == 2 and "unknown recipe 'nope'; choose from pi, openthoughts" in unknown.output
     bad = CliRunner().invoke(app, ["sft", "train", str(tmp_path / "sft.yaml"), "--lr-scheduler", "zigzag"])
     assert bad.exit_code == 2 and "lr_scheduler_type" in bad.output
+
+
+def test_precision_auto_falls_back_to_fp32_with_a_note_only_without_bf16() -> None:
+    from sft.train import resolve_precision
+
+    assert resolve_precision("auto", cuda=True, bf16_supported=True).model_dump() == {
+        "setting": "auto",
+        "bf16": True,
+        "note": "",
+    }
+    assert resolve_precision("auto", cuda=False, bf16_supported=False).note == (
+        "bf16: auto fell back to fp32 (no CUDA device)"
+    )
+    assert "does not support bf16" in resolve_precision("auto", cuda=True, bf16_supported=False).note
+    assert resolve_precision(False, cuda=True, bf16_supported=True).note == ""
+
+
+def test_select_screens_16_tasks_at_3_efforts_by_default() -> None:
+    from qaflow.models.rollout import Effort
+    from sft.select import SelectConfig
+
+    config = SelectConfig()
+    assert config.subset_size == 16 and config.shortlist_efforts == [Effort.LOW, Effort.MEDIUM, Effort.XHIGH]

@@ -24,7 +24,7 @@ from qaflow.pool import DEFAULT_LEDGER
 from qaflow.task import find_task_dirs
 
 if TYPE_CHECKING:
-    from curation.export import ExportReport, Removed
+    from curation.export import ExportReport, FunnelStep, Removed
     from curation.export_common import SplitSpec
 
 # `curation.export` (datasets, pyarrow) is imported by the commands, not here: `qaflow --help` stays fast.
@@ -116,6 +116,12 @@ def sft(
     test_tasks: TestTasksOpt = None,
     split_seed: SplitSeedOpt = 0,
     funnel: Path | None = typer.Option(None, "--funnel", help="Funnel JSON of the filter stage, shown in the card."),
+    apply_filter: bool = typer.Option(
+        True,
+        "--filter/--no-filter",
+        help="Without --funnel, first apply `qaflow filter`'s built-in rules (>= 5 turns, no timeouts, no subagent "
+        "calls, ...; the funnel goes in the card); --no-filter exports the rollouts as they are.",
+    ),
     sharegpt: bool = typer.Option(True, "--sharegpt/--no-sharegpt", help="Also write the ShareGPT variant."),
     max_message_chars: int = typer.Option(
         DEFAULT_MAX_MESSAGE_CHARS, "--max-message-chars", min=1, help="Rows with a larger message are removed."
@@ -153,6 +159,8 @@ def sft(
     Example: qaflow export sft tasks_repo --out exports/sft --test-fraction 0.1
     Example: qaflow export sft tasks_repo --out exports/sft-gptoss --for-template gptoss
     Example: qaflow export sft filtered/kept.parquet --pool tasks_repo --funnel filtered/funnel.json --out exports/sft
+
+    Without --funnel the rollouts are first filtered by `qaflow filter`'s built-in rules (--no-filter: not).
     """
     from curation.export import GateOptions, Provenance, export_sft, load_funnel
 
@@ -182,6 +190,8 @@ def sft(
     steps = None
     if funnel is not None:
         steps = _guard(lambda: load_funnel(funnel))
+    elif apply_filter:
+        frame, steps = _builtin_filter(frame, quiet=as_json)
     provenance = Provenance.from_argv([rollouts, *([funnel] if funnel else [])])
     report = _export(
         lambda: export_sft(
@@ -381,6 +391,31 @@ def _read_rollouts(path: Path) -> pl.DataFrame:
         usage_error(str(e))
     except (OSError, pl.exceptions.PolarsError) as e:
         usage_error(f"{path}: cannot read rollouts: {e}")
+
+
+def _builtin_filter(frame: pl.DataFrame, *, quiet: bool) -> tuple[pl.DataFrame, list[FunnelStep]]:
+    """The rows `qaflow filter`'s built-in rules keep, and their funnel (the method's rollout filter: SFT data is
+    filtered rollouts, never the raw ones)."""
+    from curation.export import FunnelStep
+    from curation.filters import FilterConfig, apply_filters
+
+    result = apply_filters(frame, FilterConfig())
+    reasons = result.removed.group_by("rule", "reason").len("n").to_dicts()
+    steps = [FunnelStep(name="input", kept=frame.height)] + [
+        FunnelStep(
+            name=row["rule"],
+            kept=row["rows_out"],
+            removed=row["removed"],
+            reasons={r["reason"]: r["n"] for r in reasons if r["rule"] == row["rule"]},
+        )
+        for row in result.funnel.to_dicts()
+    ]
+    if not quiet:
+        console().print(
+            f"filtered with `qaflow filter`'s built-in rules (no --funnel): {result.kept.height} of {frame.height} "
+            "rows kept; --no-filter exports them all"
+        )
+    return result.kept, steps
 
 
 def _rollouts_and_pool(rollouts: Path, pool: Path | None) -> tuple[pl.DataFrame, Path | None]:
