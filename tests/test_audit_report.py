@@ -164,7 +164,6 @@ def test_clean_means_accepted_and_no_proven_hole_unless_allowed():
 
 
 @pytest.mark.bwrap
-@pytest.mark.slow
 def test_a_task_a_proven_hole_reaches_is_marked_and_not_clean(tmp_path: Path):
     """On bwrap the agent can plant a `.pth` in the verifier user's site folder: proven on the accepted csv-sum."""
     require_backend("bwrap")

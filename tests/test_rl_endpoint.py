@@ -21,7 +21,7 @@ from rl.round import SAMPLE_LOG_FILE, RoundConfig, run_round
 from sft.sampled import SampleLog
 from tests.test_rl_round import INSTRUCTION, SYSTEM, coin_policy, one_thread  # noqa: F401 (fixtures)
 
-pytestmark = [pytest.mark.bwrap, pytest.mark.slow]
+pytestmark = [pytest.mark.bwrap]
 
 
 @pytest.fixture
