@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -216,7 +216,7 @@ class Decontaminator:
     def _candidates(self, words: list[str]) -> list[int]:
         if len(self.items) <= self.config.exhaustive_below:
             return list(range(len(self.items)))
-        scores: Counter[int] = Counter()
+        scores: defaultdict[int, float] = defaultdict(float)
         for word in set(words):
             weight = self.idf.get(word)
             if weight is not None:

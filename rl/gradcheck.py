@@ -160,7 +160,7 @@ def load_variant(model_path: Path | str, variant: Variant, device: str = "cpu") 
         if not hasattr(config, key):
             raise ValueError(f"{type(config).__name__} has no attribute {key!r} to override")
         setattr(config, key, value)
-    model = AutoModelForCausalLM.from_pretrained(
+    model: Any = AutoModelForCausalLM.from_pretrained(
         model_path,
         config=config,
         attn_implementation=variant.attn_implementation,

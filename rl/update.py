@@ -347,7 +347,7 @@ def policy_update(
                 total += float(loss.detach()) / max(n_tokens, 1)
                 clipped += info["clipped"]
                 kl_sum += info["kl"]
-                stats.generated_tokens += info["tokens"]
+                stats.generated_tokens += int(info["tokens"])
             torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
             optimizer.step()
             stats.steps += 1

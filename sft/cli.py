@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -194,7 +194,7 @@ def select_cmd(
     model_for = None
     if endpoint:
 
-        def model_for(info):  # type: ignore[no-untyped-def]
+        def model_for(info: Any) -> LLMConfig:
             name = served_model.format(name=info.path.name, step=info.step)
             return LLMConfig(model=f"openai/{name}", api_base=endpoint, api_key_env=None)
 

@@ -256,7 +256,7 @@ def register_endpoint_provider() -> None:
     with _REGISTERED:
         if any(p.get("provider") == PROVIDER for p in litellm.custom_provider_map):
             return
-        litellm.custom_provider_map = [
+        litellm.custom_provider_map = [  # type: ignore[attr-defined]  # litellm sets it up at import, unannotated
             *litellm.custom_provider_map,
             {"provider": PROVIDER, "custom_handler": _handler_class()()},
         ]

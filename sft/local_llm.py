@@ -284,8 +284,8 @@ class _Loaded:
 
             self.base = str(json.loads(adapter.read_text())["base_model_name_or_path"])
             self.adapter = str(folder)
-            model = AutoModelForCausalLM.from_pretrained(self.base)
-            model = PeftModel.from_pretrained(model, str(folder))
+            base = AutoModelForCausalLM.from_pretrained(self.base)
+            model: Any = PeftModel.from_pretrained(base, str(folder))
         else:
             model = AutoModelForCausalLM.from_pretrained(str(folder))
         model.eval()
@@ -430,7 +430,7 @@ def response_of(model: str, turn: GeneratedTurn, *, created: int) -> Any:
         reasoning_content=reasoning,
     )
     response = ModelResponse(model=model, created=created)
-    response.choices[0].message = message  # type: ignore[union-attr]
+    response.choices[0].message = message
     response.choices[0].finish_reason = "tool_calls" if calls else turn.finish
     response.usage = Usage(  # type: ignore[attr-defined]
         prompt_tokens=turn.prompt_tokens,
@@ -476,7 +476,7 @@ def register_local_provider() -> None:
     with _REGISTERED:
         if any(p.get("provider") == PROVIDER for p in litellm.custom_provider_map):
             return
-        litellm.custom_provider_map = [
+        litellm.custom_provider_map = [  # type: ignore[attr-defined]  # litellm sets it up at import, unannotated
             *litellm.custom_provider_map,
             {"provider": PROVIDER, "custom_handler": _handler_class()()},
         ]

@@ -245,7 +245,7 @@ def train(config: SFTTrainConfig) -> TrainReport:
         save_steps=config.save_steps,
         eval_strategy="steps" if eval_data is not None else "no",
         eval_steps=config.save_steps,
-        bf16=report.precision.bf16,
+        bf16=precision.bf16,
         use_cpu=config.use_cpu,
         seed=config.seed,
         max_length=None,

@@ -191,7 +191,7 @@ def sft(
     if funnel is not None:
         steps = _guard(lambda: load_funnel(funnel))
     elif apply_filter:
-        frame, steps = _builtin_filter(frame, quiet=as_json)
+        frame, steps = _builtin_filter(frame, quiet=as_json == "-")
     provenance = Provenance.from_argv([rollouts, *([funnel] if funnel else [])])
     report = _export(
         lambda: export_sft(

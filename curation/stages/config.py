@@ -55,7 +55,7 @@ class RolloutStage(RolloutJobConfig):
     pipeline's `model`; backend, offline and network follow `audit:` unless set here; only accepted
     tasks are rolled out unless `statuses` says otherwise."""
 
-    model: LLMConfig | None = None
+    model: LLMConfig | None = None  # type: ignore[assignment]  # set from the pipeline's `model` before the stage runs
 
 
 class ExportStage(BaseModel):
