@@ -9,7 +9,7 @@ from datasets import Features, List, Value
 
 from curation.export_common import Provenance
 from curation.licences import hub_licence
-from sft.lengths import TokenLengths
+from qaflow.models.export import TokenLengths
 
 _SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
 

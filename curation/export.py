@@ -337,7 +337,7 @@ def export_sft(
         for_template=for_template,
     )
     if tokenizer is not None:
-        from sft.lengths import model_token_lengths
+        from curation.token_lengths import model_token_lengths
 
         report.token_lengths = model_token_lengths([r["messages"] for r in rows], [r["tools"] for r in rows], tokenizer)
     tasks_per_split = {name: len({r["task"] for r in part}) for name, part in parts.items()}

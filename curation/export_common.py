@@ -39,18 +39,18 @@ import qaflow
 from curation.export_transforms import AppliedTransform
 from qaflow.errors import PathError
 from qaflow.ledger import LedgerError
+from qaflow.models.export import EXPORT_REPORT_FILE, TokenLengths
 from qaflow.models.frame import ROLLOUT_SCHEMA
 from qaflow.models.records import TaskRow, VersionStatus, utcnow
 from qaflow.models.rollout import arguments_object
 from qaflow.pool import Pool, PoolError
-from sft.lengths import TokenLengths
 
 ROW_GROUP_ROWS = 100
 """Rows per parquet row group: whole trajectories are large, and readers (the hub viewer) read a group at once."""
 DEFAULT_MAX_SHARD_BYTES = 256 * 2**20
 """Arrow bytes per parquet shard (before compression)."""
 
-REPORT_FILE = "export_report.json"
+REPORT_FILE = EXPORT_REPORT_FILE
 CARD_FILE = "README.md"
 DATA_DIR = "data"
 TRAIN, TEST = "train", "test"

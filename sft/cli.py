@@ -12,8 +12,8 @@ from rich.table import Table
 from qaflow.cli.options import BackendOpt, JsonOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.errors import ConfigError, LLMError, TaskError
+from qaflow.model_source import ModelPathError, model_source
 from qaflow.models.rollout import Effort
-from sft.model_source import ModelPathError, model_source
 
 if TYPE_CHECKING:
     from sft.select import Selection

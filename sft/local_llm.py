@@ -54,9 +54,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qaflow.model_source import model_source
 from qaflow.models.rollout import Effort
 from sft.conditioning import render_prompt
-from sft.model_source import model_source
 from sft.sampled import SAMPLE_LOG_PARAM, SampledTurn, append_turn, conversation_key
 from sft.token_context import TokenContexts
 

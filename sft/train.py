@@ -18,10 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from qaflow.model_source import model_source
+from qaflow.models.export import EXPORT_REPORT_FILE
 from sft.conditioning import effort_conditioning, own_template
 from sft.config import SFTTrainConfig
 from sft.masking import MaskingConfig, mask_sessions, model_context_length
-from sft.model_source import model_source
 from sft.templates import training_template
 
 log = logging.getLogger(__name__)
@@ -51,17 +52,14 @@ class TrainReport(BaseModel):
     learning_rates: list[float] = Field(default_factory=list, description="Learning rate at every logging step.")
 
 
-EXPORT_REPORT = "export_report.json"
-
-
 def load_rows(path: Path, split: str = "train") -> Any:
     """An SFT dataset: the `split` of a `qaflow export sft` folder, a save_to_disk folder, a parquet file, or a
     folder of parquet files."""
     import datasets
 
     path = Path(path)
-    if (path / EXPORT_REPORT).is_file():
-        configs = json.loads((path / EXPORT_REPORT).read_text())["configs"]["default"]
+    if (path / EXPORT_REPORT_FILE).is_file():
+        configs = json.loads((path / EXPORT_REPORT_FILE).read_text())["configs"]["default"]
         if split not in configs:
             raise FileNotFoundError(f"{path}: the export has no {split} split (it has {', '.join(configs)})")
         files = sorted(str(p) for p in path.glob(configs[split]))
@@ -76,7 +74,7 @@ def load_rows(path: Path, split: str = "train") -> Any:
 
 def has_split(path: Path, split: str) -> bool:
     """Whether `path` is a `qaflow export sft` folder with that split."""
-    report = Path(path) / EXPORT_REPORT
+    report = Path(path) / EXPORT_REPORT_FILE
     return report.is_file() and split in json.loads(report.read_text())["configs"]["default"]
 
 

@@ -75,7 +75,7 @@ def test_a_missing_local_benchmark_is_not_tried_as_a_hub_id(tmp_path: Path, monk
 
 
 def test_a_missing_local_model_is_not_tried_as_a_hub_id(tmp_path: Path, monkeypatch) -> None:
-    from sft.model_source import ModelPathError, model_source
+    from qaflow.model_source import ModelPathError, model_source
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "models").mkdir()

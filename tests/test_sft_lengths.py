@@ -11,8 +11,8 @@ from transformers import AutoTokenizer
 from typer.testing import CliRunner
 
 from curation.export import GateOptions, export_sft
+from qaflow.models.export import TRL_DEFAULT_MAX_LENGTH
 from qaflow.models.frame import records_to_frame
-from sft.lengths import TRL_DEFAULT_MAX_LENGTH
 from sft.tiny_model import build_tiny_model
 from sft.train import load_rows
 from tests.trajectories import make_record

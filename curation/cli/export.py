@@ -166,7 +166,7 @@ def sft(
 
     token = _check_before(out, force, push)
     if tokenizer is not None:
-        from sft.model_source import ModelPathError, model_source
+        from qaflow.model_source import ModelPathError, model_source
 
         try:
             model_source(tokenizer)
@@ -211,7 +211,7 @@ def sft(
             for_template=for_template,
         )
     )
-    if report.token_lengths is not None and not as_json:
+    if report.token_lengths is not None and as_json != "-":
         console().print(report.token_lengths.advice())
     _finish(report, push, token, private, as_json)
 
