@@ -4,18 +4,11 @@ it, and counted in tokens. The distribution is the export contract's `TokenLengt
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qaflow.model_source import model_source
-from qaflow.models.export import TokenLengths
-
-
-def _tools(value: Any) -> list[dict[Any, Any] | Callable[..., Any]] | None:
-    if isinstance(value, str):
-        value = json.loads(value) if value.strip() else None
-    return list(value) if value else None
+from qaflow.models.export import TokenLengths, session_tools
 
 
 def model_token_lengths(
@@ -32,8 +25,9 @@ def model_token_lengths(
     tokenizer = AutoTokenizer.from_pretrained(model_source(model))
     lengths = []
     for session, t in zip(messages, tools, strict=True):
+        defs = session_tools(t)
         rendered: Any = tokenizer.apply_chat_template(
-            [dict(m) for m in session], tools=_tools(t), tokenize=True, return_dict=True
+            [dict(m) for m in session], tools=list(defs) if defs else None, tokenize=True, return_dict=True
         )
         lengths.append(len(rendered["input_ids"]))
     return TokenLengths.of(model, lengths)

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from qaflow.models.export import session_tools
 from sft.masking import (
     IGNORE_INDEX,
     MaskingConfig,
     clean_messages,
     mask_sessions,
-    parse_tools,
     render,
     render_templates,
 )
@@ -93,7 +93,7 @@ def check_sessions(
         conv = clean_messages(messages[example.index])
         check = SessionCheck(index=example.index)
         try:
-            ends = _message_spans(conv, parse_tools(tools[example.index]), template, special)
+            ends = _message_spans(conv, session_tools(tools[example.index]), template, special)
         except ValueError as e:
             check.errors.append(str(e))
             report.sessions.append(check)

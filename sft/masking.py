@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from qaflow.models.export import session_tools
 from sft.conditioning import Conditioning, condition_messages
 
 IGNORE_INDEX = -100
@@ -82,15 +83,6 @@ def clean_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
     return out
 
 
-def parse_tools(tools: Any) -> list[dict[str, Any]] | None:
-    """A tools column value (JSON string, list, or None) as a list of tool definitions or None."""
-    if tools is None:
-        return None
-    if isinstance(tools, str):
-        tools = json.loads(tools) if tools.strip() else None
-    return list(tools) if tools else None
-
-
 def render(
     conversations: Sequence[Sequence[Mapping[str, Any]]],
     tools: Sequence[Any],
@@ -112,7 +104,7 @@ def render(
         groups.setdefault((key, cond.key()), []).append(i)
         kwargs.setdefault(cond.key(), cond.template_kwargs)
         if key not in parsed:
-            parsed[key] = parse_tools(t)
+            parsed[key] = session_tools(t)
     for (key, cond_key), members in groups.items():
         rendered, indices = render_templates(
             [clean_messages(condition_messages(conversations[i], conditions[i])) for i in members],

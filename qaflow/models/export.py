@@ -4,8 +4,10 @@ imports the other."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -13,6 +15,16 @@ EXPORT_REPORT_FILE = "export_report.json"
 """The machine-readable report beside an export's data (its configs, splits, counts, provenance)."""
 TRL_DEFAULT_MAX_LENGTH = 1024
 """`trl.SFTConfig.max_length`'s default."""
+
+
+def session_tools(value: Any) -> list[dict[str, Any]] | None:
+    """An exported row's `tools` (a JSON string, a list, or nothing) as a list of tool definitions, or None
+    when there are none."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip() else None
+    return list(value) if value else None
 
 
 class TokenLengths(BaseModel):
