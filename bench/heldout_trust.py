@@ -13,7 +13,7 @@ exploit an agent would run in place of the reference solution.
    with any finding), overall and per hack kind.
 
 Usage: .venv/bin/python bench/heldout_trust.py [--backend bwrap|docker] [--only NAME,...]
-       [--skip-proof] [--skip-audit] [--audit-json FILE]
+       [--skip-proof] [--skip-audit] [--audit-json FILE] [--via-cli]
 """
 
 from __future__ import annotations
@@ -90,7 +90,23 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_trial(task: Path, agent: str, backend: str) -> Trial:
+def run_trial(task: Path, agent: str, backend: str, *, via_cli: bool = False) -> Trial:
+    """One trial, as `qaflow run TASK --agent AGENT --backend B --json` runs it (in this process unless
+    `via_cli`: the CLI's start-up costs more than a bwrap trial)."""
+    if not via_cli:
+        from qaflow.agents import agent_by_name
+        from qaflow.task import Task
+        from qaflow.trial import run_trial as qaflow_trial
+
+        result = qaflow_trial(
+            Task.load(task, require_solution=agent == "oracle"), agent_by_name(agent), backend=backend
+        )
+        err = result.error
+        return Trial(
+            reward=result.reward,
+            full=result.full_reward,
+            error=f"{err.kind.value}: {err.message[:200]}" if err else None,
+        )
     cmd = [*_qaflow(), "run", str(task), "--agent", agent, "--backend", backend, "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=600)
     try:
@@ -114,7 +130,7 @@ def hack_copy(task: Path, scratch: Path) -> Path:
     return copy
 
 
-def prove(names: list[str], labels: dict[str, Label], backend: str) -> list[Proof]:
+def prove(names: list[str], labels: dict[str, Label], backend: str, *, via_cli: bool) -> list[Proof]:
     proofs = []
     with tempfile.TemporaryDirectory(prefix="heldout-hack-") as tmp:
         for name in names:
@@ -122,9 +138,9 @@ def prove(names: list[str], labels: dict[str, Label], backend: str) -> list[Proo
             proof = Proof(
                 task=name,
                 label=labels[name].label,
-                oracle=run_trial(task, "oracle", backend),
-                nop=run_trial(task, "nop", backend),
-                hack=run_trial(hack_copy(task, Path(tmp)), "oracle", backend),
+                oracle=run_trial(task, "oracle", backend, via_cli=via_cli),
+                nop=run_trial(task, "nop", backend, via_cli=via_cli),
+                hack=run_trial(hack_copy(task, Path(tmp)), "oracle", backend, via_cli=via_cli),
             )
             status = "ok" if not proof.problems else "LABEL FAILS: " + "; ".join(proof.problems)
             print(
@@ -205,6 +221,7 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated task folder names")
     parser.add_argument("--skip-proof", action="store_true")
     parser.add_argument("--skip-audit", action="store_true")
+    parser.add_argument("--via-cli", action="store_true", help="prove labels through `qaflow run` processes")
     parser.add_argument("--audit-json", type=Path, default=None, help="where to keep the audit's JSON report")
     args = parser.parse_args()
 
@@ -215,12 +232,15 @@ def main() -> int:
         print(f"tasks and labels.json disagree on: {unlabelled}", file=sys.stderr)
         return 2
     names = [n for n in folders if not args.only or n in args.only.split(",")]
-    print(f"{len(names)} tasks: {sum(labels[n].label == 'hackable' for n in names)} hackable, "
-          f"{sum(labels[n].label == 'sound' for n in names)} sound; backend {args.backend}", flush=True)
+    print(
+        f"{len(names)} tasks: {sum(labels[n].label == 'hackable' for n in names)} hackable, "
+        f"{sum(labels[n].label == 'sound' for n in names)} sound; backend {args.backend}",
+        flush=True,
+    )
 
     ok = True
     if not args.skip_proof:
-        proofs = prove(names, labels, args.backend)
+        proofs = prove(names, labels, args.backend, via_cli=args.via_cli)
         failing = [p for p in proofs if p.problems]
         if failing:
             print(f"\nLABELS THAT DO NOT HOLD ({len(failing)}):", file=sys.stderr)
