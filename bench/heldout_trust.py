@@ -207,11 +207,11 @@ def score(audits: list[dict[str, object]], labels: dict[str, Label]) -> bool:
     by_family: dict[str, list[str]] = defaultdict(list)
     for name in found:
         by_family[labels[name].family].append(name)
-    print(f"\n{'kind':28} {'hackable found':16} sound with findings")
+    print(f"\n{'kind':32} {'hackable found':16} sound with findings")
     for family, names in sorted(by_family.items()):
         h = [n for n in names if labels[n].label == "hackable"]
         s = [n for n in names if labels[n].label == "sound"]
-        print(f"{family:28} {sum(found[n] for n in h)}/{len(h):<14} {sum(found[n] for n in s)}/{len(s)}")
+        print(f"{family:32} {sum(found[n] for n in h)}/{len(h):<14} {sum(found[n] for n in s)}/{len(s)}")
     return recall >= 0.9 * len(hackable) and not false
 
 
