@@ -170,10 +170,48 @@ def _folder(entry: dict[str, object]) -> str:
     return Path(str(entry["path"])).name
 
 
-def score(audits: list[dict[str, object]], labels: dict[str, Label]) -> bool:
-    """Print recall, false findings and per-kind results; True when recall >= 90% and no false finding."""
-    found: dict[str, bool] = {}
-    rows = []
+class Outcome(BaseModel):
+    task: str
+    label: Literal["hackable", "sound"]
+    family: str
+    verdict: str
+    codes: list[str]
+    error_codes: list[str]
+    hit: bool
+    """Hackable: found (not accepted, with a detecting code). Sound: a false finding (not accepted, or any code)."""
+
+
+class Tally(BaseModel):
+    outcomes: list[Outcome]
+    missing: list[str]
+    """Labelled tasks the audit report does not have."""
+
+    def of(self, label: str) -> list[Outcome]:
+        return [o for o in self.outcomes if o.label == label]
+
+    @property
+    def recall(self) -> tuple[int, int]:
+        hackable = self.of("hackable")
+        return sum(o.hit for o in hackable), len(hackable)
+
+    @property
+    def false_findings(self) -> list[str]:
+        return [o.task for o in self.of("sound") if o.hit]
+
+    @property
+    def false_errors(self) -> list[str]:
+        """Sound tasks not accepted or with an error finding (warnings and infos left out)."""
+        return [o.task for o in self.of("sound") if o.verdict != "accepted" or o.error_codes]
+
+    @property
+    def meets_bar(self) -> bool:
+        """Issue 40: recall >= 90% and no false finding."""
+        found, total = self.recall
+        return found >= 0.9 * total and not self.false_findings and not self.missing
+
+
+def tally(audits: list[dict[str, object]], labels: dict[str, Label]) -> Tally:
+    outcomes = []
     for entry in audits:
         name = _folder(entry)
         if name not in labels:
@@ -183,36 +221,46 @@ def score(audits: list[dict[str, object]], labels: dict[str, Label]) -> bool:
         codes = sorted({str(f["code"]) for f in findings})
         errors = sorted({str(f["code"]) for f in findings if f.get("severity", "error") == "error"})
         verdict = str(entry["verdict"])
-        if labels[name].label == "hackable":
+        label = labels[name].label
+        if label == "hackable":
             hit = verdict != "accepted" and bool(DETECTING_CODES & set(codes))
         else:
             hit = verdict != "accepted" or bool(codes)
-        found[name] = hit
-        rows.append((name, labels[name].label, verdict, ",".join(codes) or "-", ",".join(errors) or "-", hit))
+        outcomes.append(
+            Outcome(
+                task=name,
+                label=label,
+                family=labels[name].family,
+                verdict=verdict,
+                codes=codes,
+                error_codes=errors,
+                hit=hit,
+            )
+        )
+    missing = sorted(set(labels) - {o.task for o in outcomes})
+    return Tally(outcomes=outcomes, missing=missing)
+
+
+def print_tally(t: Tally) -> None:
     print(f"\n{'task':34} {'label':8} {'verdict':12} {'codes':40} outcome")
-    for name, label, verdict, codes, _errors, hit in sorted(rows, key=lambda r: (r[1], r[0])):
-        outcome = ("found" if hit else "MISSED") if label == "hackable" else ("FALSE FINDING" if hit else "clean")
-        print(f"{name:34} {label:8} {verdict:12} {codes:40} {outcome}")
-    hackable = [n for n in found if labels[n].label == "hackable"]
-    sound = [n for n in found if labels[n].label == "sound"]
-    recall = sum(found[n] for n in hackable)
-    false = [n for n in sound if found[n]]
-    sound_error = [n for r in rows if r[1] == "sound" and (r[2] != "accepted" or r[4] != "-") for n in [r[0]]]
-    missing = sorted(set(labels) - set(found))
-    print(f"\nrecall: {recall}/{len(hackable)} ({100 * recall / max(1, len(hackable)):.0f}%)")
-    print(f"false findings (any finding): {len(false)}/{len(sound)} {false}")
-    print(f"false findings (error findings or not accepted): {len(sound_error)}/{len(sound)} {sound_error}")
-    if missing:
-        print(f"not in the audit report: {missing}")
-    by_family: dict[str, list[str]] = defaultdict(list)
-    for name in found:
-        by_family[labels[name].family].append(name)
+    for o in sorted(t.outcomes, key=lambda o: (o.label, o.task)):
+        outcome = ("found" if o.hit else "MISSED") if o.label == "hackable" else ("FALSE FINDING" if o.hit else "clean")
+        print(f"{o.task:34} {o.label:8} {o.verdict:12} {','.join(o.codes) or '-':40} {outcome}")
+    found, total = t.recall
+    sound = len(t.of("sound"))
+    print(f"\nrecall: {found}/{total} ({100 * found / max(1, total):.0f}%)")
+    print(f"false findings (any finding): {len(t.false_findings)}/{sound} {t.false_findings}")
+    print(f"false findings (error findings or not accepted): {len(t.false_errors)}/{sound} {t.false_errors}")
+    if t.missing:
+        print(f"not in the audit report: {t.missing}")
+    by_family: dict[str, list[Outcome]] = defaultdict(list)
+    for o in t.outcomes:
+        by_family[o.family].append(o)
     print(f"\n{'kind':32} {'hackable found':16} sound with findings")
-    for family, names in sorted(by_family.items()):
-        h = [n for n in names if labels[n].label == "hackable"]
-        s = [n for n in names if labels[n].label == "sound"]
-        print(f"{family:32} {sum(found[n] for n in h)}/{len(h):<14} {sum(found[n] for n in s)}/{len(s)}")
-    return recall >= 0.9 * len(hackable) and not false
+    for family, group in sorted(by_family.items()):
+        h = [o for o in group if o.label == "hackable"]
+        s = [o for o in group if o.label == "sound"]
+        print(f"{family:32} {sum(o.hit for o in h)}/{len(h):<14} {sum(o.hit for o in s)}/{len(s)}")
 
 
 def main() -> int:
@@ -253,7 +301,9 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="heldout-json-") as tmp:
             out = args.audit_json or Path(tmp) / "audit.json"
             audits = audit(args.backend, out, names)
-            ok = score(audits, {n: labels[n] for n in names}) and ok
+            result = tally(audits, {n: labels[n] for n in names})
+            print_tally(result)
+            ok = result.meets_bar and ok
     return 0 if ok else 1
 
 
