@@ -13,7 +13,7 @@ exploit an agent would run in place of the reference solution.
    with any finding), overall and per hack kind.
 
 Usage: .venv/bin/python bench/heldout_trust.py [--backend bwrap|docker] [--only NAME,...]
-       [--skip-proof] [--skip-audit] [--audit-json FILE] [--via-cli]
+       [--skip-proof] [--skip-audit] [--audit-json FILE] [--pool DIR] [--via-cli]
 """
 
 from __future__ import annotations
@@ -152,10 +152,13 @@ def prove(names: list[str], labels: dict[str, Label], backend: str, *, via_cli: 
     return proofs
 
 
-def audit(backend: str, out: Path, names: list[str]) -> list[dict[str, object]]:
+def audit(backend: str, out: Path, names: list[str], keep: Path | None = None) -> list[dict[str, object]]:
+    """Audit a copy of the named tasks (in `keep` when given, so the findings' replay commands work later)."""
     with tempfile.TemporaryDirectory(prefix="heldout-audit-") as tmp:
-        pool = Path(tmp) / "pool"
-        pool.mkdir()
+        pool = keep or Path(tmp) / "pool"
+        if pool.exists():
+            raise SystemExit(f"{pool} exists: give --pool a new folder")
+        pool.mkdir(parents=True)
         for name in names:
             shutil.copytree(TASKS_DIR / name, pool / name, ignore=shutil.ignore_patterns(".qaflow", "__pycache__"))
         cmd = [*_qaflow(), "audit", str(pool), "--json", str(out), "--backend", backend]
@@ -271,6 +274,9 @@ def main() -> int:
     parser.add_argument("--skip-audit", action="store_true")
     parser.add_argument("--via-cli", action="store_true", help="prove labels through `qaflow run` processes")
     parser.add_argument("--audit-json", type=Path, default=None, help="where to keep the audit's JSON report")
+    parser.add_argument(
+        "--pool", type=Path, default=None, help="a new folder to audit the copy in, kept (replay commands need it)"
+    )
     args = parser.parse_args()
 
     labels = Labels.model_validate_json((SET_DIR / "labels.json").read_text()).root
@@ -300,7 +306,7 @@ def main() -> int:
     if not args.skip_audit:
         with tempfile.TemporaryDirectory(prefix="heldout-json-") as tmp:
             out = args.audit_json or Path(tmp) / "audit.json"
-            audits = audit(args.backend, out, names)
+            audits = audit(args.backend, out, names, args.pool)
             result = tally(audits, {n: labels[n] for n in names})
             print_tally(result)
             ok = result.meets_bar and ok
