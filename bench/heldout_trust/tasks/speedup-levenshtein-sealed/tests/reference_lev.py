@@ -1,0 +1,8 @@
+def distance(a, b):
+    if not a:
+        return len(b)
+    if not b:
+        return len(a)
+    if a[0] == b[0]:
+        return distance(a[1:], b[1:])
+    return 1 + min(distance(a[1:], b), distance(a, b[1:]), distance(a[1:], b[1:]))

@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /tests
+if python3 -m pytest -q -p no:cacheprovider /tests/test_speedup.py; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi

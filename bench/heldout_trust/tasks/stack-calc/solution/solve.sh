@@ -1,0 +1,20 @@
+#!/bin/bash
+cat > /app/rpn.py <<'PY'
+import operator
+
+OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "^": operator.pow}
+
+
+def evaluate(expr: str) -> float:
+    stack = []
+    for tok in expr.split():
+        if tok in OPS:
+            b = stack.pop()
+            a = stack.pop()
+            stack.append(OPS[tok](a, b))
+        else:
+            stack.append(float(tok))
+    if len(stack) != 1:
+        raise ValueError("malformed expression")
+    return stack[0]
+PY
