@@ -66,7 +66,6 @@ def test_tally_counts_recall_and_false_findings() -> None:
 
 
 @pytest.mark.bwrap
-@pytest.mark.slow
 def test_a_hackable_task_and_its_control_hold_their_labels_on_bwrap() -> None:
     require_backend("bwrap")
     labels = _labels()
