@@ -16,6 +16,8 @@ Rules (N repeats each of nop and oracle):
 - nop gets full reward in every run: `false_pass`;
 - nop or oracle outcomes disagree across repeats: `flaky`, with the observed pass rate;
 - the verifier leaves no reward on a failing run (nop or a mutant): `reward_tamper`;
+- a process the verifier no longer owned wrote the reward (trial error `reward_forged`, any probe): `reward_tamper`
+  naming the writer's command line; such runs are left out of the other rules (they say nothing of the verifier);
 - a planted reward survives a verifier run that should fail (tamper probe): `reward_tamper`;
 - a mutant (wrong solution derived from the oracle's effect) gets full reward while the oracle
   does: `weak_verifier`, also next to `false_pass` (a verifier can pass the untouched
@@ -33,6 +35,8 @@ from qaflow.audit.probe_run import ProbeRun
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode, Severity
 
+REWARD_FORGED = "reward_forged"
+"""`ErrorKind.REWARD_FORGED`: a process test.sh no longer owned wrote the reward (`qaflow.trial.guard`)."""
 SETUP_FAILED = "setup_failed"
 """`ErrorKind.SETUP`: the environment did not come up (a healthcheck or a step's setup.sh failed)."""
 
@@ -102,6 +106,11 @@ def judge(
             )
         ]
     findings: list[AuditFinding] = []
+    forged = [r for r in [*nop, *oracle, *mutants, *([tamper] if tamper else [])] if r.error_kind == REWARD_FORGED]
+    if forged:
+        findings.append(_forged(forged))
+        nop, oracle = [r for r in nop if r not in forged], [r for r in oracle if r not in forged]
+        mutants = [r for r in mutants if r not in forged]
     infra = [e for e in (_infra_of(r) for r in [*oracle, *nop]) if e is not None]
     infra_probes = {e["probe"] for e in infra}
     if infra:
@@ -210,6 +219,18 @@ def judge(
             )
         )
     return findings
+
+
+def _forged(runs: Sequence[ProbeRun]) -> AuditFinding:
+    run = runs[0]
+    return AuditFinding(
+        code=FindingCode.REWARD_TAMPER,
+        message=(
+            f"in the {run.probe} run, {run.error}: code the verifier ran left a process behind that wrote the reward; "
+            "keep the verifier from running or importing files the agent can write"
+        ),
+        evidence={"runs": [r.brief() for r in runs[:3]], "probes": sorted({r.probe for r in runs})},
+    )
 
 
 def _flaky(probe: str, runs: Sequence[ProbeRun]) -> AuditFinding:
