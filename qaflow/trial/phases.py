@@ -13,7 +13,7 @@ from qaflow.agents.base import Agent
 from qaflow.errors import SandboxError, TaskError, UnsupportedError
 from qaflow.healthcheck import wait_healthy
 from qaflow.models.trial import ExitStatus, PhaseResult, VerifierSandbox
-from qaflow.reward import REWARD_FILES, Reward, reward_from_file
+from qaflow.reward import REWARD_FILES, Reward, in_range, reward_from_file
 from qaflow.sandbox import open_sandbox
 from qaflow.sandbox.base import Sandbox, SandboxSpec
 from qaflow.task import Task, VerifierEnvironmentMode, tree_hash
@@ -158,7 +158,7 @@ def _verify(
         report = GuardReport.parse(found, kit.key, stderr=ran.stderr)
         result.strays_killed["verifier"] += report.killed
         report.check()
-        _set_reward(result, reward_from_file(box.read_first_text(VERIFIER_LOGS, REWARD_FILES)))
+        _set_reward(result, in_range(reward_from_file(box.read_first_text(VERIFIER_LOGS, REWARD_FILES))))
     finally:
         result.timings["verifier"] = time.perf_counter() - t0
     return 0
