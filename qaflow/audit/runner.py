@@ -938,20 +938,15 @@ class Auditor:
     def _record(self, task: Task, audit: TaskAudit) -> None:
         if self.ledger.get_version(task.version) is None:
             return
-        for f in audit.findings:
-            self.ledger.add_finding(
-                Finding(
-                    task_version=task.version,
-                    run_id=self.run_id,
-                    code=f.code,
-                    severity=f.severity,
-                    message=f.message,
-                    evidence=f.evidence,
-                )
-            )
+        findings = [
+            Finding(task_version=task.version, run_id=self.run_id, code=f.code, severity=f.severity,
+                    message=f.message, evidence=f.evidence)
+            for f in audit.findings
+        ]  # fmt: skip
         codes = sorted({f.code.value for f in audit.findings if f.severity is Severity.ERROR})
-        self.ledger.record_verdict(
+        self.ledger.record_audit(
             task.version,
+            findings,
             clean=audit.verdict is Verdict.ACCEPTED,
             reason="audit: " + (", ".join(codes) or "clean"),
             run_id=self.run_id,
