@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from qaflow.atomic_file import write_text_atomic
 from qaflow.models.audit import TaskAudit, Verdict
 from qaflow.models.records import FindingCode, Severity
 
@@ -162,4 +163,4 @@ def write_html(path: Path, audits: list[TaskAudit], *, backend: str, run_id: str
         run_id=run_id,
         json_dumps=lambda v: json.dumps(v, indent=2, default=str),
     )
-    path.write_text(html, encoding="utf-8")
+    write_text_atomic(path, html)

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from qaflow.atomic_file import write_text_atomic
 from qaflow.audit.report import print_summary, to_json, write_html
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig
 from qaflow.audit.service import audit_folders, check_backend_name
@@ -181,7 +182,7 @@ def audit(
         sys.stdout.write(to_json(audits) + "\n")
         sys.stdout.flush()
     elif json_file:
-        json_file.write_text(to_json(audits), encoding="utf-8")
+        write_text_atomic(json_file, to_json(audits))
     if html_file:
         write_html(html_file, audits, backend=chosen, run_id=",".join(run_ids))
     if stopped is not None:
