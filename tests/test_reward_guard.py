@@ -22,6 +22,7 @@ from qaflow.models.trial import ErrorKind, TrialResult
 from qaflow.task import Task
 from qaflow.trial import run_trial
 from qaflow.trial.guard import GuardReport
+from tests.fake_sandbox import Program
 from tests.taskfactory import write_task
 
 _LOOP = """
@@ -122,3 +123,19 @@ def test_a_report_without_the_key_or_cut_short_is_not_trusted():
             GuardReport.parse(("report", text), "k1")
     with pytest.raises(Exception, match="left no report"):
         GuardReport.parse(None, "k1")
+
+
+_OCI = b"OCI runtime exec failed: exec failed: unable to start container process: read init-p: connection reset\n"
+
+
+def test_a_verifier_the_sandbox_could_not_start_is_a_sandbox_error(
+    fake_backend: str, fake_programs: dict[str, Program], tmp_path: Path
+):
+    # docker's runtime could not exec the verifier (a fork bomb the solution left holds every pid): exit 126
+    # and the runtime's line, before anything of the verifier ran
+    fake_programs["rm"] = lambda box, argv, stdin, env, cwd: (126, _OCI, b"")
+    result = _trial(tmp_path, fake_backend, test=_IMPORTS_AGENT_MODULE, solve="#!/bin/bash\ntrue\n", agent=NopAgent())
+    assert result.error is not None and result.error.kind is ErrorKind.SANDBOX, result.error
+    assert "OCI runtime exec failed" in result.error.message and "exit 126" in result.error.message
+    findings = judge(nop=[ProbeRun.of("nop", 0, result)], oracle=[])
+    assert [f.code for f in findings] == [FindingCode.INFRA_ERROR], findings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from pydantic import BaseModel, Field
 from qaflow.agents.base import Agent
 from qaflow.errors import SandboxError, TaskError, UnsupportedError
 from qaflow.healthcheck import wait_healthy
-from qaflow.models.trial import ExitStatus, PhaseResult, VerifierSandbox
+from qaflow.models.trial import ExecResult, ExitStatus, PhaseResult, VerifierSandbox
 from qaflow.reward import REWARD_FILES, Reward, in_range, reward_from_file
 from qaflow.sandbox import open_sandbox
 from qaflow.sandbox.base import Sandbox, SandboxSpec
@@ -152,9 +153,8 @@ def _verify(
                 result.exit_status = ExitStatus.VERIFIER_TIMEOUT
             return 0
         found = box.read_first_text(GUARD_DIR, [REPORT])
-        if found is None and ran.exit_code == GUARD_FAILED and "reward_guard: " in ran.stderr:
-            line = next(ln for ln in ran.stderr.splitlines() if ln.startswith("reward_guard: "))
-            raise SandboxError(f"the reward guard could not run test.sh: {line}")
+        if found is None:
+            _raise_if_not_started(ran)
         report = GuardReport.parse(found, kit.key, stderr=ran.stderr)
         result.strays_killed["verifier"] += report.killed
         report.check()
@@ -162,6 +162,17 @@ def _verify(
     finally:
         result.timings["verifier"] = time.perf_counter() - t0
     return 0
+
+
+_NOT_STARTED = re.compile(r"OCI runtime exec failed|reward_guard: .*")
+
+
+def _raise_if_not_started(ran: ExecResult) -> None:
+    """When the verifier's exec left no guard report because the sandbox could not start it (docker's runtime
+    could not exec: a fork bomb holds every pid) or the guard could not run, raise SandboxError with the line."""
+    for line in (ran.stdout + "\n" + ran.stderr).splitlines():
+        if ran.exit_code in (GUARD_FAILED, 126, 127) and _NOT_STARTED.search(line):
+            raise SandboxError(f"the sandbox could not start the verifier (exit {ran.exit_code}): {line.strip()}")
 
 
 def _verify_separately(
