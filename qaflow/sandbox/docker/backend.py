@@ -100,10 +100,17 @@ CONTAINER_CAPS = (
     "SETGID",  # the same, for groups
     "KILL",  # root signals processes of other users (timeouts and `kill_strays` across users)
     "NET_BIND_SERVICE",  # servers on ports < 1024 (web tasks listen on :80), on the container's own network
+    "SYS_CHROOT",  # privilege separation: sshd's chroot("/run/sshd"), build tools, tasks that chroot
+    "MKNOD",  # device nodes (a FIFO needs none); the device cgroup still refuses every device docker does not allow
+    "NET_RAW",  # ping and raw sockets, on the container's own network (none unless the task asks for one)
+    "SETPCAP",  # dropping capabilities from the bounding set (daemons that drop privileges)
+    "SETFCAP",  # file capabilities set by packages (dpkg: ping); no-new-privileges keeps them from raising any
+    "AUDIT_WRITE",  # login tools (sshd, su, PAM) write audit records
 )
-"""Capabilities a container keeps; docker's other defaults are dropped: MKNOD (devices are made by
-the runtime), NET_RAW (raw sockets: spoofing, ping), SETPCAP, SETFCAP (file capabilities),
-SYS_CHROOT, AUDIT_WRITE. Never added: SYS_ADMIN, SYS_PTRACE, NET_ADMIN, SYS_MODULE, and the rest."""
+"""Capabilities a container keeps: docker's default set, which Harbor's containers run with, so that a
+task runs as its authors' harness runs it (issue 41: sshd's privilege separation needs SYS_CHROOT).
+With `no-new-privileges`, docker's seccomp profile and no host mount. Never added: SYS_ADMIN,
+SYS_PTRACE, NET_ADMIN, SYS_MODULE, and the rest."""
 RUNSC_PIDS_BASE = 512
 RUNSC_PIDS_PER_TASK = 20
 """Under gVisor the host pids cgroup counts the sandbox's own threads (about 110 at rest) and host
