@@ -457,3 +457,23 @@ def test_a_task_that_chroots_runs_as_under_harbor(tmp_path: Path):
     result = run_trial(task, OracleAgent(), backend="docker")
     assert result.error is None, result.error
     assert result.reward == 1.0, result.agent_exec
+
+
+@pytest.mark.docker
+def test_tasks_with_network_cannot_reach_each_others_containers(docker_backend, make_spec: SpecFactory):
+    # issue 41, item 6: on docker's default bridge (inter-container traffic on) one task's container
+    # reached another's server; each now joins qaflow's own bridge with that traffic off
+    serve = "cd /tmp && nohup python3 -m http.server 8731 >/dev/null 2>&1 &"
+    fetch = (
+        "python3 -c \"import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=3); print('REACHED')\" "
+        "{url} 2>&1 | tail -1"
+    )
+    with docker_backend.open(make_spec(network=True)) as server, docker_backend.open(make_spec(network=True)) as other:
+        server.exec(serve)
+        address = next(iter(_inspect(server)["NetworkSettings"]["Networks"].values()))["IPAddress"]
+        local = server.exec("sleep 1; " + fetch.format(url="http://127.0.0.1:8731/"), timeout=30)
+        assert "REACHED" in local.stdout, local  # the server is up, on its own container's side
+        across = other.exec(fetch.format(url=f"http://{address}:8731/"), timeout=30)
+        assert "REACHED" not in across.stdout, "one task's container reached another's server"
+        for box in (server, other):
+            assert _inspect(box)["HostConfig"]["NetworkMode"] == "qaflow-public"

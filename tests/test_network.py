@@ -84,7 +84,7 @@ def test_harbor_defaults_network_unless_no_network(toml: str, agent: bool, verif
 def test_undeclared_task_gets_network_at_build_and_run_time(tmp_path: Path):
     spec = spec_for_task(_task(tmp_path), network=TASK)
     assert (spec.network, spec.build_network, spec.runtime_network) == (True, True, True)
-    assert host_config_args(spec, 1.0, storage=False)["network_mode"] == "bridge"
+    assert host_config_args(spec, 1.0, storage=False)["network_mode"] == "qaflow-public"  # isolated per container
     quiet = spec_for_task(_task(tmp_path, '\n[environment]\nnetwork_mode = "no-network"\n'), network=TASK)
     assert (quiet.runtime_network, quiet.build_network) == (False, True)
     assert host_config_args(quiet, 1.0, storage=False)["network_mode"] == "none"
@@ -316,14 +316,14 @@ def test_docker_runtime_network_follows_the_task_and_none_forces_it_off(tmp_path
     task = _task(tmp_path)
     backend = DockerBackend()
     for spec, mode in [
-        (spec_for_task(task, network=TASK), "bridge"),
+        (spec_for_task(task, network=TASK), "qaflow-public"),
         (spec_for_task(task, network=NONE), "none"),
         (spec_for_task(task, network=NONE).model_copy(update={"network": True}), "none"),
     ]:
         with backend.open(spec) as box:
             assert box.client.api.inspect_container(box.id)["HostConfig"]["NetworkMode"] == mode
             ifaces = box.exec(IFACES).stdout.split()
-            assert ("eth0" in ifaces) is (mode == "bridge") and "lo" in ifaces
+            assert ("eth0" in ifaces) is (mode == "qaflow-public") and "lo" in ifaces
 
 
 @pytest.mark.docker

@@ -4,7 +4,8 @@ Containers run `sleep infinity` under docker's init and are hardened by default:
 `no-new-privileges`; every capability dropped but `CONTAINER_CAPS` (documented there); cpu,
 memory (no swap) and pids limits always set (the `Limits` defaults when task.toml is silent);
 RLIMIT_FSIZE per file; a storage limit (`--storage-opt size` where the storage driver supports
-it, else a watchdog, see `DockerSandbox`); no network unless the spec asks (`runtime_network`;
+it, else a watchdog, see `DockerSandbox`); no network unless the spec asks (`runtime_network`: then the
+`qaflow-public` bridge, inter-container traffic off;
 builds use docker's default network unless `build_network` is off); no host path
 mounted at all (files travel through the archive API); and the labels `qaflow.run`/`qaflow.task`
 so that orphans of a crashed run can be reaped (images carry `qaflow.env_hash`/`qaflow.task`).
@@ -111,6 +112,11 @@ CONTAINER_CAPS = (
 task runs as its authors' harness runs it (issue 41: sshd's privilege separation needs SYS_CHROOT).
 With `no-new-privileges`, docker's seccomp profile and no host mount. Never added: SYS_ADMIN,
 SYS_PTRACE, NET_ADMIN, SYS_MODULE, and the rest."""
+PUBLIC_NETWORK = "qaflow-public"
+"""The bridge network every sandbox with network joins (docker's default bridge is never used): created once
+with inter-container traffic off (`com.docker.network.bridge.enable_icc=false`), so no task's container can
+reach another's (nor any other container on it); traffic out works as on docker's default bridge."""
+_ISOLATED = {"com.docker.network.bridge.enable_icc": "false"}
 RUNSC_PIDS_BASE = 512
 RUNSC_PIDS_PER_TASK = 20
 """Under gVisor the host pids cgroup counts the sandbox's own threads (about 110 at rest) and host
@@ -174,7 +180,7 @@ def host_config_args(spec: SandboxSpec, cpus: float, storage: bool) -> dict[str,
         ulimits.append(docker.types.Ulimit(name="nproc", soft=limits.pids, hard=limits.pids))
         pids = RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * limits.pids
     args: dict[str, Any] = {
-        "network_mode": "bridge" if spec.runtime_network else "none",
+        "network_mode": PUBLIC_NETWORK if spec.runtime_network else "none",
         "nano_cpus": int(cpus * 1e9),
         "mem_limit": memory,
         "memswap_limit": memory,
@@ -190,6 +196,41 @@ def host_config_args(spec: SandboxSpec, cpus: float, storage: bool) -> dict[str,
     if storage and limits.storage_mb is not None:
         args["storage_opt"] = {"size": f"{limits.storage_mb}m"}
     return args
+
+
+_public_network_ready = threading.Lock()
+_public_network_seen: list[str] = []
+
+
+def ensure_public_network(client: docker.DockerClient) -> None:
+    """Create `PUBLIC_NETWORK` unless it exists (once per process; a concurrent creation is fine).
+
+    Raises:
+        SandboxError: it exists without inter-container isolation (made by hand), or cannot be created.
+    """
+    with _public_network_ready:
+        if _public_network_seen:
+            return
+        api = client.api
+        try:
+            found = api.networks(names=[PUBLIC_NETWORK])
+            if not found:
+                try:
+                    api.create_network(PUBLIC_NETWORK, driver="bridge", options=_ISOLATED,
+                                       labels={"qaflow.network": "public"}, check_duplicate=True)  # fmt: skip
+                except docker.errors.APIError as exc:
+                    if exc.status_code != 409:  # 409: another process created it meanwhile
+                        raise
+                found = api.networks(names=[PUBLIC_NETWORK])
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"docker could not create the network {PUBLIC_NETWORK}: {exc}") from exc
+        options = next((n.get("Options") or {} for n in found if n.get("Name") == PUBLIC_NETWORK), {})
+        if options.get("com.docker.network.bridge.enable_icc") != "false":
+            raise SandboxError(
+                f"docker network {PUBLIC_NETWORK} lets containers reach each other (enable_icc is not false); "
+                f"remove it (`docker network rm {PUBLIC_NETWORK}`) and qaflow recreates it isolated"
+            )
+        _public_network_seen.append(PUBLIC_NETWORK)
 
 
 _runtime_ok: dict[str, str] = {}
@@ -620,6 +661,8 @@ class DockerBackend:
         """Create the container; APIErrors other than a missing image become SandboxErrors unless
         `storage` (the caller retries without the storage option)."""
         api = self.client.api
+        if spec.runtime_network:
+            ensure_public_network(self.client)
         try:
             created = api.create_container(
                 image=info.ref,
