@@ -223,7 +223,7 @@ def test_close_removes_the_container_now_or_in_the_background(docker_backend, ma
 @pytest.mark.docker
 def test_network_only_when_asked(docker_backend, make_spec: SpecFactory):
     with docker_backend.open(make_spec(network=True)) as box:
-        assert _inspect(box)["HostConfig"]["NetworkMode"] == "bridge"
+        assert _inspect(box)["HostConfig"]["NetworkMode"] == "qaflow-public"
     with docker_backend.open(make_spec()) as box:
         assert _inspect(box)["HostConfig"]["NetworkMode"] == "none"
 
@@ -477,3 +477,22 @@ def test_tasks_with_network_cannot_reach_each_others_containers(docker_backend, 
         assert "REACHED" not in across.stdout, "one task's container reached another's server"
         for box in (server, other):
             assert _inspect(box)["HostConfig"]["NetworkMode"] == "qaflow-public"
+
+
+@pytest.mark.docker
+def test_a_builds_run_steps_are_confined_like_the_sandbox(docker_backend, make_spec: SpecFactory):
+    # issue 41, item 6: RUN steps (attacker-controlled) ran without memory, cpu or file-size limits, on
+    # docker's default bridge beside every other container
+    facts = (
+        "cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null | head -1; "
+        "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || cut -d' ' -f1 /sys/fs/cgroup/cpu.max; "
+        "ulimit -f; grep -c 127.0.0.11 /etc/resolv.conf || true"
+    )
+    dockerfile = f"FROM python:3.11-slim\nRUN ({facts}) > /build-facts; echo {uuid.uuid4().hex}\n"
+    spec = make_spec(dockerfile, limits=Limits(memory_mb=300, cpus=0.5, file_size_mb=64))
+    with docker_backend.open(spec) as box:
+        memory, quota, fsize, user_network = box.get("/build-facts").decode().split()
+    assert int(memory) == 300 * 1024 * 1024
+    assert int(quota) == 50_000
+    assert int(fsize) == 64 * 1024 * 1024 // 512
+    assert user_network == "1", "the build ran on docker's default bridge, not qaflow's isolated network"

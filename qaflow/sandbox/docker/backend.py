@@ -6,7 +6,7 @@ memory (no swap) and pids limits always set (the `Limits` defaults when task.tom
 RLIMIT_FSIZE per file; a storage limit (`--storage-opt size` where the storage driver supports
 it, else a watchdog, see `DockerSandbox`); no network unless the spec asks (`runtime_network`: then the
 `qaflow-public` bridge, inter-container traffic off;
-builds use docker's default network unless `build_network` is off); no host path
+builds use it too unless `build_network` is off, under the sandbox's memory, cpu and file-size limits); no host path
 mounted at all (files travel through the archive API); and the labels `qaflow.run`/`qaflow.task`
 so that orphans of a crashed run can be reaped (images carry `qaflow.env_hash`/`qaflow.task`).
 `spec.runtime = "runsc"` runs the container under gVisor (registered with dockerd by
@@ -196,6 +196,24 @@ def host_config_args(spec: SandboxSpec, cpus: float, storage: bool) -> dict[str,
     if storage and limits.storage_mb is not None:
         args["storage_opt"] = {"size": f"{limits.storage_mb}m"}
     return args
+
+
+def build_limits(spec: SandboxSpec, cpus: float) -> dict[str, Any]:
+    """The `/build` parameters that confine a build's RUN steps as the task's sandbox is confined: its memory
+    (no swap), CPUs and file-size limit, and network only when the build has any (`build_network`), on
+    `PUBLIC_NETWORK` (no traffic to other containers). docker's legacy builder takes no capability,
+    no-new-privileges or pids option: RUN steps keep docker's default capabilities (the set containers
+    keep too) and only the build timeout bounds a fork bomb (docs/security.md)."""
+    memory = spec.limits.memory_mb * 1024 * 1024
+    fsize = spec.limits.file_size_mb * 1024 * 1024
+    return {
+        "networkmode": PUBLIC_NETWORK if spec.build_network else "none",
+        "memory": memory,
+        "memswap": memory,
+        "cpuperiod": 100_000,
+        "cpuquota": int(cpus * 100_000),
+        "ulimits": json.dumps([{"Name": "fsize", "Soft": fsize, "Hard": fsize}]),
+    }
 
 
 _public_network_ready = threading.Lock()
@@ -471,12 +489,14 @@ class DockerBackend:
             "forcerm": True,
             "pull": False,
             "dockerfile": _DOCKERFILE_NAME,
-            "networkmode": "default" if spec.build_network else "none",
+            **build_limits(spec, self._cpus(spec.limits.cpus)),
             "labels": json.dumps(
                 {ENV_HASH_LABEL: spec.env_hash, TASK_LABEL: spec.name}
                 | ({STAND_INS_LABEL: json.dumps(stand_ins, sort_keys=True)} if stand_ins else {})
             ),
         }
+        if spec.build_network:
+            ensure_public_network(self.client)
         api = self.client.api
         tail: deque[str] = deque(maxlen=BUILD_LOG_LINES)
         timed_out = threading.Event()
