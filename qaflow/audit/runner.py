@@ -36,7 +36,7 @@ from qaflow.audit.differential import DIFF_SCRIPT, diff_config, judge_code_mutan
 from qaflow.audit.effects import Effect
 from qaflow.audit.exploits import harness_exploits, harness_note, leftover_findings
 from qaflow.audit.git_history import git_findings
-from qaflow.audit.infra import classify, stand_in_sign
+from qaflow.audit.infra import classify, sandbox_failed, stand_in_sign
 from qaflow.audit.inprocess import (
     imported_modules,
     verifier_texts,
@@ -879,8 +879,11 @@ class Auditor:
             if not self.config.force:
                 cached = self.ledger.get_result(ResultKey(task_version=task.version, probe=probe, attempt=attempt))
                 if cached is not None and cached.backend == backend and self._same_network(cached.payload):
-                    runs[i] = ProbeRun.model_validate(cached.payload)
-                    continue
+                    known = ProbeRun.model_validate(cached.payload)
+                    outputs = f"{known.agent_output}\n{known.verifier_output}"
+                    if known.full or not sandbox_failed(known.error_kind, known.error or "", outputs):
+                        runs[i] = known
+                        continue
             args = (shared, probe, attempt, agent, backend, self.run_id, clear, *self._network_args())
             works.append(_Work(trial_item, args, resources, record=lambda run: self._put_run(task, run)))
             where.append(i)
