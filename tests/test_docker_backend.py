@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -496,3 +498,27 @@ def test_a_builds_run_steps_are_confined_like_the_sandbox(docker_backend, make_s
     assert int(quota) == 50_000
     assert int(fsize) == 64 * 1024 * 1024 // 512
     assert user_network == "1", "the build ran on docker's default bridge, not qaflow's isolated network"
+
+
+@pytest.mark.docker
+def test_a_container_paused_under_a_command_is_the_sandboxs_failure(docker_backend, make_spec: SpecFactory):
+    # issue 41, item 2: `docker pause` during a command waited out its timeout, the kill failed (409 paused)
+    # and the container was restarted behind the trial's back
+    import threading
+
+    import docker.errors
+
+    with docker_backend.open(make_spec()) as box:
+        box.exec("true")
+        pauser = threading.Timer(1.0, lambda: box.client.api.pause(box.id))
+        pauser.start()
+        started = time.monotonic()
+        try:
+            result = box.exec("sleep 20; echo finished", timeout=15)
+        finally:
+            pauser.join()
+            with contextlib.suppress(docker.errors.APIError):
+                box.client.api.unpause(box.id)
+    assert time.monotonic() - started < 10, "the paused command waited for its timeout"
+    assert result.sandbox_died and not result.timed_out, result
+    assert "paused from outside qaflow" in result.stderr and "finished" not in result.stdout
