@@ -61,6 +61,27 @@ if os.fork() == 0:
 """
 """The forging waiter: waits for test.sh's own `0`, replaces it once with `1` and exits."""
 
+_HOLDER = """
+import os, time
+fd = os.open("/logs/verifier/reward.txt", os.O_WRONLY | os.O_CREAT, 0o644)
+if os.fork() == 0:
+    if os.fork() == 0:
+        for _ in range(2000):
+            try:
+                with open("/logs/verifier/reward.txt") as f:
+                    if f.read().strip() == "0":
+                        break
+            except OSError:
+                pass
+            time.sleep(0.002)
+        os.pwrite(fd, b"1", 0)
+        os._exit(0)
+    os._exit(0)
+os.close(fd)
+"""
+"""The forging holder: opens reward.txt while still the verifier's, then a detached grandchild writes test.sh's
+`0` over through that descriptor, opening nothing."""
+
 _IMPORTS_AGENT_MODULE = (
     "#!/bin/bash\nmkdir -p /logs/verifier\n"
     "cd /app && python3 -c 'import helper'\n"
@@ -79,9 +100,9 @@ def _solve_writing(module: str) -> str:
     return f"#!/bin/bash\ncat > /app/helper.py <<'EOF'\n{module}\nEOF\n"
 
 
-@pytest.mark.parametrize("forger", ["loop", "waiter"])
+@pytest.mark.parametrize("forger", ["loop", "waiter", "holder"])
 def test_a_reward_written_by_a_process_the_verifier_left_is_forged(backend: str, tmp_path: Path, forger: str):
-    module = _LOOP if forger == "loop" else _WAITER
+    module = {"loop": _LOOP, "waiter": _WAITER, "holder": _HOLDER}[forger]
     result = _trial(tmp_path, backend, test=_IMPORTS_AGENT_MODULE, solve=_solve_writing(module))
     assert result.reward is None, f"the forged reward was recorded: {result.reward}"
     assert result.error is not None and result.error.kind is ErrorKind.REWARD_FORGED, result.error

@@ -9,7 +9,10 @@
  * with VDIR/reward.txt, VDIR/reward.json, VDIR itself and VDIR's ancestors. A write there is recorded
  * with the writer's pid, command line and whether it was still attached to the command: its parent
  * chain up to the command intact (a process whose parent died is detached, and so are its
- * descendants). A detached writer is what a loop left behind by the verifier's children is.
+ * descendants). A detached writer is what a loop left behind by the verifier's children is. A detached
+ * process that holds a reward file writable (a descriptor opened before it was detached, a shared
+ * writable mapping) counts as a writer too: it can write without opening anything. It is looked for
+ * when a process becomes detached, when a detached process forks, and before the last kill.
  *
  * The moment the command exits, every other traced process is killed (SIGKILL: none is resumed
  * first), so nothing writes after the command; only then is the report written, to a new file
@@ -26,6 +29,7 @@
  * x86_64 only. Built static by qaflow.trial.guard (any image can run it).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -60,7 +64,7 @@ struct task {          /* one traced thread (tid) */
 };
 
 struct proc {          /* one traced process (tgid) */
-    int used, detached;
+    int used, detached, checked;
     pid_t tgid, parent;
 };
 
@@ -249,6 +253,60 @@ static void record(pid_t tid, const char *path) {
     fprintf(report_lines, "write %s %d %s\t%s\n", ok ? "ok" : "detached", tgid, path, cmd);
 }
 
+/* A reward file `pid` can still write without opening it: a writable descriptor or a shared writable mapping. */
+static int holds_reward(pid_t pid, char *path, size_t size) {
+    char dir[64], link[PATH_MAX], line[PATH_MAX + 128];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", pid);
+    DIR *fds = opendir(dir);
+    struct dirent *entry;
+    while (fds && (entry = readdir(fds))) {
+        if (entry->d_name[0] == '.') continue;
+        snprintf(line, sizeof line, "%s/%s", dir, entry->d_name);
+        ssize_t n = readlink(line, link, sizeof link - 1);
+        if (n <= 0) continue;
+        link[n] = '\0';
+        if (!under_vdir(link) || strcmp(link, vdir) == 0) continue;
+        snprintf(line, sizeof line, "/proc/%d/fdinfo/%s", pid, entry->d_name);
+        FILE *info = fopen(line, "r");
+        unsigned flags = 0;
+        while (info && fgets(line, sizeof line, info))
+            if (sscanf(line, "flags: %o", &flags) == 1) break;
+        if (info) fclose(info);
+        if (flags & (O_WRONLY | O_RDWR)) {
+            closedir(fds);
+            snprintf(path, size, "%s", link);
+            return 1;
+        }
+    }
+    if (fds) closedir(fds);
+    snprintf(dir, sizeof dir, "/proc/%d/maps", pid);
+    FILE *maps = fopen(dir, "r");
+    while (maps && fgets(line, sizeof line, maps)) {
+        char perms[8], *file = strchr(line, '/');
+        if (!file || sscanf(line, "%*s %7s", perms) != 1 || perms[1] != 'w' || perms[3] != 's') continue;
+        file[strcspn(file, "\n")] = '\0';
+        if (under_vdir(file) && strcmp(file, vdir) != 0) {
+            fclose(maps);
+            snprintf(path, size, "%s", file);
+            return 1;
+        }
+    }
+    if (maps) fclose(maps);
+    return 0;
+}
+
+/* Detached processes holding a reward file writable: they can write it unseen, so they count as writers.
+ * `all`: look again at those already looked at (the last look, before they are killed). */
+static void check_holders(int all) {
+    char path[PATH_MAX];
+    for (int i = 0; i < MAX_TASKS; i++) {
+        struct proc *p = &procs[i];
+        if (!p->used || p->tgid == root || (p->checked && !all) || attached(p->tgid)) continue;
+        p->checked = 1;
+        if (holds_reward(p->tgid, path, sizeof path)) record(p->tgid, path);
+    }
+}
+
 static void on_seccomp(pid_t tid) {
     struct user_regs_struct r;
     struct task *t = task_find(tid);
@@ -344,6 +402,7 @@ static void install_filter(void) {
 /* The command exited: kill every other traced process without resuming any, and reap them. */
 static int kill_the_rest(void) {
     int killed = 0, status;
+    check_holders(1);
     for (int i = 0; i < MAX_TASKS; i++)
         if (procs[i].used && procs[i].tgid != root) {
             kill(procs[i].tgid, SIGKILL);
@@ -436,7 +495,10 @@ int main(int argc, char **argv) {
             struct task *t = task_find(tid);
             pid_t tgid = t ? t->tgid : tid;
             if (t) t->used = 0;
-            if (tid == tgid) proc_gone(tgid);
+            if (tid == tgid) {
+                proc_gone(tgid);
+                check_holders(0);
+            }
             if (tid == root) {
                 exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
                 break;
@@ -462,7 +524,10 @@ int main(int argc, char **argv) {
             ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child);
             pid_t ctgid = tgid_of((pid_t)child);
             task_add((pid_t)child, ctgid);
-            if (ctgid != t->tgid) proc_add(ctgid, t->tgid);
+            if (ctgid != t->tgid) {
+                proc_add(ctgid, t->tgid);
+                check_holders(0);
+            }
         } else if (sig == SIGTRAP && event == PTRACE_EVENT_EXEC) {
             t->pending = NONE;
         } else if (event == 0) {
