@@ -522,3 +522,22 @@ def test_a_container_paused_under_a_command_is_the_sandboxs_failure(docker_backe
     assert time.monotonic() - started < 10, "the paused command waited for its timeout"
     assert result.sandbox_died and not result.timed_out, result
     assert "paused from outside qaflow" in result.stderr and "finished" not in result.stdout
+
+
+@pytest.mark.docker
+def test_a_build_gets_network_only_where_it_needs_it(docker_backend, make_spec: SpecFactory):
+    # issue 41, item 6: no step downloads -> built without network; a step that fails without network (a
+    # need the pattern misses) -> built again with it, so a correct task never fails for it
+    nonce = uuid.uuid4().hex
+    plain = make_spec(f"FROM python:3.11-slim\nRUN ls /sys/class/net > /ifaces; echo {nonce}\n",
+                      build_network=False, build_network_guessed=True)  # fmt: skip
+    with docker_backend.open(plain) as box:
+        assert box.get("/ifaces").decode().split() == ["lo"]
+    needs = "RUN ls /sys/class/net > /ifaces && grep -qv '^lo$' /ifaces"
+    hidden = make_spec(
+        f"FROM python:3.11-slim\n{needs} && echo {nonce}\n", build_network=False, build_network_guessed=True
+    )
+    ref = docker_backend.build(hidden)
+    assert not ref.endswith("-offline"), ref
+    with docker_backend.open(hidden) as box:
+        assert "lo" in box.get("/ifaces").decode().split() and len(box.get("/ifaces").decode().split()) > 1

@@ -433,7 +433,14 @@ class DockerBackend:
                 return cached
             attrs = self._inspect(tag)
             if attrs is None:
-                self._build(spec, tag)
+                try:
+                    self._build(spec, tag)
+                except BuildError as exc:
+                    if not spec.build_network_guessed or isinstance(exc, BaseImageUnavailableError):
+                        raise
+                    log.warning("task %s did not build without network (%s); building it with network",
+                                spec.name, str(exc).splitlines()[0])  # fmt: skip
+                    return self._image(spec.model_copy(update={"build_network": True, "build_network_guessed": False}))
                 attrs = self._inspect(tag)
                 if attrs is None:
                     raise BuildError(f"docker build of task {spec.name} reported success but {tag} is missing")
