@@ -26,6 +26,7 @@ Rules (N repeats each of nop and oracle):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -308,5 +309,31 @@ def judge_exploits(
                 ],
                 "tried": [e.name for e in exploits],
             },
+        )
+    ]
+
+
+_EFFECT_LOST = re.compile(r"could not list the sandbox|timed out|sandbox died|paused from outside")
+"""How an effect recording the sandbox failed reads (`qaflow.audit.effects`), not one the task's own files broke."""
+
+
+def effect_lost(oracle: Sequence[ProbeRun]) -> list[AuditFinding]:
+    """`infra_error` when a clean oracle run's effect could not be recorded because its sandbox failed (a
+    paused, killed or stalled container): the probes built on that effect (mutants, code mutants, the
+    battery's effect-based probes) did not run, so the task is never `accepted` on what is left. The run is
+    tried again by the next audit."""
+    errors = [r.effect.error for r in oracle if r.full and r.effect is not None and r.effect.error]
+    lost = [e for e in errors if _EFFECT_LOST.search(e)]
+    if not lost:
+        return []
+    error = lost[0]
+    return [
+        AuditFinding(
+            code=FindingCode.INFRA_ERROR,
+            message=(
+                f"the oracle's effect could not be recorded ({error}): the probes that need it (mutants, code "
+                "mutants, effect-based exploits) did not run; rerun the audit"
+            ),
+            evidence={"kind": "sandbox", "line": error, "phase": "effect", "not_run": ["mutants", "code mutants"]},
         )
     ]

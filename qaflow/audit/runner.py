@@ -41,7 +41,7 @@ from qaflow.audit.inprocess import (
     imported_modules,
     verifier_texts,
 )
-from qaflow.audit.judge import judge
+from qaflow.audit.judge import effect_lost, judge
 from qaflow.audit.lint import LintConfig, lint_task
 from qaflow.audit.mutant_lookup import focus_text
 from qaflow.audit.mutants import Mutant, MutantAgent, MutantKind, deliverables, make_mutants, oracle_state
@@ -525,6 +525,7 @@ class Auditor:
         for m, run in zip(mutants, mutant_runs, strict=True):
             run.description = m.description
         findings += judge(by_probe.get("nop", []), oracle, tamper, mutant_runs) + code_findings
+        findings += effect_lost(oracle)
         if observe_run is not None:
             findings += yield from self._battery(task, shared, resources, observe_run, effect, by_probe, probes)
         audit.timings["trials"] = time.perf_counter() - t0
@@ -881,7 +882,8 @@ class Auditor:
                 if cached is not None and cached.backend == backend and self._same_network(cached.payload):
                     known = ProbeRun.model_validate(cached.payload)
                     outputs = f"{known.agent_output}\n{known.verifier_output}"
-                    if known.full or not sandbox_failed(known.error_kind, known.error or "", outputs):
+                    lost = known.effect is not None and effect_lost([known])
+                    if not lost and (known.full or not sandbox_failed(known.error_kind, known.error or "", outputs)):
                         runs[i] = known
                         continue
             args = (shared, probe, attempt, agent, backend, self.run_id, clear, *self._network_args())

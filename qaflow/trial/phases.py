@@ -169,10 +169,14 @@ _NOT_STARTED = re.compile(r"OCI runtime exec failed|reward_guard: .*")
 
 def _raise_if_not_started(ran: ExecResult) -> None:
     """When the verifier's exec left no guard report because the sandbox could not start it (docker's runtime
-    could not exec: a fork bomb holds every pid) or the guard could not run, raise SandboxError with the line."""
+    could not exec: a fork bomb holds every pid), the guard could not run, or the sandbox failed under the
+    command (it died, or the exec ended without its wrapper's exit status), raise SandboxError with the line."""
     for line in (ran.stdout + "\n" + ran.stderr).splitlines():
         if ran.exit_code in (GUARD_FAILED, 126, 127) and _NOT_STARTED.search(line):
             raise SandboxError(f"the sandbox could not start the verifier (exit {ran.exit_code}): {line.strip()}")
+    if ran.sandbox_died or ran.exit_code < 0:  # the exec's own wrapper never reported: the sandbox failed under it
+        last = next((ln.strip() for ln in reversed(ran.stderr.splitlines()) if ln.strip()), "no output")
+        raise SandboxError(f"the verifier's command ended without an exit status (the sandbox failed under it): {last}")
 
 
 def _verify_separately(
