@@ -191,3 +191,14 @@ def test_an_effect_the_sandbox_failed_to_record_is_infra_error_not_silence():
     task_broke_it = Effect(error="the state folder /tmp/x is gone (did the agent clear /tmp?)")
     assert effect_lost([run("oracle", 1.0, effect=task_broke_it)]) == []
     assert effect_lost([run("oracle", 0.0, effect=paused)]) == []  # a failing oracle is judged on its own
+
+
+def test_an_exploit_run_whose_reward_was_forged_is_reward_tamper():
+    from qaflow.audit.exploits import Exploit
+    from qaflow.audit.judge import judge_exploits
+
+    forged = run("exploit:planted", None, error_kind="reward_forged",
+                 error="/logs/verifier/reward.txt was written by a process test.sh no longer owned (pid 7: python3 -c x)")  # fmt: skip
+    findings = judge_exploits([run("nop", 0.0)], [forged], [Exploit(name="planted")], "t")
+    assert [f.code for f in findings] == [FindingCode.REWARD_TAMPER]
+    assert "python3 -c x" in findings[0].message

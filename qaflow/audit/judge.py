@@ -278,16 +278,19 @@ def judge_exploits(
     nop: Sequence[ProbeRun], runs: Sequence[ProbeRun], exploits: Sequence[Exploit], task: str
 ) -> list[AuditFinding]:
     """One `reward_tamper` for the exploits that got full reward on the untouched environment (none when
-    the untouched environment passes as is: that is `false_pass`, already reported)."""
+    the untouched environment passes as is: that is `false_pass`, already reported), and one for exploit
+    runs whose reward a process the verifier no longer owned wrote (`reward_forged`)."""
+    forged = [r for r in runs if r.error_kind == REWARD_FORGED]
+    found = [_forged(forged)] if forged else []
     if nop and all(r.full for r in nop):
-        return []
+        return found
     won = [(e, r) for e, r in zip(exploits, runs, strict=True) if r.full]
     if not won:
-        return []
+        return found
     first = won[0][0]
     files = [p.path for p in first.plants]
     shown = ", ".join(files[:4]) + (" …" if len(files) > 4 else "")
-    return [
+    return found + [
         AuditFinding(
             code=FindingCode.REWARD_TAMPER,
             message=(
