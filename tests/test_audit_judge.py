@@ -197,8 +197,8 @@ def test_an_exploit_run_whose_reward_was_forged_is_reward_tamper():
     from qaflow.audit.exploits import Exploit
     from qaflow.audit.judge import judge_exploits
 
-    forged = run("exploit:planted", None, error_kind="reward_forged",
-                 error="/logs/verifier/reward.txt was written by a process test.sh no longer owned (pid 7: python3 -c x)")  # fmt: skip
+    why = "/logs/verifier/reward.txt was written by a process test.sh no longer owned (pid 7: python3 -c x)"
+    forged = run("exploit:planted", None, error_kind="reward_forged", error=why)
     findings = judge_exploits([run("nop", 0.0)], [forged], [Exploit(name="planted")], "t")
     assert [f.code for f in findings] == [FindingCode.REWARD_TAMPER]
     assert "python3 -c x" in findings[0].message

@@ -290,7 +290,8 @@ def judge_exploits(
     first = won[0][0]
     files = [p.path for p in first.plants]
     shown = ", ".join(files[:4]) + (" …" if len(files) > 4 else "")
-    return found + [
+    return [
+        *found,
         AuditFinding(
             code=FindingCode.REWARD_TAMPER,
             message=(
@@ -312,7 +313,7 @@ def judge_exploits(
                 ],
                 "tried": [e.name for e in exploits],
             },
-        )
+        ),
     ]
 
 
