@@ -59,6 +59,15 @@ class RewardError(QaflowError):
     """The verifier left no usable reward: missing, empty or unparsable reward file."""
 
 
+class RewardForgedError(QaflowError):
+    """The reward cannot be the verifier's own: a process test.sh no longer owned wrote it, or the reward
+    guard cannot tell who did (docs/security.md). `writer` is the offending command line, when known."""
+
+    def __init__(self, message: str, writer: str | None = None):
+        self.writer = writer
+        super().__init__(message)
+
+
 class ConfigError(PathError):
     """A config file (YAML, TOML or JSON) cannot be read or does not match its schema."""
 

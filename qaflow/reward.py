@@ -1,6 +1,7 @@
 """Reading the verifier's reward: `reward.json` first, else `reward.txt`; never a silent default.
 
-A missing, empty or non-numeric reward is a `RewardError`, recorded as such by the trial.
+A missing, empty or non-numeric reward is a `RewardError`, recorded as such by the trial; so is a
+value outside [0, 1] (`in_range`: the trial's check, so that 1e308 never counts as a full reward).
 """
 
 from __future__ import annotations
@@ -96,6 +97,19 @@ def _name(key: str) -> str:
     except UnicodeEncodeError as e:  # a lone surrogate from a \udcxx escape: not text, cannot be stored
         raise RewardError(f"reward.json: the key {_short(key)} is not valid Unicode text") from e
     return key
+
+
+def in_range(reward: Reward) -> Reward:
+    """`reward` when every value lies in [0, 1].
+
+    Raises:
+        RewardError: naming the file, the key and the value outside it.
+    """
+    for key, value in reward.values.items():
+        if not 0.0 <= value <= FULL_REWARD:
+            where = reward.source if reward.source == "reward.txt" else f"{reward.source}[{_short(key)}]"
+            raise RewardError(f"{where}: {value!r} is outside [0, 1]")
+    return reward
 
 
 def parse_reward_txt(text: str) -> Reward:

@@ -12,6 +12,8 @@ command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v runsc >/dev/null || need+=(runsc)
 command -v git >/dev/null || need+=(git)  # the audit reads .git history found in task images
+# the reward guard (qaflow/trial/guard) is built once, statically linked, on first use
+{ command -v cc >/dev/null && [ -f /usr/lib/x86_64-linux-gnu/libc.a ]; } || need+=(gcc libc6-dev)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" ca-certificates >/dev/null

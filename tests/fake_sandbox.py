@@ -82,6 +82,7 @@ from typing import Any, ClassVar, Self
 from qaflow.errors import BuildError, SandboxError, UnsupportedError
 from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, settled_exec
 from qaflow.sandbox.dockerfile import BuildPlan, Copy, MakeDir, Run, plan_build
+from qaflow.trial.guard import GUARD_DIR
 
 Program = Callable[["FakeSandbox", list[str], bytes, dict[str, str], str], tuple[int, bytes, bytes]]
 """A scripted command: (box, argv, stdin, env, cwd) -> (exit code, stdout, stderr)."""
@@ -1314,6 +1315,8 @@ class _Shell:
     def run_argv(self, argv: list[str], fds: _Fds, extra: Mapping[str, str]) -> Gen:
         """Run one command: a program, a builtin, or a file (by path, or found on PATH)."""
         name = argv[0]
+        if name == REWARD_GUARD:
+            return (yield from _fake_reward_guard(self, argv, fds, extra))
         base = posixpath.basename(name)
         on_bin = "/" not in name or (posixpath.dirname(name) in BIN_DIRS and self.fs.lookup(name) is None)
         program = self.box.programs.get(base) if on_bin else None
@@ -2549,6 +2552,29 @@ def _in_subshell(sh: _Shell, args: list[str], fds: _Fds, extra: Mapping[str, str
         return (yield from sh.subshell().run_argv(args, fds, extra))
     except _Exit as e:
         return e.code
+
+
+REWARD_GUARD = f"{GUARD_DIR}/reward_guard"
+
+
+def _fake_reward_guard(sh: _Shell, argv: list[str], fds: _Fds, extra: Mapping[str, str]) -> Gen:
+    """`qaflow.trial.guard`'s tracer as the fake runs it (`reward_guard DIR VDIR -- COMMAND...`): it takes the key,
+    runs the command and writes the report. Nothing a fake command starts outlives it unseen, so no write is
+    ever another process's."""
+    if len(argv) < 5 or argv[3] != "--":
+        fds.w(2).write(_enc("reward_guard: usage: reward_guard GUARD_DIR VDIR -- COMMAND...\n"))
+        return 125
+    folder = argv[1].rstrip("/")
+    try:
+        key = sh.box.fs.read(f"{folder}/key").decode().strip()
+    except OSError:
+        fds.w(2).write(_enc("reward_guard: cannot open the key\n"))
+        return 125
+    sh.box.fs.remove(f"{folder}/key")
+    code = yield from _in_subshell(sh, argv[4:], fds, extra)
+    sh.box.fs.remove(f"{folder}/report")
+    sh.box.fs.write(f"{folder}/report", _enc(f"key {key}\nkilled 0\nend\n"))
+    return code
 
 
 def _b_exec(sh: _Shell, argv: list[str], fds: _Fds, extra: Mapping[str, str]) -> Gen:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from qaflow.audit.judge import judge
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.runner import DEFAULT_REPEATS, repeats_for
+from qaflow.models.records import FindingCode, Severity
 from qaflow.models.records import FindingCode as C
 
 
@@ -173,3 +174,31 @@ def test_trusted_paths_are_files_the_verifier_copies_into_the_reward(tmp_path):
     )
     task = Task.load(write_task(tmp_path, test_sh=test_sh))
     assert trusted_paths(task) == ["/app/.grading/reward.txt"]
+
+
+def test_an_effect_the_sandbox_failed_to_record_is_infra_error_not_silence():
+    # issue 41, item 2: a container paused while the oracle's effect was listed left the oracle "ok, 1.0" and
+    # every probe built on the effect skipped without a word: the task ended `accepted`
+    from qaflow.audit.effects import Effect
+    from qaflow.audit.judge import effect_lost
+
+    paused = Effect(error="could not list the sandbox after the agent: the sandbox died (paused from outside qaflow)")
+    stalled = Effect(error="listing after the agent failed (timed out)")
+    for effect in (paused, stalled):
+        (finding,) = effect_lost([run("oracle", 1.0, effect=effect)])
+        assert finding.code is FindingCode.INFRA_ERROR and finding.severity is Severity.ERROR
+        assert effect.error is not None and effect.error in finding.message and "did not run" in finding.message
+    task_broke_it = Effect(error="the state folder /tmp/x is gone (did the agent clear /tmp?)")
+    assert effect_lost([run("oracle", 1.0, effect=task_broke_it)]) == []
+    assert effect_lost([run("oracle", 0.0, effect=paused)]) == []  # a failing oracle is judged on its own
+
+
+def test_an_exploit_run_whose_reward_was_forged_is_reward_tamper():
+    from qaflow.audit.exploits import Exploit
+    from qaflow.audit.judge import judge_exploits
+
+    why = "/logs/verifier/reward.txt was written by a process test.sh no longer owned (pid 7: python3 -c x)"
+    forged = run("exploit:planted", None, error_kind="reward_forged", error=why)
+    findings = judge_exploits([run("nop", 0.0)], [forged], [Exploit(name="planted")], "t")
+    assert [f.code for f in findings] == [FindingCode.REWARD_TAMPER]
+    assert "python3 -c x" in findings[0].message

@@ -18,6 +18,7 @@ from qaflow.ledger import Ledger
 from qaflow.models.records import RunKind
 from qaflow.task import tree_hash
 from tests.conftest import TASKS_REPO, require_backend
+from tests.fake_sandbox import Program
 
 TASKS = ["csv-sum", "json-merge"]
 AUDIT = [sys.executable, "-c", "from qaflow.cli import main; main()", "audit"]
@@ -78,3 +79,32 @@ def test_sigkill_mid_audit_then_rerun_loses_and_repeats_nothing(tmp_path: Path):
     audits = json.loads(report.read_text())["tasks"]
     assert {a["verdict"] for a in audits} == {"accepted"}
     assert {name: tree_hash(pool / name) for name in TASKS} == hashes, "the audit modified a task folder"
+
+
+def test_a_run_the_sandbox_failed_is_tried_again_by_the_next_audit(
+    tmp_path: Path, fake_backend: str, fake_programs: dict[str, Program]
+):
+    # issue 41, item 3: a container killed mid-probe left an error row that every rerun reused
+    from qaflow.audit.runner import AuditConfig
+    from qaflow.audit.service import audit_folders
+    from qaflow.errors import SandboxError
+    from qaflow.models.records import FindingCode
+    from qaflow.pool import Pool
+    from tests.taskfactory import write_task
+
+    def killed(box: object, argv: list[str], stdin: bytes, env: dict[str, str], cwd: str) -> tuple[int, bytes, bytes]:
+        raise SandboxError("the container was killed (exit 137)")
+
+    folder = write_task(tmp_path / "pool", "a")  # its verifier runs `cat`
+    config = AuditConfig(backend=fake_backend, repeats=1, exhaustive=False)
+    fake_programs["cat"] = killed
+    with Pool.open(tmp_path / "pool") as pool:
+        (first,) = audit_folders(pool, [folder], config).audits
+    assert FindingCode.INFRA_ERROR in {f.code for f in first.findings}
+    del fake_programs["cat"]
+    with Pool.open(tmp_path / "pool") as pool:
+        batch = audit_folders(pool, [folder], config)
+        (second,) = batch.audits
+        assert second.findings == [], "the cached sandbox errors were reused instead of run again"
+        redone = pool.ledger.results(run_id=batch.run_id)
+        assert redone and all(r.payload["error_kind"] is None for r in redone)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -223,7 +225,7 @@ def test_close_removes_the_container_now_or_in_the_background(docker_backend, ma
 @pytest.mark.docker
 def test_network_only_when_asked(docker_backend, make_spec: SpecFactory):
     with docker_backend.open(make_spec(network=True)) as box:
-        assert _inspect(box)["HostConfig"]["NetworkMode"] == "bridge"
+        assert _inspect(box)["HostConfig"]["NetworkMode"] == "qaflow-public"
     with docker_backend.open(make_spec()) as box:
         assert _inspect(box)["HostConfig"]["NetworkMode"] == "none"
 
@@ -262,7 +264,7 @@ def test_limits_and_labels_are_on_the_container(docker_backend, make_spec: SpecF
         labels = attrs["Config"]["Labels"]
         assert (labels["qaflow.run"], labels["qaflow.task"]) == ("pytest-limits", "docker-backend")
         caps = box.exec("grep CapEff /proc/self/status").stdout.split()[1]
-        assert int(caps, 16) == 0x4FB, "CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID NET_BIND_SERVICE"
+        assert int(caps, 16) == 0xA80425FB, "docker's default set (Harbor's): CHOWN ... SYS_CHROOT ... SETFCAP"
     box.close()
 
 
@@ -434,3 +436,107 @@ def test_build_base_skips_when_present_and_reimports_from_the_cached_tarball(
         assert labels[images.BASE_LABEL].startswith("debootstrap minbase bookworm")
     finally:
         docker_backend.client.api.remove_image(scratch_tag, force=True)
+
+
+@pytest.mark.docker
+def test_a_task_that_chroots_runs_as_under_harbor(tmp_path: Path):
+    # sshd's privilege separation chroots into /run/sshd: a task configuring sshd failed its own tests
+    # under qaflow's reduced capabilities (issue 41, item 7); docker's default set keeps SYS_CHROOT
+    from qaflow.agents import OracleAgent
+    from qaflow.task import Task
+    from qaflow.trial import run_trial
+    from tests.conftest import require_backend
+    from tests.taskfactory import write_task
+
+    require_backend("docker")
+    solve = (
+        "#!/bin/bash\nmkdir -p /run/sshd\n"
+        "if chroot / /bin/true 2>/tmp/err; then\n"
+        "  echo done > /app/out.txt\nelse cat /tmp/err; fi\n"
+    )
+    task = Task.load(write_task(tmp_path, name="chroot", solve_sh=solve))
+    result = run_trial(task, OracleAgent(), backend="docker")
+    assert result.error is None, result.error
+    assert result.reward == 1.0, result.agent_exec
+
+
+@pytest.mark.docker
+def test_tasks_with_network_cannot_reach_each_others_containers(docker_backend, make_spec: SpecFactory):
+    # issue 41, item 6: on docker's default bridge (inter-container traffic on) one task's container
+    # reached another's server; each now joins qaflow's own bridge with that traffic off
+    serve = "cd /tmp && nohup python3 -m http.server 8731 >/dev/null 2>&1 &"
+    fetch = (
+        "python3 -c \"import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=3); print('REACHED')\" "
+        "{url} 2>&1 | tail -1"
+    )
+    with docker_backend.open(make_spec(network=True)) as server, docker_backend.open(make_spec(network=True)) as other:
+        server.exec(serve)
+        address = next(iter(_inspect(server)["NetworkSettings"]["Networks"].values()))["IPAddress"]
+        local = server.exec("sleep 1; " + fetch.format(url="http://127.0.0.1:8731/"), timeout=30)
+        assert "REACHED" in local.stdout, local  # the server is up, on its own container's side
+        across = other.exec(fetch.format(url=f"http://{address}:8731/"), timeout=30)
+        assert "REACHED" not in across.stdout, "one task's container reached another's server"
+        for box in (server, other):
+            assert _inspect(box)["HostConfig"]["NetworkMode"] == "qaflow-public"
+
+
+@pytest.mark.docker
+def test_a_builds_run_steps_are_confined_like_the_sandbox(docker_backend, make_spec: SpecFactory):
+    # issue 41, item 6: RUN steps (attacker-controlled) ran without memory, cpu or file-size limits, on
+    # docker's default bridge beside every other container
+    facts = (
+        "cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null | head -1; "
+        "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || cut -d' ' -f1 /sys/fs/cgroup/cpu.max; "
+        "ulimit -f; grep -c 127.0.0.11 /etc/resolv.conf || true"
+    )
+    dockerfile = f"FROM python:3.11-slim\nRUN ({facts}) > /build-facts; echo {uuid.uuid4().hex}\n"
+    spec = make_spec(dockerfile, limits=Limits(memory_mb=300, cpus=0.5, file_size_mb=64))
+    with docker_backend.open(spec) as box:
+        memory, quota, fsize, user_network = box.get("/build-facts").decode().split()
+    assert int(memory) == 300 * 1024 * 1024
+    assert int(quota) == 50_000
+    assert int(fsize) == 64 * 1024 * 1024 // 512
+    assert user_network == "1", "the build ran on docker's default bridge, not qaflow's isolated network"
+
+
+@pytest.mark.docker
+def test_a_container_paused_under_a_command_is_the_sandboxs_failure(docker_backend, make_spec: SpecFactory):
+    # issue 41, item 2: `docker pause` during a command waited out its timeout, the kill failed (409 paused)
+    # and the container was restarted behind the trial's back
+    import threading
+
+    import docker.errors
+
+    with docker_backend.open(make_spec()) as box:
+        box.exec("true")
+        pauser = threading.Timer(1.0, lambda: box.client.api.pause(box.id))
+        pauser.start()
+        started = time.monotonic()
+        try:
+            result = box.exec("sleep 20; echo finished", timeout=15)
+        finally:
+            pauser.join()
+            with contextlib.suppress(docker.errors.APIError):
+                box.client.api.unpause(box.id)
+    assert time.monotonic() - started < 10, "the paused command waited for its timeout"
+    assert result.sandbox_died and not result.timed_out, result
+    assert "paused from outside qaflow" in result.stderr and "finished" not in result.stdout
+
+
+@pytest.mark.docker
+def test_a_build_gets_network_only_where_it_needs_it(docker_backend, make_spec: SpecFactory):
+    # issue 41, item 6: no step downloads -> built without network; a step that fails without network (a
+    # need the pattern misses) -> built again with it, so a correct task never fails for it
+    nonce = uuid.uuid4().hex
+    plain = make_spec(f"FROM python:3.11-slim\nRUN ls /sys/class/net > /ifaces; echo {nonce}\n",
+                      build_network=False, build_network_guessed=True)  # fmt: skip
+    with docker_backend.open(plain) as box:
+        assert box.get("/ifaces").decode().split() == ["lo"]
+    needs = "RUN ls /sys/class/net > /ifaces && grep -qv '^lo$' /ifaces"
+    hidden = make_spec(
+        f"FROM python:3.11-slim\n{needs} && echo {nonce}\n", build_network=False, build_network_guessed=True
+    )
+    ref = docker_backend.build(hidden)
+    assert not ref.endswith("-offline"), ref
+    with docker_backend.open(hidden) as box:
+        assert "lo" in box.get("/ifaces").decode().split() and len(box.get("/ifaces").decode().split()) > 1

@@ -432,3 +432,51 @@ def test_rollout_tallies_count_passes_as_the_pass_table_does_and_errors_apart(tm
     assert (tally.graded, tally.passed, tally.errors) == (3, 1, 2)  # a timed-out full reward is no pass
     (row,) = pass_table(records_to_frame(records)).iter_rows(named=True)
     assert (row["attempts"], row["passes"], row["errors"]) == (tally.graded, tally.passed, tally.errors)
+
+
+@pytest.mark.parametrize("lost", ["empty", "missing"])
+def test_a_lost_ledger_beside_its_write_ahead_log_is_refused_not_recreated(tmp_path: Path, lost: str) -> None:
+    path = tmp_path / "ledger.sqlite"
+    keep = sqlite3.connect(path)  # an open connection keeps the write-ahead log beside the file
+    Ledger(path).close()
+    keep.execute("PRAGMA journal_mode = WAL")
+    keep.execute("INSERT INTO meta(key, value) VALUES ('history', 'x')")
+    keep.commit()
+    wal = tmp_path / "ledger.sqlite-wal"
+    assert wal.stat().st_size > 0
+    if lost == "empty":
+        path.write_bytes(b"")
+    else:
+        path.unlink()
+    with pytest.raises(LedgerError) as info:
+        Ledger(path)
+    assert info.value.path == path
+    assert f"is {lost} but its write-ahead log ledger.sqlite-wal holds" in info.value.reason
+    assert wal.stat().st_size > 0 and (lost == "empty") == path.exists(), "the refusal changed the files"
+    keep.close()
+
+
+def test_a_full_disk_names_the_ledger(ledger: Ledger) -> None:
+    ledger.add_version(version("a"))
+    with ledger.run(RunKind.AUDIT) as run:
+        pass
+    pages = ledger._writer.execute("PRAGMA page_count").fetchone()[0]
+    ledger._writer.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own SQLITE_FULL, as on a full disk
+    with pytest.raises(LedgerError) as info:
+        for n in range(200):
+            ledger.add_finding(
+                Finding(task_version=vid("a"), run_id=run.run_id, code=FindingCode.LINT, severity=Severity.WARNING,
+                        message="x" * 4000 + str(n))
+            )  # fmt: skip
+    assert info.value.path == ledger.path
+    assert "database or disk is full" in str(info.value) and str(ledger.path) in str(info.value)
+
+
+def test_findings_and_verdict_are_one_transaction(ledger: Ledger) -> None:
+    ledger.add_version(version("a", status=VersionStatus.INVALID))
+    with ledger.run(RunKind.AUDIT) as run:
+        finding = Finding(task_version=vid("a"), run_id=run.run_id, code=FindingCode.FLAKY, severity=Severity.ERROR,
+                          message="m")  # fmt: skip
+        with pytest.raises(LedgerError):
+            ledger.record_audit(vid("a"), [finding], clean=False, reason="audit: flaky", run_id=run.run_id)
+    assert ledger.findings() == [], "findings stayed without their verdict"

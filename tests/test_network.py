@@ -22,6 +22,7 @@ from qaflow.audit.runner import AuditConfig
 from qaflow.cli import app
 from qaflow.errors import BuildError, UnsupportedError
 from qaflow.sandbox import SandboxSpec
+from qaflow.sandbox.build_network import build_network_need
 from qaflow.sandbox.bwrap import sandbox as bwrap_sandbox
 from qaflow.sandbox.docker.backend import host_config_args
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, spec_for_task
@@ -81,13 +82,36 @@ def test_harbor_defaults_network_unless_no_network(toml: str, agent: bool, verif
     assert (config.agent_network(), config.verifier_network()) == (agent, verifier)
 
 
-def test_undeclared_task_gets_network_at_build_and_run_time(tmp_path: Path):
-    spec = spec_for_task(_task(tmp_path), network=TASK)
+def test_undeclared_task_gets_network_at_run_time_and_at_build_time_where_a_step_downloads(tmp_path: Path):
+    installs = "FROM python:3.11-slim\nRUN apt-get update && \\\n    apt-get install -y curl\nWORKDIR /app\n"
+    spec = spec_for_task(_task(tmp_path, dockerfile=installs), network=TASK)
     assert (spec.network, spec.build_network, spec.runtime_network) == (True, True, True)
-    assert host_config_args(spec, 1.0, storage=False)["network_mode"] == "bridge"
-    quiet = spec_for_task(_task(tmp_path, '\n[environment]\nnetwork_mode = "no-network"\n'), network=TASK)
+    assert not spec.build_network_guessed
+    assert host_config_args(spec, 1.0, storage=False)["network_mode"] == "qaflow-public"  # isolated per container
+    quiet = spec_for_task(_task(tmp_path, '\n[environment]\nnetwork_mode = "no-network"\n', dockerfile=installs))
     assert (quiet.runtime_network, quiet.build_network) == (False, True)
     assert host_config_args(quiet, 1.0, storage=False)["network_mode"] == "none"
+    plain = spec_for_task(_task(tmp_path), network=TASK)  # no step downloads: built without, retried with
+    assert (plain.runtime_network, plain.build_network, plain.build_network_guessed) == (True, False, True)
+    declared = spec_for_task(_task(tmp_path, '\n[environment]\nnetwork_mode = "public"\n'), network=TASK)
+    assert (declared.build_network, declared.build_network_guessed) == (True, False)
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "need"),
+    [
+        ("FROM x\nRUN pip install --no-cache-dir requests==2.32.3\n", "line 2: RUN pip install"),
+        ("FROM x\nRUN echo hi\nADD https://example.org/a.tgz /a\n", "line 3: ADD https://example.org/a.tgz /a"),
+        ("FROM x\nRUN python3 -m pip install x\n", "line 2: RUN python3 -m pip install x"),
+        ("FROM x\nRUN mkdir -p /app && echo pipeline > /app/notes\nCOPY . /app\n", None),
+        ("FROM x\n# RUN apt-get install\nRUN true\n", None),
+    ],
+)
+def test_which_builds_need_network(tmp_path: Path, dockerfile: str, need: str | None):
+    path = tmp_path / "Dockerfile"
+    path.write_text(dockerfile)
+    found = build_network_need(path)
+    assert found is None if need is None else (found or "").startswith(need), found
 
 
 def test_network_none_forces_every_sandbox_off_and_offline_only_the_build(tmp_path: Path):
@@ -316,14 +340,14 @@ def test_docker_runtime_network_follows_the_task_and_none_forces_it_off(tmp_path
     task = _task(tmp_path)
     backend = DockerBackend()
     for spec, mode in [
-        (spec_for_task(task, network=TASK), "bridge"),
+        (spec_for_task(task, network=TASK), "qaflow-public"),
         (spec_for_task(task, network=NONE), "none"),
         (spec_for_task(task, network=NONE).model_copy(update={"network": True}), "none"),
     ]:
         with backend.open(spec) as box:
             assert box.client.api.inspect_container(box.id)["HostConfig"]["NetworkMode"] == mode
             ifaces = box.exec(IFACES).stdout.split()
-            assert ("eth0" in ifaces) is (mode == "bridge") and "lo" in ifaces
+            assert ("eth0" in ifaces) is (mode == "qaflow-public") and "lo" in ifaces
 
 
 @pytest.mark.docker

@@ -143,3 +143,40 @@ def test_a_second_audit_is_refused_without_reaping_the_live_one_then_runs_after(
     with Pool.open(root) as pool:
         runs = pool.ledger.runs()
         assert len(runs) == 2 and all(r.ended_at is not None for r in runs)
+
+
+def _ledger_rows(root: Path) -> tuple[list[object], list[object], list[object], list[object]]:
+    with Pool.open(root) as pool:
+        ledger = pool.ledger
+        return ledger.versions(), ledger.status_log(), ledger.heads(), ledger.runs()
+
+
+def test_a_refused_audit_writes_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "pool"
+    write_task(root, "a")
+    with Pool.open(root) as pool:
+        pool.scan()
+    before = _ledger_rows(root)
+    write_task(root, "b")  # a new task and an edited one: a scan would record both
+    (root / "a" / "instruction.md").write_text("Write `done` to /app/out.txt, now.\n")
+    proc, _, release = hold(root, tmp_path)
+    try:
+        out = CliRunner().invoke(app, ["audit", str(root), "--backend", "bwrap", "--repeats", "1"])
+        assert out.exit_code == 2, out.output
+        assert "another qaflow run holds this pool" in out.output
+        versions, statuses, heads, runs = _ledger_rows(root)
+        assert (versions, statuses, heads) == before[:3], "the refused audit scanned the pool"
+        assert len(runs) == 1
+    finally:
+        release.touch()
+        proc.wait(timeout=60)
+
+
+def test_an_audit_with_an_unknown_backend_records_no_run(tmp_path: Path) -> None:
+    root = tmp_path / "pool"
+    write_task(root, "a")
+    out = CliRunner().invoke(app, ["audit", str(root), "--backend", "nosuch", "--repeats", "1"])
+    assert out.exit_code == 2, out.output
+    assert "nosuch" in out.output and "Traceback" not in out.output
+    with Pool.open(root) as pool:
+        assert pool.ledger.runs() == [] and pool.ledger.versions() == []

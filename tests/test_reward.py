@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from qaflow.errors import RewardError
-from qaflow.reward import read_reward
+from qaflow.reward import in_range, read_reward
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -56,3 +56,21 @@ def test_malformed_rewards_are_errors(tmp_path: Path, name: str, text: str, need
 def test_missing_reward_is_an_error(tmp_path: Path):
     with pytest.raises(RewardError, match="wrote no"):
         read_reward(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "shown"),
+    [
+        ("reward.txt", "1e308", "reward.txt: 1e+308 is outside [0, 1]"),
+        ("reward.txt", "-5", "reward.txt: -5.0 is outside [0, 1]"),
+        ("reward.txt", "1.0000001", "reward.txt: 1.0000001 is outside [0, 1]"),
+        ("reward.json", '{"reward": 1, "style": 2}', "reward.json['style']: 2.0 is outside [0, 1]"),
+    ],
+)
+def test_a_reward_outside_0_1_is_an_error_naming_the_value(tmp_path: Path, name: str, text: str, shown: str):
+    reward = read_reward(write(tmp_path, name, text))  # parsed as given: the range is the trial's check
+    with pytest.raises(RewardError) as err:
+        in_range(reward)
+    assert str(err.value) == shown
+    (tmp_path / "ok").mkdir()
+    assert in_range(read_reward(write(tmp_path / "ok", "reward.txt", "0.5"))).value == 0.5

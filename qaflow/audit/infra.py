@@ -234,3 +234,10 @@ def stand_in_sign(log: str) -> InfraEvidence | None:
                 if pattern.search(line):
                     return InfraEvidence(kind="stand_in", match=_short(line), why=why)
     return None
+
+
+def sandbox_failed(error_kind: str | None, error: str, outputs: str) -> bool:
+    """Whether a run failed because its sandbox did (an error of kind `sandbox`/`unsupported`, or a command
+    the sandbox died under): an infrastructure fault, which the next audit tries again instead of reusing."""
+    evidence = classify(outputs, error_kind=error_kind, error=error)
+    return evidence is not None and evidence.kind == "sandbox"

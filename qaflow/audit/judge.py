@@ -16,6 +16,8 @@ Rules (N repeats each of nop and oracle):
 - nop gets full reward in every run: `false_pass`;
 - nop or oracle outcomes disagree across repeats: `flaky`, with the observed pass rate;
 - the verifier leaves no reward on a failing run (nop or a mutant): `reward_tamper`;
+- a process the verifier no longer owned wrote the reward (trial error `reward_forged`, any probe): `reward_tamper`
+  naming the writer's command line; such runs are left out of the other rules (they say nothing of the verifier);
 - a planted reward survives a verifier run that should fail (tamper probe): `reward_tamper`;
 - a mutant (wrong solution derived from the oracle's effect) gets full reward while the oracle
   does: `weak_verifier`, also next to `false_pass` (a verifier can pass the untouched
@@ -24,6 +26,7 @@ Rules (N repeats each of nop and oracle):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +37,8 @@ from qaflow.models.audit import AuditFinding
 from qaflow.models.probe_key import ProbeKind, name_of
 from qaflow.models.records import FindingCode, Severity
 
+REWARD_FORGED = "reward_forged"
+"""`ErrorKind.REWARD_FORGED`: a process test.sh no longer owned wrote the reward (`qaflow.trial.guard`)."""
 SETUP_FAILED = "setup_failed"
 """`ErrorKind.SETUP`: the environment did not come up (a healthcheck or a step's setup.sh failed)."""
 
@@ -103,6 +108,11 @@ def judge(
             )
         ]
     findings: list[AuditFinding] = []
+    forged = [r for r in [*nop, *oracle, *mutants, *([tamper] if tamper else [])] if r.error_kind == REWARD_FORGED]
+    if forged:
+        findings.append(_forged(forged))
+        nop, oracle = [r for r in nop if r not in forged], [r for r in oracle if r not in forged]
+        mutants = [r for r in mutants if r not in forged]
     infra = [e for e in (_infra_of(r) for r in [*oracle, *nop]) if e is not None]
     infra_probes = {e["probe"] for e in infra}
     if infra:
@@ -213,6 +223,18 @@ def judge(
     return findings
 
 
+def _forged(runs: Sequence[ProbeRun]) -> AuditFinding:
+    run = runs[0]
+    return AuditFinding(
+        code=FindingCode.REWARD_TAMPER,
+        message=(
+            f"in the {run.probe} run, {run.error}: code the verifier ran left a process behind that wrote the reward; "
+            "keep the verifier from running or importing files the agent can write"
+        ),
+        evidence={"runs": [r.brief() for r in runs[:3]], "probes": sorted({r.probe for r in runs})},
+    )
+
+
 def _flaky(probe: str, runs: Sequence[ProbeRun]) -> AuditFinding:
     rate = _rate(runs)
     return AuditFinding(
@@ -257,16 +279,20 @@ def judge_exploits(
     nop: Sequence[ProbeRun], runs: Sequence[ProbeRun], exploits: Sequence[Exploit], task: str
 ) -> list[AuditFinding]:
     """One `reward_tamper` for the exploits that got full reward on the untouched environment (none when
-    the untouched environment passes as is: that is `false_pass`, already reported)."""
+    the untouched environment passes as is: that is `false_pass`, already reported), and one for exploit
+    runs whose reward a process the verifier no longer owned wrote (`reward_forged`)."""
+    forged = [r for r in runs if r.error_kind == REWARD_FORGED]
+    found = [_forged(forged)] if forged else []
     if nop and all(r.full for r in nop):
-        return []
+        return found
     won = [(e, r) for e, r in zip(exploits, runs, strict=True) if r.full]
     if not won:
-        return []
+        return found
     first = won[0][0]
     files = [p.path for p in first.plants]
     shown = ", ".join(files[:4]) + (" …" if len(files) > 4 else "")
     return [
+        *found,
         AuditFinding(
             code=FindingCode.REWARD_TAMPER,
             message=(
@@ -288,5 +314,31 @@ def judge_exploits(
                 ],
                 "tried": [e.name for e in exploits],
             },
+        ),
+    ]
+
+
+_EFFECT_LOST = re.compile(r"could not list the sandbox|timed out|sandbox died|paused from outside")
+"""How an effect recording the sandbox failed reads (`qaflow.audit.effects`), not one the task's own files broke."""
+
+
+def effect_lost(oracle: Sequence[ProbeRun]) -> list[AuditFinding]:
+    """`infra_error` when a clean oracle run's effect could not be recorded because its sandbox failed (a
+    paused, killed or stalled container): the probes built on that effect (mutants, code mutants, the
+    battery's effect-based probes) did not run, so the task is never `accepted` on what is left. The run is
+    tried again by the next audit."""
+    errors = [r.effect.error for r in oracle if r.full and r.effect is not None and r.effect.error]
+    lost = [e for e in errors if _EFFECT_LOST.search(e)]
+    if not lost:
+        return []
+    error = lost[0]
+    return [
+        AuditFinding(
+            code=FindingCode.INFRA_ERROR,
+            message=(
+                f"the oracle's effect could not be recorded ({error}): the probes that need it (mutants, code "
+                "mutants, effect-based exploits) did not run; rerun the audit"
+            ),
+            evidence={"kind": "sandbox", "line": error, "phase": "effect", "not_run": ["mutants", "code mutants"]},
         )
     ]

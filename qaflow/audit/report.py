@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from qaflow.atomic_file import write_text_atomic
 from qaflow.models.audit import (
     AuditFinding,
     AuditReport,
@@ -303,4 +304,4 @@ def write_html(path: Path, report: AuditReport) -> None:
         stand_ins=stand_in_note(audits),
         json_dumps=lambda v: json.dumps(v, indent=2, default=str),
     )
-    path.write_text(html, encoding="utf-8")
+    write_text_atomic(path, html)

@@ -27,6 +27,8 @@ from typing import Any
 
 from qaflow import interrupts
 from qaflow.audit.config import DEFAULT_REPEATS, AuditConfig, ProgressFn, repeats_for
+from qaflow.audit.infra import sandbox_failed
+from qaflow.audit.judge import effect_lost
 from qaflow.audit.lint import lint_task
 from qaflow.audit.probe_run import ProbeRun, recorded_network
 from qaflow.audit.probes.build import build_finding
@@ -302,8 +304,10 @@ class Auditor:
                 key = ResultKey(task_version=task.version, probe=request.probe, attempt=request.attempt)
                 cached = self.ledger.get_result(key)
                 if cached is not None and cached.backend == backend and self._same_network(cached.payload):
-                    runs[i] = ProbeRun.model_validate(cached.payload)
-                    continue
+                    known = ProbeRun.model_validate(cached.payload)
+                    if not _failed_sandbox(known):
+                        runs[i] = known
+                        continue
             work = Work(trial_item, (shared, request, context), resources, record=lambda r: self._put_run(task, r))
             works.append(work)
             where.append(i)
@@ -358,24 +362,28 @@ class Auditor:
     def _record(self, task: Task, audit: TaskAudit) -> None:
         if self.ledger.get_version(task.version) is None:
             return
-        for f in audit.findings:
-            self.ledger.add_finding(
-                Finding(
-                    task_version=task.version,
-                    run_id=self.run_id,
-                    code=f.code,
-                    severity=f.severity,
-                    message=f.message,
-                    evidence=f.evidence,
-                )
-            )
+        findings = [
+            Finding(task_version=task.version, run_id=self.run_id, code=f.code, severity=f.severity,
+                    message=f.message, evidence=f.evidence)
+            for f in audit.findings
+        ]  # fmt: skip
         codes = sorted({f.code.value for f in audit.findings if f.severity is Severity.ERROR})
-        self.ledger.record_verdict(
+        self.ledger.record_audit(
             task.version,
+            findings,
             clean=audit.verdict is Verdict.ACCEPTED,
             reason="audit: " + (", ".join(codes) or "clean"),
             run_id=self.run_id,
         )
+
+
+def _failed_sandbox(run: ProbeRun) -> bool:
+    """Whether a recorded trial's sandbox failed it (or lost the oracle's effect): it is run again, as rollouts
+    redo infrastructure errors, instead of reused."""
+    if run.effect is not None and effect_lost([run]):
+        return True
+    outputs = f"{run.agent_output}\n{run.verifier_output}"
+    return not run.full and sandbox_failed(run.error_kind, run.error or "", outputs)
 
 
 def _rel(path: Path, folder: Path) -> str:

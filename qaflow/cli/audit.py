@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 
 from qaflow.audit.report import build_report, print_summary, to_json, write_html
 from qaflow.audit.runner import DEFAULT_REPEATS, AuditConfig
-from qaflow.audit.service import audit_folders
+from qaflow.audit.service import audit_folders, check_backend_name
 from qaflow.cli.options import (
     AddressOpt,
     BackendOpt,
@@ -29,9 +32,9 @@ from qaflow.cli.runs import reaped_notice
 from qaflow.errors import SandboxUnavailableError
 from qaflow.executors import ExecutorError, executor_from_options
 from qaflow.interrupts import Interrupted, stop_on_signals
-from qaflow.ledger.lock import PoolBusyError
+from qaflow.ledger.lock import PoolBusyError, run_lock
 from qaflow.models.audit import AuditReport, TaskAudit
-from qaflow.models.records import VersionStatus
+from qaflow.models.records import RunKind, VersionStatus
 from qaflow.pool import Pool, ScanOutcome
 from qaflow.sandbox.spec import RuntimeNetwork
 from qaflow.task import find_task_dirs
@@ -39,6 +42,17 @@ from qaflow.task import find_task_dirs
 
 def register(app: typer.Typer) -> None:
     app.command("audit")(audit)
+
+
+@contextmanager
+def _locked(pool: Pool, console: Console) -> Iterator[None]:
+    """The pool's run lock, held before anything is written (the scan included); refused: exit 2."""
+    try:
+        with run_lock(pool.ledger.path, RunKind.AUDIT.value):
+            yield
+    except PoolBusyError as e:
+        console.print(f"[red]error:[/red] {escape(str(e))}")
+        raise typer.Exit(2) from e
 
 
 def _pools(paths: list[Path]) -> dict[Path, list[Path]]:
@@ -138,9 +152,14 @@ def audit(
     run_ids: list[str] = []
     chosen = sandbox
     stopped: Interrupted | None = None
+    try:
+        check_backend_name(backend)
+    except SandboxUnavailableError as e:
+        console.print(f"[red]error:[/red] {escape(str(e))}")
+        raise typer.Exit(2) from e
     with stop_on_signals():
         for root, folders in groups.items():
-            with Pool.open(root) as pool:
+            with Pool.open(root) as pool, _locked(pool, console):
                 scan = pool.scan()
                 for line in scan.duplicate_warnings():
                     console.print(f"[yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)

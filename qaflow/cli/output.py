@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from qaflow.atomic_file import write_text_atomic
+
 USAGE_ERROR = 2
 """Exit status for a usage error (bad arguments, missing pool); click uses the same."""
 
@@ -52,13 +54,14 @@ def emit_json(value: BaseModel | list[Any] | dict[str, Any], to: str | None = "-
 
 
 def write_json_text(text: str, to: str | None = "-") -> None:
-    """`text` (JSON already serialised) on stdout (`to` `-` or None) or into the file `to`."""
+    """`text` (JSON already serialised) on stdout (`to` `-` or None) or into the file `to`, whole or not at
+    all (a temporary file beside it, then a rename)."""
     if to is None or to == "-":
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
         return
     try:
-        Path(to).write_text(text + "\n", encoding="utf-8")
+        write_text_atomic(Path(to), text + "\n")
     except OSError as e:
         usage_error(f"{to}: cannot write the JSON ({e.strerror or e})")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import threading
@@ -46,6 +47,29 @@ def storage_hint(path: Path) -> str:
     return ""
 
 
+_STORAGE_FAULT = re.compile(r"disk is full|disk I/O error|readonly database|unable to open database")
+"""SQLite's messages for a write the storage refused (they name no file; `LedgerError` adds it)."""
+
+
+def _refuse_lost_ledger(path: Path) -> None:
+    """Raises LedgerError when the ledger file is missing or empty but its write-ahead log holds data:
+    the ledger was truncated or deleted, and opening it would start an empty one over its history."""
+    wal = path.with_name(path.name + "-wal")
+    try:
+        size = path.stat().st_size if path.exists() else 0
+        wal_size = wal.stat().st_size if wal.exists() else 0
+    except OSError:
+        return
+    if size == 0 and wal_size > 0:
+        state = "is empty" if path.exists() else "is missing"
+        raise LedgerError(
+            path,
+            f"the ledger {state} but its write-ahead log {wal.name} holds {wal_size} bytes: the ledger was "
+            "truncated or deleted, and opening it would start an empty one; restore it from a backup (or, to "
+            "start over, remove the -wal and -shm files too)",
+        )
+
+
 def where(**equals: str | None) -> tuple[str, list[str]]:
     """(` WHERE col = ? AND ...`, args) for the column filters given; a None value filters nothing.
     Column names come from the caller's keywords, never from input."""
@@ -78,6 +102,7 @@ class LedgerDB:
         self._write_depth = 0
         self._write_owner: int | None = None
         self._closed = False
+        _refuse_lost_ledger(self.path)
         self._writer = self._connect()
         self._migrate()
 
@@ -127,11 +152,13 @@ class LedgerDB:
             self._write_depth, self._write_owner = 1, threading.get_ident()
             try:
                 yield self._writer
-            except BaseException:
-                self._writer.execute("ROLLBACK")
-                raise
-            else:
                 self._writer.execute("COMMIT")
+            except BaseException as e:
+                if self._writer.in_transaction:
+                    self._writer.execute("ROLLBACK")
+                if isinstance(e, sqlite3.OperationalError) and _STORAGE_FAULT.search(str(e)):
+                    raise LedgerError(self.path, f"cannot write: {e}{storage_hint(self.path)}") from e
+                raise
             finally:
                 self._write_depth, self._write_owner = 0, None
 

@@ -14,7 +14,7 @@ import json
 import socket
 import sqlite3
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -191,6 +191,20 @@ class Ledger(RolloutLedger, LedgerDB):
             raise LedgerError(self.path, f"unknown task version {version[:12]}")
         status = status_after_audit(current, clean)
         return self.set_status(version, status, by=StatusWriter.AUDIT, reason=reason, run_id=run_id)
+
+    def record_audit(
+        self, version: str, findings: Sequence[Finding], *, clean: bool, reason: str, run_id: str | None = None
+    ) -> TaskVersion:
+        """An audit's `findings` on `version` and its verdict (`record_verdict`) in one transaction: a process
+        killed between them, or a verdict refused, leaves neither.
+
+        Raises:
+            LedgerError: as `record_verdict` (nothing is recorded then).
+        """
+        with self.transaction():
+            for finding in findings:
+                self.add_finding(finding)
+            return self.record_verdict(version, clean=clean, reason=reason, run_id=run_id)
 
     def _log_status(
         self,

@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from qaflow.errors import BuildError, RewardError, SandboxError, TaskError, UnsupportedError
+from qaflow.errors import BuildError, RewardError, RewardForgedError, SandboxError, TaskError, UnsupportedError
 
 
 class ExecResult(BaseModel):
@@ -47,6 +47,8 @@ class ExitStatus(StrEnum):
 class ErrorKind(StrEnum):
     BUILD = "build_failed"
     REWARD = "reward_missing"
+    REWARD_FORGED = "reward_forged"
+    """A process other than the verifier's own wrote the reward, or the reward guard cannot tell."""
     UNSUPPORTED = "unsupported"
     SANDBOX = "sandbox"
     TASK = "invalid_task"
@@ -74,6 +76,7 @@ class ErrorInfo(BaseModel):
             (UnsupportedError, ErrorKind.UNSUPPORTED),
             (SandboxError, ErrorKind.SANDBOX),
             (RewardError, ErrorKind.REWARD),
+            (RewardForgedError, ErrorKind.REWARD_FORGED),
             (TaskError, ErrorKind.TASK),
         ]
         kind = next((k for t, k in kinds if isinstance(exc, t)), ErrorKind.INTERNAL)

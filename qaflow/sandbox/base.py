@@ -69,6 +69,11 @@ class SandboxSpec(BaseModel):
     docker_image: str | None = Field(None, description="Prebuilt image named by task.toml, used instead of a build")
     network: bool = Field(False, description="Network at run time (`spec_for_task`: unless the task says no-network)")
     build_network: bool = Field(True, description="Network for the build's RUN steps; off in offline runs")
+    build_network_guessed: bool = Field(
+        False,
+        description="`build_network` is off only because no step looked like a download "
+        "(`qaflow.sandbox.build_network`): a build that fails without network is built again with it",
+    )
     network_declared: bool = Field(
         False,
         description="The task itself declared `public` (not Harbor's default): bwrap, which can only share "

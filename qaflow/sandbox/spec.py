@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from qaflow.errors import TaskError, UnsupportedError
 from qaflow.sandbox.base import Limits, Runtime, SandboxSpec, parse_runtime
+from qaflow.sandbox.build_network import build_network_need
 from qaflow.task import NetworkMode, Task
 
 OFFLINE_ENV = "QAFLOW_OFFLINE"
@@ -135,13 +136,15 @@ def spec_for_task(
         limits.memory_mb = int(env_cfg.memory_mb)
     if env_cfg.storage_mb:
         limits.storage_mb = int(env_cfg.storage_mb)
+    needs_network = task.config.declares_public_network() or build_network_need(task.dockerfile) is not None
     return SandboxSpec(
         name=task.name,
         context_dir=task.environment_dir,
         env_hash=task.env_hash,
         docker_image=env_cfg.docker_image if not task.dockerfile.is_file() else None,
         network=task.config.agent_network() and not forced_off,
-        build_network=not run.offline,
+        build_network=not run.offline and needs_network,
+        build_network_guessed=not run.offline and not needs_network,
         network_declared=task.config.declares_public_network(),
         network_forced_off=forced_off,
         env=dict(env_cfg.env),

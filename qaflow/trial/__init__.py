@@ -2,8 +2,9 @@
 
 1. a fresh sandbox from the task image; 2. the agent phase; 3. the verifier phase: remove whatever
 the agent put at /tests and in /logs/verifier, upload tests/, run test.sh under the verifier
-timeout; 4. kill every process still running (nothing may write after test.sh ends), then read the
-reward (reward.json first, else reward.txt). A trial always returns a `TrialResult`: failures
+timeout and the reward guard (`qaflow.trial.guard`); 4. kill every process still running (nothing
+may write after test.sh ends), check that only test.sh's own processes wrote the reward (else
+`reward_forged`), then read it (reward.json first, else reward.txt). A trial always returns a `TrialResult`: failures
 become data with their type, message and traceback, never a silent reward.
 
 Processes the agent phase left running (servers a task asks for) stay alive and reachable by the

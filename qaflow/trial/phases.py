@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from collections.abc import Sequence
@@ -12,11 +13,12 @@ from pydantic import BaseModel, Field
 from qaflow.agents.base import Agent
 from qaflow.errors import SandboxError, TaskError, UnsupportedError
 from qaflow.healthcheck import wait_healthy
-from qaflow.models.trial import ExitStatus, PhaseResult, VerifierSandbox
-from qaflow.reward import REWARD_FILES, Reward, reward_from_file
+from qaflow.models.trial import ExecResult, ExitStatus, PhaseResult, VerifierSandbox
+from qaflow.reward import REWARD_FILES, Reward, in_range, reward_from_file
 from qaflow.sandbox import open_sandbox
 from qaflow.sandbox.base import Sandbox, SandboxSpec
 from qaflow.task import Task, VerifierEnvironmentMode, tree_hash
+from qaflow.trial.guard import GUARD_DIR, GUARD_FAILED, REPORT, GuardKit, GuardReport
 
 TESTS_DIR = "/tests"
 VERIFIER_LOGS = "/logs/verifier"
@@ -92,7 +94,7 @@ def verifier_phase(
         result.strays_killed["agent"] = box.kill_strays()
         _verify_separately(box, spec, plan, result, backend)
         return
-    paths = [TESTS_DIR, VERIFIER_LOGS] if clear else [TESTS_DIR]
+    paths = [TESTS_DIR, VERIFIER_LOGS, GUARD_DIR] if clear else [TESTS_DIR, GUARD_DIR]
     running = _verify(box, plan, result, clear=clear, settle=paths)
     result.services_left = running
     if not running:
@@ -116,45 +118,65 @@ def verifier_phase(
 def _verify(
     box: Sandbox, plan: VerifierPlan, result: PhaseResult, *, clear: bool = True, settle: Sequence[str] | None = None
 ) -> int:
-    """Upload the plan's tests, run test.sh in `box` and read its reward; return 0.
+    """Upload the plan's tests, run test.sh in `box` under the reward guard and read its reward; return 0.
 
-    The caller has emptied /tests (and /logs/verifier unless `clear` is False) and nothing of the
-    agent runs in `box`; or it passes those paths as `settle`, and then, when processes still run in
-    `box`, nothing is done and their count is returned (`Sandbox.exec_when_settled`). Whatever test.sh
-    leaves running is killed the moment it ends, before the reward is read: nothing writes
-    /logs/verifier after the verifier.
+    The caller has emptied /tests and `GUARD_DIR` (and /logs/verifier unless `clear` is False) and
+    nothing of the agent runs in `box`; or it passes those paths as `settle`, and then, when processes
+    still run in `box`, nothing is done and their count is returned (`Sandbox.exec_when_settled`).
+    Whatever test.sh leaves running is killed the moment it ends, before the reward is read, and a
+    reward that a process test.sh no longer owned wrote is `RewardForgedError` (`qaflow.trial.guard`).
     """
     t0 = time.perf_counter()
     prepare = f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS}" if clear else f"mkdir -p {VERIFIER_LOGS}"
-    script = f"{prepare} && exec bash {TESTS_DIR}/test.sh"
-    if settle is not None:
-        uploads = [(TESTS_DIR, folder) for folder in plan.tests]
-        ran = box.exec_when_settled(
-            script, clear=settle, uploads=uploads, timeout=plan.timeout_sec, env=plan.env, user=plan.user
-        )
-        if isinstance(ran, int):
-            return ran
-        result.verifier_exec = ran
-    else:
-        for folder in plan.tests:
-            box.put(TESTS_DIR, folder)
-        result.verifier_exec = box.exec(
-            script,
-            timeout=plan.timeout_sec,
-            env=plan.env,
-            user=plan.user,
-            kill_strays_after=True,
-        )
-    result.strays_killed["verifier"] = result.verifier_exec.strays_killed
+    with tempfile.TemporaryDirectory(prefix="qaflow-guard-") as scratch:
+        kit = GuardKit.make(Path(scratch))
+        script = f"{prepare} && {kit.command(f'{TESTS_DIR}/test.sh', VERIFIER_LOGS)}"
+        uploads = [*((TESTS_DIR, folder) for folder in plan.tests), (GUARD_DIR, kit.folder)]
+        if settle is not None:
+            ran = box.exec_when_settled(
+                script, clear=settle, uploads=uploads, timeout=plan.timeout_sec, env=plan.env, user=plan.user
+            )
+            if isinstance(ran, int):
+                return ran
+            result.verifier_exec = ran
+        else:
+            for path, folder in uploads:
+                box.put(path, folder)
+            result.verifier_exec = box.exec(
+                script, timeout=plan.timeout_sec, env=plan.env, user=plan.user, kill_strays_after=True
+            )
+    ran = result.verifier_exec
+    result.strays_killed["verifier"] = ran.strays_killed
     try:
-        if result.verifier_exec.timed_out:
+        if ran.timed_out:
             if result.exit_status is ExitStatus.OK:
                 result.exit_status = ExitStatus.VERIFIER_TIMEOUT
             return 0
-        _set_reward(result, reward_from_file(box.read_first_text(VERIFIER_LOGS, REWARD_FILES)))
+        found = box.read_first_text(GUARD_DIR, [REPORT])
+        if found is None:
+            _raise_if_not_started(ran)
+        report = GuardReport.parse(found, kit.key, stderr=ran.stderr)
+        result.strays_killed["verifier"] += report.killed
+        report.check()
+        _set_reward(result, in_range(reward_from_file(box.read_first_text(VERIFIER_LOGS, REWARD_FILES))))
     finally:
         result.timings["verifier"] = time.perf_counter() - t0
     return 0
+
+
+_NOT_STARTED = re.compile(r"OCI runtime exec failed|reward_guard: .*")
+
+
+def _raise_if_not_started(ran: ExecResult) -> None:
+    """When the verifier's exec left no guard report because the sandbox could not start it (docker's runtime
+    could not exec: a fork bomb holds every pid), the guard could not run, or the sandbox failed under the
+    command (it died, or the exec ended without its wrapper's exit status), raise SandboxError with the line."""
+    for line in (ran.stdout + "\n" + ran.stderr).splitlines():
+        if ran.exit_code in (GUARD_FAILED, 126, 127) and _NOT_STARTED.search(line):
+            raise SandboxError(f"the sandbox could not start the verifier (exit {ran.exit_code}): {line.strip()}")
+    if ran.sandbox_died or ran.exit_code < 0:  # the exec's own wrapper never reported: the sandbox failed under it
+        last = next((ln.strip() for ln in reversed(ran.stderr.splitlines()) if ln.strip()), "no output")
+        raise SandboxError(f"the verifier's command ended without an exit status (the sandbox failed under it): {last}")
 
 
 def _verify_separately(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from qaflow.models.trial import TrialResult
-from qaflow.reward import RewardError, reward_from_file
+from qaflow.reward import RewardError, in_range, reward_from_file
 from qaflow.sandbox.base import Sandbox
 from qaflow.trial.phases import VerifierPlan
 
@@ -53,7 +53,7 @@ def rerun_verifier(box: Sandbox, plan: VerifierPlan, count: int, *, verifier_s: 
             continue
         name, _, text = chunk.split("\036", 1)[1].partition("\037")
         try:
-            outcomes.append(reward_from_file((name, text)).full)
+            outcomes.append(in_range(reward_from_file((name, text))).full)
         except RewardError:
             outcomes.append(False)
     return outcomes[: ex.stdout.count("\035")]

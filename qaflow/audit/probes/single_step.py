@@ -7,7 +7,7 @@ the trials settling and confirmation add where the evidence is unclear, the judg
 from __future__ import annotations
 
 from qaflow.audit.effects import Effect
-from qaflow.audit.judge import judge
+from qaflow.audit.judge import effect_lost, judge
 from qaflow.audit.mutant_lookup import focus_text
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
 from qaflow.audit.observation import Observation
@@ -81,6 +81,7 @@ def single_step_probe(run: TaskRun, harness: HarnessTries, probes: dict[str, obj
     for m, r in zip(mutants, mutant_runs, strict=True):
         r.description = m.description
     findings += judge(by_probe.get(str(NOP), []), oracle, tamper, mutant_runs) + code_findings
+    findings += effect_lost(oracle)
     if observe_run is not None:
         findings += yield from battery_probe(run, harness, observe_run, effect, by_probe, probes)
     by_probe[str(TAMPER)] = [tamper]

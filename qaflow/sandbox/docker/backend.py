@@ -4,8 +4,9 @@ Containers run `sleep infinity` under docker's init and are hardened by default:
 `no-new-privileges`; every capability dropped but `CONTAINER_CAPS` (documented there); cpu,
 memory (no swap) and pids limits always set (the `Limits` defaults when task.toml is silent);
 RLIMIT_FSIZE per file; a storage limit (`--storage-opt size` where the storage driver supports
-it, else a watchdog, see `DockerSandbox`); no network unless the spec asks (`runtime_network`;
-builds use docker's default network unless `build_network` is off); no host path
+it, else a watchdog, see `DockerSandbox`); no network unless the spec asks (`runtime_network`: then the
+`qaflow-public` bridge, inter-container traffic off;
+builds use it too unless `build_network` is off, under the sandbox's memory, cpu and file-size limits); no host path
 mounted at all (files travel through the archive API); and the labels `qaflow.run`/`qaflow.task`
 so that orphans of a crashed run can be reaped (images carry `qaflow.env_hash`/`qaflow.task`).
 `spec.runtime = "runsc"` runs the container under gVisor (registered with dockerd by
@@ -100,10 +101,22 @@ CONTAINER_CAPS = (
     "SETGID",  # the same, for groups
     "KILL",  # root signals processes of other users (timeouts and `kill_strays` across users)
     "NET_BIND_SERVICE",  # servers on ports < 1024 (web tasks listen on :80), on the container's own network
+    "SYS_CHROOT",  # privilege separation: sshd's chroot("/run/sshd"), build tools, tasks that chroot
+    "MKNOD",  # device nodes (a FIFO needs none); the device cgroup still refuses every device docker does not allow
+    "NET_RAW",  # ping and raw sockets, on the container's own network (none unless the task asks for one)
+    "SETPCAP",  # dropping capabilities from the bounding set (daemons that drop privileges)
+    "SETFCAP",  # file capabilities set by packages (dpkg: ping); no-new-privileges keeps them from raising any
+    "AUDIT_WRITE",  # login tools (sshd, su, PAM) write audit records
 )
-"""Capabilities a container keeps; docker's other defaults are dropped: MKNOD (devices are made by
-the runtime), NET_RAW (raw sockets: spoofing, ping), SETPCAP, SETFCAP (file capabilities),
-SYS_CHROOT, AUDIT_WRITE. Never added: SYS_ADMIN, SYS_PTRACE, NET_ADMIN, SYS_MODULE, and the rest."""
+"""Capabilities a container keeps: docker's default set, which Harbor's containers run with, so that a
+task runs as its authors' harness runs it (issue 41: sshd's privilege separation needs SYS_CHROOT).
+With `no-new-privileges`, docker's seccomp profile and no host mount. Never added: SYS_ADMIN,
+SYS_PTRACE, NET_ADMIN, SYS_MODULE, and the rest."""
+PUBLIC_NETWORK = "qaflow-public"
+"""The bridge network every sandbox with network joins (docker's default bridge is never used): created once
+with inter-container traffic off (`com.docker.network.bridge.enable_icc=false`), so no task's container can
+reach another's (nor any other container on it); traffic out works as on docker's default bridge."""
+_ISOLATED = {"com.docker.network.bridge.enable_icc": "false"}
 RUNSC_PIDS_BASE = 512
 RUNSC_PIDS_PER_TASK = 20
 """Under gVisor the host pids cgroup counts the sandbox's own threads (about 110 at rest) and host
@@ -167,7 +180,7 @@ def host_config_args(spec: SandboxSpec, cpus: float, storage: bool) -> dict[str,
         ulimits.append(docker.types.Ulimit(name="nproc", soft=limits.pids, hard=limits.pids))
         pids = RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * limits.pids
     args: dict[str, Any] = {
-        "network_mode": "bridge" if spec.runtime_network else "none",
+        "network_mode": PUBLIC_NETWORK if spec.runtime_network else "none",
         "nano_cpus": int(cpus * 1e9),
         "mem_limit": memory,
         "memswap_limit": memory,
@@ -183,6 +196,59 @@ def host_config_args(spec: SandboxSpec, cpus: float, storage: bool) -> dict[str,
     if storage and limits.storage_mb is not None:
         args["storage_opt"] = {"size": f"{limits.storage_mb}m"}
     return args
+
+
+def build_limits(spec: SandboxSpec, cpus: float) -> dict[str, Any]:
+    """The `/build` parameters that confine a build's RUN steps as the task's sandbox is confined: its memory
+    (no swap), CPUs and file-size limit, and network only when the build has any (`build_network`), on
+    `PUBLIC_NETWORK` (no traffic to other containers). docker's legacy builder takes no capability,
+    no-new-privileges or pids option: RUN steps keep docker's default capabilities (the set containers
+    keep too) and only the build timeout bounds a fork bomb (docs/security.md)."""
+    memory = spec.limits.memory_mb * 1024 * 1024
+    fsize = spec.limits.file_size_mb * 1024 * 1024
+    return {
+        "networkmode": PUBLIC_NETWORK if spec.build_network else "none",
+        "memory": memory,
+        "memswap": memory,
+        "cpuperiod": 100_000,
+        "cpuquota": int(cpus * 100_000),
+        "ulimits": json.dumps([{"Name": "fsize", "Soft": fsize, "Hard": fsize}]),
+    }
+
+
+_public_network_ready = threading.Lock()
+_public_network_seen: list[str] = []
+
+
+def ensure_public_network(client: docker.DockerClient) -> None:
+    """Create `PUBLIC_NETWORK` unless it exists (once per process; a concurrent creation is fine).
+
+    Raises:
+        SandboxError: it exists without inter-container isolation (made by hand), or cannot be created.
+    """
+    with _public_network_ready:
+        if _public_network_seen:
+            return
+        api = client.api
+        try:
+            found = api.networks(names=[PUBLIC_NETWORK])
+            if not found:
+                try:
+                    api.create_network(PUBLIC_NETWORK, driver="bridge", options=_ISOLATED,
+                                       labels={"qaflow.network": "public"}, check_duplicate=True)  # fmt: skip
+                except docker.errors.APIError as exc:
+                    if exc.status_code != 409:  # 409: another process created it meanwhile
+                        raise
+                found = api.networks(names=[PUBLIC_NETWORK])
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"docker could not create the network {PUBLIC_NETWORK}: {exc}") from exc
+        options = next((n.get("Options") or {} for n in found if n.get("Name") == PUBLIC_NETWORK), {})
+        if options.get("com.docker.network.bridge.enable_icc") != "false":
+            raise SandboxError(
+                f"docker network {PUBLIC_NETWORK} lets containers reach each other (enable_icc is not false); "
+                f"remove it (`docker network rm {PUBLIC_NETWORK}`) and qaflow recreates it isolated"
+            )
+        _public_network_seen.append(PUBLIC_NETWORK)
 
 
 _runtime_ok: dict[str, str] = {}
@@ -367,7 +433,14 @@ class DockerBackend:
                 return cached
             attrs = self._inspect(tag)
             if attrs is None:
-                self._build(spec, tag)
+                try:
+                    self._build(spec, tag)
+                except BuildError as exc:
+                    if not spec.build_network_guessed or isinstance(exc, BaseImageUnavailableError):
+                        raise
+                    log.warning("task %s did not build without network (%s); building it with network",
+                                spec.name, str(exc).splitlines()[0])  # fmt: skip
+                    return self._image(spec.model_copy(update={"build_network": True, "build_network_guessed": False}))
                 attrs = self._inspect(tag)
                 if attrs is None:
                     raise BuildError(f"docker build of task {spec.name} reported success but {tag} is missing")
@@ -423,12 +496,14 @@ class DockerBackend:
             "forcerm": True,
             "pull": False,
             "dockerfile": _DOCKERFILE_NAME,
-            "networkmode": "default" if spec.build_network else "none",
+            **build_limits(spec, self._cpus(spec.limits.cpus)),
             "labels": json.dumps(
                 {ENV_HASH_LABEL: spec.env_hash, TASK_LABEL: spec.name}
                 | ({STAND_INS_LABEL: json.dumps(stand_ins, sort_keys=True)} if stand_ins else {})
             ),
         }
+        if spec.build_network:
+            ensure_public_network(self.client)
         api = self.client.api
         tail: deque[str] = deque(maxlen=BUILD_LOG_LINES)
         timed_out = threading.Event()
@@ -613,6 +688,8 @@ class DockerBackend:
         """Create the container; APIErrors other than a missing image become SandboxErrors unless
         `storage` (the caller retries without the storage option)."""
         api = self.client.api
+        if spec.runtime_network:
+            ensure_public_network(self.client)
         try:
             created = api.create_container(
                 image=info.ref,

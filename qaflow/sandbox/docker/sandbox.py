@@ -381,6 +381,8 @@ class DockerSandbox:
             state = self._final_state(died["state"])
             oom = bool(state.get("OOMKilled"))
             why = "the out-of-memory killer" if oom else f"exit {state.get('ExitCode')} {state.get('Error') or ''}"
+            if state.get("Paused"):
+                why = str(state.get("Error"))
             return ExecResult(
                 exit_code=137 if oom else -1,
                 stdout=stdout,
@@ -420,8 +422,10 @@ class DockerSandbox:
         def measure() -> int | None:
             attrs = self.client.api.inspect_container(self.id)
             state = attrs.get("State") or {}
-            if not state.get("Running", True):
-                died["state"] = state
+            if not state.get("Running", True) or state.get("Paused"):
+                # paused from outside qaflow (`docker pause`): nothing in it runs, and a timeout could not
+                # kill the command; the command's result is the sandbox's failure, not the task's
+                died["state"] = {**state, "Error": "paused from outside qaflow"} if state.get("Paused") else state
                 shutdown_socket(sock)
                 return None
             return None if limit is None else self._layer_size(attrs)
@@ -440,6 +444,8 @@ class DockerSandbox:
 
     def _final_state(self, state: dict[str, Any], wait_s: float = 1.0) -> dict[str, Any]:
         """The state of a container that died, once docker has recorded why (its OOM event lags)."""
+        if state.get("Paused"):
+            return state
         deadline = time.monotonic() + wait_s
         while not state.get("OOMKilled") and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -1,0 +1,542 @@
+/* reward_guard: runs test.sh under ptrace and records which processes wrote the reward files.
+ *
+ * Usage: reward_guard GUARD_DIR VDIR -- COMMAND ARGS...
+ *
+ * The command (bash test.sh) and every process it starts are traced (fork, vfork, clone followed).
+ * A seccomp filter stops them only at the calls that can put bytes into a file by name: open, openat,
+ * openat2, creat (with a write flag), rename(at2), link(at), truncate. After such a call succeeds, the
+ * file it reached (the opened descriptor's path, the rename's or link's resolved target) is compared
+ * with VDIR/reward.txt, VDIR/reward.json, VDIR itself and VDIR's ancestors. A write there is recorded
+ * with the writer's pid, command line and whether it was still attached to the command: its parent
+ * chain up to the command intact (a process whose parent died is detached, and so are its
+ * descendants). A detached writer is what a loop left behind by the verifier's children is. A detached
+ * process that holds a reward file writable (a descriptor opened before it was detached, a shared
+ * writable mapping) counts as a writer too: it can write without opening anything. It is looked for
+ * when a process becomes detached, when a detached process forks, and before the last kill.
+ *
+ * The moment the command exits, every other traced process is killed (SIGKILL: none is resumed
+ * first), so nothing writes after the command; only then is the report written, to a new file
+ * GUARD_DIR/report (whatever is there is removed first). Its first line is the key the harness put in
+ * GUARD_DIR/key, which the guard reads and removes before the command starts: a report the traced
+ * processes forged (then killing the guard, which kills them all) cannot carry it.
+ * io_uring and 32-bit calls (writes the filter could not see), ptrace and process_vm_writev (a way
+ * into another process) fail with ENOSYS / EPERM. The guard is not dumpable, so the traced
+ * processes cannot attach to it or read its environment. Exit status: the command's (128+signal
+ * when a signal ended it); 125 when the guard itself failed (stderr says why).
+ *
+ * Report lines: "key <key>", then "write <ok|detached> <pid> <path>\t<command line>" once per writer, path
+ * and verdict, then "killed <n>", then "end".
+ * x86_64 only. Built static by qaflow.trial.guard (any image can run it).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_TASKS 4096
+#define MAX_WRITES 256
+#define X32_BIT 0x40000000
+
+enum pending { NONE, OPEN_CALL, TARGET_CALL };
+
+struct task {          /* one traced thread (tid) */
+    int used;
+    pid_t tid, tgid;
+    enum pending pending;
+    char target[PATH_MAX];
+};
+
+struct proc {          /* one traced process (tgid) */
+    int used, detached, checked;
+    pid_t tgid, parent;
+};
+
+static struct task tasks[MAX_TASKS];
+static struct proc procs[MAX_TASKS];
+static char vdir[PATH_MAX];
+static FILE *report_lines;
+static char *report_buf;
+static size_t report_len;
+static pid_t root;
+static int writes;
+
+static void die(const char *what) {
+    fprintf(stderr, "reward_guard: %s: %s\n", what, strerror(errno));
+    exit(125);
+}
+
+static struct task *task_find(pid_t tid) {
+    for (int i = 0; i < MAX_TASKS; i++)
+        if (tasks[i].used && tasks[i].tid == tid) return &tasks[i];
+    return NULL;
+}
+
+static struct task *task_add(pid_t tid, pid_t tgid) {
+    struct task *t = task_find(tid);
+    for (int i = 0; !t && i < MAX_TASKS; i++)
+        if (!tasks[i].used) t = &tasks[i];
+    if (!t) { errno = EAGAIN; die("too many traced threads"); }
+    if (!t->used) {
+        memset(t, 0, sizeof *t);
+        t->used = 1;
+        t->tid = tid;
+    }
+    t->tgid = tgid;
+    return t;
+}
+
+static struct proc *proc_find(pid_t tgid) {
+    for (int i = 0; i < MAX_TASKS; i++)
+        if (procs[i].used && procs[i].tgid == tgid) return &procs[i];
+    return NULL;
+}
+
+static void proc_add(pid_t tgid, pid_t parent) {
+    if (proc_find(tgid)) return;
+    for (int i = 0; i < MAX_TASKS; i++)
+        if (!procs[i].used) {
+            procs[i] = (struct proc){.used = 1, .tgid = tgid, .parent = parent};
+            return;
+        }
+    errno = EAGAIN;
+    die("too many traced processes");
+}
+
+static void proc_gone(pid_t tgid) {
+    for (int i = 0; i < MAX_TASKS; i++) {
+        struct proc *p = &procs[i];
+        if (!p->used) continue;
+        if (p->tgid == tgid) p->used = 0;
+        else if (p->parent == tgid) p->detached = 1; /* orphaned: no longer the command's */
+    }
+}
+
+static int attached(pid_t tgid) {
+    for (int depth = 0; depth < MAX_TASKS; depth++) {
+        if (tgid == root) return 1;
+        struct proc *p = proc_find(tgid);
+        if (!p || p->detached) return 0;
+        tgid = p->parent;
+    }
+    return 0;
+}
+
+static pid_t ppid_of(pid_t pid) {
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, line, sizeof line - 1);
+    if (fd >= 0) close(fd);
+    if (n <= 0) return 0;
+    line[n] = '\0';
+    char *end = strrchr(line, ')');
+    char state;
+    int ppid = 0;
+    if (!end || sscanf(end + 1, " %c %d", &state, &ppid) != 2) return 0;
+    return ppid;
+}
+
+static pid_t tgid_of(pid_t tid) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", tid);
+    FILE *f = fopen(path, "r");
+    pid_t tgid = tid;
+    if (!f) return tid;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Tgid: %d", &tgid) == 1) break;
+    fclose(f);
+    return tgid;
+}
+
+static void cmdline_of(pid_t pid, char *out, size_t size) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, out, size - 1);
+    if (fd >= 0) close(fd);
+    if (n <= 0) { snprintf(out, size, "?"); return; }
+    for (ssize_t i = 0; i < n; i++)
+        if (out[i] == '\0') out[i] = ' ';
+        else if ((unsigned char)out[i] < 32 || out[i] == 127) out[i] = '?';
+    while (n > 0 && out[n - 1] == ' ') n--;
+    out[n] = '\0';
+}
+
+static int read_string(pid_t tid, unsigned long addr, char *out, size_t size) {
+    struct iovec local = {out, size - 1}, remote = {(void *)addr, size - 1};
+    ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+    if (n <= 0) {  /* the string may end near a page boundary: read byte-wise words instead */
+        size_t i = 0;
+        for (; i + sizeof(long) < size; i += sizeof(long)) {
+            errno = 0;
+            long word = ptrace(PTRACE_PEEKDATA, tid, (void *)(addr + i), NULL);
+            if (errno) break;
+            memcpy(out + i, &word, sizeof word);
+            if (memchr(&word, 0, sizeof word)) return 0;
+        }
+        out[i] = '\0';
+        return i ? 0 : -1;
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+static int under_vdir(const char *path) {
+    size_t n = strlen(vdir);
+    if (strncmp(path, vdir, n) == 0 && (path[n] == '\0' || path[n] == '/')) {
+        const char *name = path[n] ? path + n + 1 : "";
+        return path[n] == '\0' || strcmp(name, "reward.txt") == 0 || strcmp(name, "reward.json") == 0;
+    }
+    size_t m = strlen(path); /* an ancestor of VDIR replaced: the whole folder swapped */
+    return m < n && strncmp(vdir, path, m) == 0 && (vdir[m] == '/' || m == 1);
+}
+
+/* The path `path` (relative to `dirfd`) names for the process `tid`, its last component unresolved. */
+static int resolve(pid_t tid, long dirfd, const char *path, char *out) {
+    char link[64], base[PATH_MAX], full[2 * PATH_MAX + 2], dir[PATH_MAX];
+    if (path[0] == '/') snprintf(link, sizeof link, "/proc/%d/root", tid);
+    else if ((int)dirfd == AT_FDCWD) snprintf(link, sizeof link, "/proc/%d/cwd", tid);
+    else snprintf(link, sizeof link, "/proc/%d/fd/%d", tid, (int)dirfd);
+    ssize_t n = readlink(link, base, sizeof base - 1);
+    if (n < 0) return -1;
+    base[n] = '\0';
+    snprintf(full, sizeof full, "%s/%s", strcmp(base, "/") == 0 ? "" : base, path);
+    size_t len = strlen(full);
+    while (len > 1 && full[len - 1] == '/') full[--len] = '\0';
+    char *slash = strrchr(full, '/');
+    const char *last = slash + 1;
+    *slash = '\0';
+    if (!realpath(full[0] ? full : "/", dir)) return -1;
+    if (snprintf(out, PATH_MAX, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, last) >= PATH_MAX) return -1;
+    if (strcmp(last, "..") == 0 || strcmp(last, ".") == 0 || last[0] == '\0') {
+        if (!realpath(out[0] ? out : "/", dir)) return -1;
+        snprintf(out, PATH_MAX, "%s", dir);
+    }
+    return 0;
+}
+
+static struct { pid_t tgid; int ok; char path[PATH_MAX]; } seen[MAX_WRITES];
+
+static void record(pid_t tid, const char *path) {
+    char cmd[512];
+    struct task *t = task_find(tid);
+    pid_t tgid = t ? t->tgid : tid;
+    int ok = attached(tgid);
+    for (int i = 0; i < writes; i++)
+        if (seen[i].tgid == tgid && seen[i].ok == ok && strcmp(seen[i].path, path) == 0) return;
+    if (writes >= MAX_WRITES) {
+        if (ok) return;
+        writes = MAX_WRITES - 1;  /* a full table keeps its last slot for detached writers */
+    }
+    seen[writes].tgid = tgid;
+    seen[writes].ok = ok;
+    snprintf(seen[writes].path, PATH_MAX, "%s", path);
+    writes++;
+    cmdline_of(tid, cmd, sizeof cmd);
+    fprintf(report_lines, "write %s %d %s\t%s\n", ok ? "ok" : "detached", tgid, path, cmd);
+}
+
+/* A reward file `pid` can still write without opening it: a writable descriptor or a shared writable mapping. */
+static int holds_reward(pid_t pid, char *path, size_t size) {
+    char dir[64], link[PATH_MAX], line[PATH_MAX + 128];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", pid);
+    DIR *fds = opendir(dir);
+    struct dirent *entry;
+    while (fds && (entry = readdir(fds))) {
+        if (entry->d_name[0] == '.') continue;
+        snprintf(line, sizeof line, "%s/%s", dir, entry->d_name);
+        ssize_t n = readlink(line, link, sizeof link - 1);
+        if (n <= 0) continue;
+        link[n] = '\0';
+        if (!under_vdir(link) || strcmp(link, vdir) == 0) continue;
+        snprintf(line, sizeof line, "/proc/%d/fdinfo/%s", pid, entry->d_name);
+        FILE *info = fopen(line, "r");
+        unsigned flags = 0;
+        while (info && fgets(line, sizeof line, info))
+            if (sscanf(line, "flags: %o", &flags) == 1) break;
+        if (info) fclose(info);
+        if (flags & (O_WRONLY | O_RDWR)) {
+            closedir(fds);
+            snprintf(path, size, "%s", link);
+            return 1;
+        }
+    }
+    if (fds) closedir(fds);
+    snprintf(dir, sizeof dir, "/proc/%d/maps", pid);
+    FILE *maps = fopen(dir, "r");
+    while (maps && fgets(line, sizeof line, maps)) {
+        char perms[8], *file = strchr(line, '/');
+        if (!file || sscanf(line, "%*s %7s", perms) != 1 || perms[1] != 'w' || perms[3] != 's') continue;
+        file[strcspn(file, "\n")] = '\0';
+        if (under_vdir(file) && strcmp(file, vdir) != 0) {
+            fclose(maps);
+            snprintf(path, size, "%s", file);
+            return 1;
+        }
+    }
+    if (maps) fclose(maps);
+    return 0;
+}
+
+/* Detached processes holding a reward file writable: they can write it unseen, so they count as writers.
+ * `all`: look again at those already looked at (the last look, before they are killed). */
+static void check_holders(int all) {
+    char path[PATH_MAX];
+    for (int i = 0; i < MAX_TASKS; i++) {
+        struct proc *p = &procs[i];
+        if (!p->used || p->tgid == root || (p->checked && !all) || attached(p->tgid)) continue;
+        p->checked = 1;
+        if (holds_reward(p->tgid, path, sizeof path)) record(p->tgid, path);
+    }
+}
+
+static void on_seccomp(pid_t tid) {
+    struct user_regs_struct r;
+    struct task *t = task_find(tid);
+    if (!t || ptrace(PTRACE_GETREGS, tid, NULL, &r) < 0) return;
+    long nr = (long)r.orig_rax;
+    unsigned long a[5] = {r.rdi, r.rsi, r.rdx, r.r10, r.r8};
+    char path[PATH_MAX];
+    long dirfd = AT_FDCWD;
+    unsigned long target = 0;
+    t->pending = NONE;
+    switch (nr) {
+    case SYS_open: case SYS_openat: case SYS_creat: case SYS_openat2:
+        t->pending = OPEN_CALL;
+        return;
+    case SYS_rename: case SYS_link: target = a[1]; break;
+    case SYS_renameat: case SYS_renameat2: case SYS_linkat: dirfd = (long)(int)a[2]; target = a[3]; break;
+    case SYS_truncate: target = a[0]; break;
+    default: return;
+    }
+    if (read_string(tid, target, path, sizeof path) < 0) return;
+    if (resolve(tid, dirfd, path, t->target) < 0) return;
+    if (nr == SYS_truncate) {  /* truncate follows links: where it lands */
+        char real[PATH_MAX];
+        if (realpath(t->target, real)) snprintf(t->target, PATH_MAX, "%s", real);
+    }
+    if (under_vdir(t->target)) t->pending = TARGET_CALL;
+}
+
+static int write_flags(pid_t tid, struct user_regs_struct *r) {
+    long nr = (long)r->orig_rax;
+    unsigned long flags;
+    if (nr == SYS_creat) return 1;
+    if (nr == SYS_open) flags = r->rsi;
+    else if (nr == SYS_openat) flags = r->rdx;
+    else {  /* openat2: struct open_how, flags first */
+        struct iovec local = {&flags, sizeof flags}, remote = {(void *)r->rdx, sizeof flags};
+        if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != sizeof flags) return 1;
+    }
+    return (flags & (O_WRONLY | O_RDWR | O_TRUNC | O_CREAT)) != 0;
+}
+
+static void on_syscall_exit(pid_t tid) {
+    struct task *t = task_find(tid);
+    struct user_regs_struct r;
+    if (!t) return;
+    enum pending what = t->pending;
+    t->pending = NONE;
+    if (what == NONE || ptrace(PTRACE_GETREGS, tid, NULL, &r) < 0) return;
+    long ret = (long)r.rax;
+    if (ret < 0) return;
+    if (what == TARGET_CALL) { record(tid, t->target); return; }
+    if (!write_flags(tid, &r)) return;
+    char link[64], path[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/%d/fd/%ld", tid, ret);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n < 0) return;
+    path[n] = '\0';
+    if (under_vdir(path)) record(tid, path);
+}
+
+static void install_filter(void) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_BIT, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ptrace, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_writev, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 9, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 8, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 7, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_creat, 6, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rename, 5, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_renameat, 4, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_renameat2, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_link, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_linkat, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_truncate, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("no_new_privs");
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0) die("seccomp");
+}
+
+/* The command exited: kill every other traced process without resuming any, and reap them. */
+static int kill_the_rest(void) {
+    int killed = 0, status;
+    check_holders(1);
+    for (int i = 0; i < MAX_TASKS; i++)
+        if (procs[i].used && procs[i].tgid != root) {
+            kill(procs[i].tgid, SIGKILL);
+            killed++;
+        }
+    for (int i = 0; i < MAX_TASKS; i++)
+        if (tasks[i].used) syscall(SYS_tgkill, tasks[i].tgid, tasks[i].tid, SIGKILL);
+    alarm(10);
+    for (;;) {
+        pid_t pid = waitpid(-1, &status, __WALL);
+        if (pid < 0) break;
+        if (WIFSTOPPED(status)) {  /* a child forked just now: it dies too, unresumed */
+            if (!task_find(pid) && !proc_find(pid) && tgid_of(pid) == pid) killed++;
+            task_add(pid, pid);
+            kill(pid, SIGKILL);
+            ptrace(PTRACE_CONT, pid, NULL, NULL);
+        }
+    }
+    return killed;
+}
+
+static void write_report(const char *dir, const char *key, int killed) {
+    char where[PATH_MAX];
+    snprintf(where, sizeof where, "%s/report", dir);
+    fprintf(report_lines, "killed %d\nend\n", killed);
+    fflush(report_lines);
+    if (unlink(where) < 0 && errno != ENOENT) die("cannot remove an old report");
+    int fd = open(where, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) die("cannot create the report");
+    dprintf(fd, "key %s\n", key);
+    for (size_t off = 0; off < report_len;) {
+        ssize_t n = write(fd, report_buf + off, report_len - off);
+        if (n <= 0) die("cannot write the report");
+        off += (size_t)n;
+    }
+    close(fd);
+}
+
+/* The harness's key from DIR/key, removed before any traced process exists. */
+static void read_key(const char *dir, char *key, size_t size) {
+    char where[PATH_MAX];
+    snprintf(where, sizeof where, "%s/key", dir);
+    int fd = open(where, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) die("cannot open the key");
+    ssize_t n = read(fd, key, size - 1);
+    close(fd);
+    if (n <= 0) { errno = EINVAL; die("empty key"); }
+    key[n] = '\0';
+    key[strcspn(key, " \t\r\n")] = '\0';
+    if (unlink(where) < 0) die("cannot remove the key");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 5 || strcmp(argv[3], "--") != 0) {
+        fprintf(stderr, "usage: reward_guard GUARD_DIR VDIR -- COMMAND...\n");
+        return 125;
+    }
+    const char *dir = argv[1];
+    char key[128];
+    read_key(dir, key, sizeof key);
+    if (!realpath(argv[2], vdir)) die("the verifier's log folder");
+    report_lines = open_memstream(&report_buf, &report_len);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    signal(SIGPIPE, SIG_IGN);
+
+    root = fork();
+    if (root < 0) die("fork");
+    if (root == 0) {
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+        if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0) die("ptrace (is it allowed in this sandbox?)");
+        raise(SIGSTOP);
+        install_filter();
+        execvp(argv[4], argv + 4);
+        die(argv[4]);
+    }
+    int status;
+    if (waitpid(root, &status, __WALL) < 0 || !WIFSTOPPED(status)) die("the command did not start");
+    long opts = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACESECCOMP |
+                PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL | PTRACE_O_TRACEEXEC;
+    if (ptrace(PTRACE_SETOPTIONS, root, NULL, (void *)opts) < 0) die("ptrace options");
+    task_add(root, root);
+    proc_add(root, 0);
+    ptrace(PTRACE_CONT, root, NULL, NULL);
+
+    int exit_code = 125;
+    for (;;) {
+        pid_t tid = waitpid(-1, &status, __WALL);
+        if (tid < 0) { if (errno == EINTR) continue; break; }
+        if (WIFEXITED(status) || WIFSIGNALED(status)) {
+            struct task *t = task_find(tid);
+            pid_t tgid = t ? t->tgid : tid;
+            if (t) t->used = 0;
+            if (tid == tgid) {
+                proc_gone(tgid);
+                check_holders(0);
+            }
+            if (tid == root) {
+                exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                break;
+            }
+            continue;
+        }
+        if (!WIFSTOPPED(status)) continue;
+        int sig = WSTOPSIG(status), event = status >> 16, inject = 0;
+        struct task *t = task_find(tid);
+        if (!t) {  /* a new child's first stop (it may come before its parent's fork event) */
+            t = task_add(tid, tgid_of(tid));
+            if (t->tgid == tid) proc_add(tid, ppid_of(tid));
+            if (sig == SIGSTOP) { ptrace(PTRACE_CONT, tid, NULL, NULL); continue; }
+        }
+        if (sig == (SIGTRAP | 0x80)) {
+            on_syscall_exit(tid);
+        } else if (sig == SIGTRAP && event == PTRACE_EVENT_SECCOMP) {
+            on_seccomp(tid);
+            if (t->pending != NONE) { ptrace(PTRACE_SYSCALL, tid, NULL, NULL); continue; }
+        } else if (sig == SIGTRAP && (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
+                                      event == PTRACE_EVENT_CLONE)) {
+            unsigned long child;
+            ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child);
+            pid_t ctgid = tgid_of((pid_t)child);
+            task_add((pid_t)child, ctgid);
+            if (ctgid != t->tgid) {
+                proc_add(ctgid, t->tgid);
+                check_holders(0);
+            }
+        } else if (sig == SIGTRAP && event == PTRACE_EVENT_EXEC) {
+            t->pending = NONE;
+        } else if (event == 0) {
+            siginfo_t info;  /* no siginfo: a group-stop, resumed as is; else a signal to deliver */
+            inject = ptrace(PTRACE_GETSIGINFO, tid, NULL, &info) < 0 ? 0 : sig;
+        }
+        ptrace(PTRACE_CONT, tid, NULL, (void *)(long)inject);
+    }
+    int killed = kill_the_rest();
+    write_report(dir, key, killed);
+    return exit_code;
+}
