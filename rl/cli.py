@@ -248,7 +248,7 @@ def losscheck_cmd(
     ] = 1e-4,
     seq_len: Annotated[int, typer.Option(min=17, help="Tokens per row of the fixed batch")] = 64,
     batch_size: Annotated[int, typer.Option(min=1, max=2, help="Rows of the fixed batch")] = 2,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+    as_json: JsonOpt = None,
 ) -> None:
     """Loss check: the gradients of the SFT masked loss and of the RL clipped policy-gradient loss, as training
     computes them, against reference implementations (float64, token by token) on fixed inputs.
@@ -267,7 +267,7 @@ def losscheck_cmd(
     except (RuntimeError, ValueError, OSError) as e:
         usage_error(str(e))
     if as_json:
-        emit_json(report)
+        emit_json(report, as_json)
     else:
         out = console()
         for check in report.checks:

@@ -10,6 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from qaflow.cli.grammar import RootGroup
 from rl.cli import register
 from rl.losscheck import CLIP, FixedInputs, losscheck, rl_ours
 from rl.update import policy_loss
@@ -64,7 +65,7 @@ def test_the_trained_losses_match_their_references_and_a_changed_loss_is_flagged
 
 
 def test_cli_losscheck(tiny: Path) -> None:
-    app = typer.Typer()
+    app = typer.Typer(cls=RootGroup)  # qaflow's grammar: --json [FILE|-]
     register(app)
     result = CliRunner().invoke(app, ["rl", "losscheck", str(tiny), "--seq-len", "24", "--json"])
     assert result.exit_code == 0, result.output
