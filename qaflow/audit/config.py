@@ -33,7 +33,7 @@ class AuditConfig(BaseModel):
         ge=1,
         description="Outcomes of each of nop and oracle that must agree (flakiness): one trial each plus verifier "
         "reruns on its final state, and more trials only where those disagree, fall short or the oracle's outputs "
-        "vary (README, 'How many trials'); with exhaustive, trials of each",
+        "vary (docs/audit.md, 'How many trials'); with exhaustive, trials of each",
     )
     exhaustive: bool = Field(
         False, description="The fixed plan: `repeats` full trials each of nop and oracle whatever the evidence says"
