@@ -85,6 +85,8 @@ def test_audit_finds_exactly_the_labelled_codes(backend_name: str, tmp_path_fact
             assert finding["message"] and isinstance(finding["evidence"], dict)
 
 
+@pytest.mark.parametrize("backend_name", [pytest.param("docker", marks=pytest.mark.docker),
+                                          pytest.param("bwrap", marks=pytest.mark.bwrap)])  # fmt: skip
 def test_every_probe_the_audit_recorded_reads_back_as_a_probe_key(
     backend_name: str, tmp_path_factory: pytest.TempPathFactory
 ):

@@ -176,7 +176,7 @@ def test_allowlist_is_an_infra_error_finding_and_qaflow_run_says_why(backend: st
     report = tmp_path / "audit.json"
     out = CliRunner().invoke(app, ["audit", str(pool), "--backend", backend, "--repeats", "1", "--json", str(report)])
     assert out.exit_code == 0, out.output
-    (audit,) = json.loads(report.read_text())
+    (audit,) = json.loads(report.read_text())["tasks"]
     (finding,) = [f for f in audit["findings"] if f["code"] == "infra_error"]
     assert audit["verdict"] == "needs_repair" and "build_failed" not in {f["code"] for f in audit["findings"]}
     assert reason in finding["message"] and reason in finding["evidence"]["unsupported"]
@@ -377,7 +377,7 @@ def test_offline_apt_build_is_an_infra_error_with_the_apt_line(tmp_path: Path):
     args = ["audit", str(pool), "--backend", "docker", "--offline", "--repeats", "1", "--json", str(report)]
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
-    (audit,) = json.loads(report.read_text())
+    (audit,) = json.loads(report.read_text())["tasks"]
     assert "build_failed" not in {f["code"] for f in audit["findings"]}, audit["findings"]
     (finding,) = [f for f in audit["findings"] if f["code"] == "infra_error"]
     evidence = finding["evidence"]
