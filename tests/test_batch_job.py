@@ -64,11 +64,14 @@ def test_batch_job_writes_datasets_that_load_back(batch_out: Path) -> None:
     assert stages["harden"]["info"]["hardened"] >= len(clean)
     # loaded the way TRL users load datasets: one folder, a DatasetDict with the mix's held-out tasks as test
     tasks_dict = datasets.load_dataset(str(batch_out / "datasets" / "tasks"), cache_dir=str(batch_out / "hf-cache"))
-    assert set(tasks_dict) == {"train", "test"}
-    assert not set(tasks_dict["train"]["name"]) & set(tasks_dict["test"]["name"])
+    # (a split whose every accepted version a proven harness hole reaches is left out: see below)
+    assert "train" in tasks_dict and set(tasks_dict) <= {"train", "test"}
     held = {n.split("/")[-1] for n in stages["export"]["info"]["test_tasks"]}
-    assert held and {n.split("/")[-1] for n in tasks_dict["test"]["name"]} <= held
-    tasks = datasets.concatenate_datasets([tasks_dict["train"], tasks_dict["test"]])
+    assert held
+    if "test" in tasks_dict:
+        assert not set(tasks_dict["train"]["name"]) & set(tasks_dict["test"]["name"])
+        assert {n.split("/")[-1] for n in tasks_dict["test"]["name"]} <= held
+    tasks = datasets.concatenate_datasets(list(tasks_dict.values()))
     names = {n.split("/")[-1] for n, s in zip(tasks["name"], tasks["status"], strict=True) if s == "accepted"}
     # an accepted version a proven harness hole reaches is a candidate (qaflow.harden.gate.is_clean), and
     # candidates are exported only with --include-candidates
