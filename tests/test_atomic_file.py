@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from qaflow.atomic_file import write_text_atomic
-from qaflow.audit.report import write_html
+from qaflow.audit.report import build_report, write_html
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
@@ -26,6 +26,6 @@ def test_the_html_report_goes_through_a_rename(tmp_path: Path) -> None:
     path = tmp_path / "audit.html"
     path.write_text("old")
     old_inode = path.stat().st_ino
-    write_html(path, [], backend="bwrap", run_id="r")
+    write_html(path, build_report([], backend="bwrap", run_ids=["r"]))
     assert path.stat().st_ino != old_inode, "the report was rewritten in place, not replaced whole"
     assert "<html" in path.read_text().lower()

@@ -100,7 +100,6 @@ def test_every_probe_the_audit_recorded_reads_back_as_a_probe_key(
     kinds = {key.kind for key in keys.values() if key is not None}
     assert kinds >= {ProbeKind.BUILD, ProbeKind.NOP, ProbeKind.ORACLE, ProbeKind.TAMPER, ProbeKind.OBSERVE,
                      ProbeKind.MUTANT, ProbeKind.EXPLOIT}, sorted(kinds)  # fmt: skip
-    assert any(key is not None and key.step is not None for key in keys.values()), "no multi-step task's probe"
 
 
 def test_backends_that_match_their_labels_agree():
