@@ -31,7 +31,14 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from sft.local_llm import GeneratedTurn, LocalSampling, response_of, think_token_ids, turn_seed
+from sft.local_llm import (
+    GeneratedTurn,
+    LocalSampling,
+    register_litellm_provider,
+    response_of,
+    think_token_ids,
+    turn_seed,
+)
 from sft.sampled import SampledTurn, append_turn, conversation_key
 from sft.token_context import TokenContexts
 
@@ -245,21 +252,6 @@ def _handler_class() -> type:
     return EndpointLLM
 
 
-_REGISTERED = threading.Lock()
-
-
 def register_endpoint_provider() -> None:
     """Make `qaflow-endpoint/<served model>` callable through litellm (idempotent)."""
-    from qaflow.llm.client import import_litellm
-
-    litellm = import_litellm()
-    with _REGISTERED:
-        if any(p.get("provider") == PROVIDER for p in litellm.custom_provider_map):
-            return
-        litellm.custom_provider_map = [  # type: ignore[attr-defined]  # litellm sets it up at import, unannotated
-            *litellm.custom_provider_map,
-            {"provider": PROVIDER, "custom_handler": _handler_class()()},
-        ]
-        from litellm.utils import custom_llm_setup
-
-        custom_llm_setup()
+    register_litellm_provider(PROVIDER, lambda: _handler_class()())

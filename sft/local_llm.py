@@ -49,6 +49,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -470,15 +471,20 @@ _REGISTERED = threading.Lock()
 
 def register_local_provider() -> None:
     """Make `qaflow-local/<folder>` models callable through litellm (idempotent)."""
+    register_litellm_provider(PROVIDER, lambda: _handler_class()())
+
+
+def register_litellm_provider(provider: str, handler: Callable[[], Any]) -> None:
+    """Add `provider` to litellm's custom providers with the handler `handler()` makes, once per process."""
     from qaflow.llm.client import import_litellm
 
     litellm = import_litellm()
     with _REGISTERED:
-        if any(p.get("provider") == PROVIDER for p in litellm.custom_provider_map):
+        if any(p.get("provider") == provider for p in litellm.custom_provider_map):
             return
         litellm.custom_provider_map = [  # type: ignore[attr-defined]  # litellm sets it up at import, unannotated
             *litellm.custom_provider_map,
-            {"provider": PROVIDER, "custom_handler": _handler_class()()},
+            {"provider": provider, "custom_handler": handler()},
         ]
         from litellm.utils import custom_llm_setup
 
