@@ -349,9 +349,13 @@ class DockerSandbox:
         timed_out = False
         died: dict[str, Any] = {}
         watch = self._watch(sock, died)
+        sender: threading.Thread | None = None
         try:
             if upload is not None:
-                send_stdin(sock, upload)
+                # Sent beside the reading: a wrapper that exits without reading its stdin (processes still
+                # run, no tar) must not leave a large upload blocked in a full pipe until the timeout.
+                sender = threading.Thread(target=send_stdin, args=(sock, upload), daemon=True)
+                sender.start()
             deadline = None if timeout is None else start + timeout
             if not pump(sock, reader, deadline) and not died:
                 timed_out = True
@@ -359,6 +363,9 @@ class DockerSandbox:
                 pump(sock, reader, time.monotonic() + KILL_GRACE_S)
         finally:
             watch.stop()
+            shutdown_socket(sock)
+            if sender is not None:
+                sender.join(timeout=KILL_GRACE_S)
             close_socket(sock)
             reader.close()
         if reader.untar_failed:
