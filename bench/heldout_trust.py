@@ -165,8 +165,16 @@ def audit(backend: str, out: Path, names: list[str], keep: Path | None = None) -
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, text=True, env=_env(), stdout=subprocess.DEVNULL)
         print(f"audit exit {proc.returncode}, {time.perf_counter() - t0:.0f} s", flush=True)
-    result: list[dict[str, object]] = json.loads(out.read_text())
-    return result
+    return audit_entries(json.loads(out.read_text()))
+
+
+def audit_entries(document: object) -> list[dict[str, object]]:
+    """The per-task entries of `qaflow audit --json`: the document's `tasks` (format 2), or the bare list of
+    the first format."""
+    if isinstance(document, dict):
+        tasks = document.get("tasks")
+        return tasks if isinstance(tasks, list) else []
+    return document if isinstance(document, list) else []
 
 
 def _folder(entry: dict[str, object]) -> str:

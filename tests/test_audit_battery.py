@@ -38,6 +38,7 @@ def test_the_built_in_probes_are_registered_in_the_order_their_findings_are_list
         "clock",
         "data-forge",
         "trust-boundary",
+        "replay",
     ]
 
 

@@ -5,7 +5,10 @@ observation (`Auditor._battery`), one trial per planned exploit, named `exploit:
 
 Registered here, in this order (the order their findings are listed): `answer-copy`, `decode-copy`,
 `hidden-link`, `always-equal`, `clock`, `data-forge`, `trust-boundary` (the planted inputs of
-`exploits.plan_exploits`, `expected-rewrite` and `exit-at-import`, judged together). A probe of one's
+`exploits.plan_exploits`, `expected-rewrite` and `exit-at-import`, judged together), `replay` (record
+and replay from the traced verifier, `qaflow.audit.replay_plants`). A probe with `to_minimise(exploits, runs)`
+has each exploit it picks (where the nop does not pass) cut down by the battery to the smallest set
+of plant groups that still does (`qaflow.audit.minimise`) before it is judged. A probe of one's
 own is registered with `register_probe`; the harness holes (`exploits.harness_exploits`) are proven
 once per run and stay with the auditor.
 """
@@ -20,7 +23,7 @@ from typing import Protocol
 from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
 from qaflow.audit.data_forge import judge_data_forge, plan_data_forge
 from qaflow.audit.decodes import judge_decode_copy, plan_decode_copy
-from qaflow.audit.effects import Effect
+from qaflow.audit.effects import ChangeKind, Effect
 from qaflow.audit.expected import plan_expected_rewrite
 from qaflow.audit.exploits import Exploit, plan_exploits
 from qaflow.audit.hidden_links import judge_hidden_link, plan_hidden_link
@@ -35,6 +38,7 @@ from qaflow.audit.inprocess import (
 from qaflow.audit.judge import judge_exploits
 from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
+from qaflow.audit.replay_plants import KITCHEN_SINK, WORK_GROUP, WRONG_STATE, plan_replay
 from qaflow.models.audit import AuditFinding
 from qaflow.task import Task
 
@@ -172,6 +176,35 @@ class TrustBoundaryProbe:
         return judge_exploits(evidence.nop, runs, exploits, evidence.where)
 
 
+class ReplayProbe:
+    """Record and replay (`replay_plants.plan_replay`): every plant derived from the traced verifier at once on a
+    wrong state, beside that wrong state alone; minimised (`minimise.ddmin`, by the battery: `to_minimise`)
+    when the plants get full reward where the wrong state alone does not."""
+
+    name = "replay"
+
+    def plan(self, evidence: Evidence) -> list[Exploit]:
+        effect = evidence.effect
+        if effect is None or not effect.ok:
+            return []  # without the oracle's work known, its own files could be replayed as plants
+        files = [c.path for c in effect.changes if c.kind != ChangeKind.DELETED and c.file_type == "file"]
+        return plan_replay(evidence.observation, {c.path for c in effect.changes}, files)
+
+    def to_minimise(self, exploits: Sequence[Exploit], runs: Sequence[ProbeRun]) -> list[bool]:
+        control = [r.full for e, r in zip(exploits, runs, strict=True) if e.name == WRONG_STATE]
+        return [e.name == KITCHEN_SINK and r.full and not any(control) for e, r in zip(exploits, runs, strict=True)]
+
+    def judge(self, evidence: Evidence, exploits: Sequence[Exploit], runs: Sequence[ProbeRun]) -> list[AuditFinding]:
+        if any(r.full for e, r in zip(exploits, runs, strict=True) if e.name == WRONG_STATE):
+            return []  # the wrong state passes alone: the mutants' finding, not a forged reward
+        won = [
+            (e, r)
+            for e, r in zip(exploits, runs, strict=True)
+            if e.name == KITCHEN_SINK and any(p.group != WORK_GROUP for p in e.plants)
+        ]
+        return judge_exploits(evidence.nop, [r for _, r in won], [e for e, _ in won], evidence.where)
+
+
 BUILT_IN: tuple[BatteryProbe, ...] = (
     SingleExploitProbe(
         "answer-copy", lambda ev: plan_answer_copy(ev.observation, ev.effect, ev.task.instruction), judge_answer_copy
@@ -184,6 +217,7 @@ BUILT_IN: tuple[BatteryProbe, ...] = (
     ClockProbe(),
     DataForgeProbe(),
     TrustBoundaryProbe(),
+    ReplayProbe(),
 )
 for _probe in BUILT_IN:
     register_probe(_probe)

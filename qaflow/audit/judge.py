@@ -254,6 +254,12 @@ EXPLOIT_REMEDIES = {
         "cannot load agent files (rootdir and inifile under /tests, -p no:cacheprovider, from a folder the agent "
         "cannot write)"
     ),
+    "replay": (
+        "the verifier's verdict can be replayed from files the agent can create or change (the plants listed: a "
+        "program found first on PATH, a file its shell sources, a module its Python finds first, a file it appends "
+        "to); run programs by absolute path with a PATH and PYTHONPATH of folders the agent cannot write, `python3 "
+        "-I`, and keep scratch files in a fresh `mktemp -d`"
+    ),
     "exit-at-import": (
         "the verifier imports the agent's module into the process whose exit status it rewards; reward the "
         "tests' own results instead (pytest's junit report: at least one test passed, none failed or errored)"

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from qaflow.audit.git_history import GitLeak
 from qaflow.audit.observer_files import BASH_ENV_FILE, OBSERVE_DIR, SEP
+from qaflow.audit.trace import VerifierTrace
 
 How = Literal[
     "run", "import", "read", "write", "arg", "conftest", "sitecustomize", "syspath", "collect", "path_lookup", "startup"
@@ -187,6 +188,17 @@ class Observation(BaseModel):
             if set(a.how) - {"write"} and (a.path == path or (a.is_dir and path.startswith(a.path.rstrip("/") + "/"))):
                 return True
         return False
+
+    trace: VerifierTrace | None = Field(
+        None, description="Every process of the verifier's run at the system-call level (`qaflow.audit.trace`)"
+    )
+    trace_access: dict[str, Access] = Field(
+        default_factory=dict, description="Whether the agent user can write or create each task-owned traced path"
+    )
+    kept: dict[str, str] = Field(
+        default_factory=dict,
+        description="What the files the verifier appended to (or wrote without truncating) held after its run",
+    )
 
     def get(self, path: str) -> Access | None:
         return next((a for a in self.accesses if a.path == path), None)

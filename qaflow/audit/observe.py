@@ -26,7 +26,9 @@ in its own image (separate mode): the observation then says it saw nothing and w
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import posixpath
 import shlex
 import tempfile
@@ -50,12 +52,14 @@ from qaflow.audit.observation import (
     parse_logs,
 )
 from qaflow.audit.observer_files import FILES, LOG_DIR, OBSERVE_DIR, verifier_env
+from qaflow.audit.trace import VerifierTrace, parse_trace
 from qaflow.models.trial import PhaseResult, TrialResult, VerifierSandbox
 from qaflow.sandbox.base import Sandbox
 from qaflow.sandbox.dockerfile import logical_lines
 from qaflow.sandbox.spec import RunNetwork
 from qaflow.task import Task
 from qaflow.trial import run_trial
+from qaflow.trial.guard import GUARD_DIR, TRACE
 from qaflow.trial.hooks import TrialHooks
 from qaflow.trial.phases import VerifierPlan
 
@@ -112,6 +116,9 @@ class ObserveHooks(TrialHooks):
     def verifier_env(self) -> dict[str, str]:
         return self._env
 
+    def trace_verifier(self) -> bool:
+        return True
+
     def after_verifier(self, task: Task, box: Sandbox, plan: VerifierPlan, result: PhaseResult) -> None:
         if result.verifier_sandbox is not VerifierSandbox.SHARED:
             where = result.verifier_sandbox.value if result.verifier_sandbox else "different"
@@ -121,6 +128,7 @@ class ObserveHooks(TrialHooks):
             self.observation = read_observation(box, task)
             self.observation.duration_s = time.perf_counter() - t0
             self.observation.replays = replay_scripts(box, plan, self.observation, set(self.outputs))
+            read_trace(box, task, self.observation)
         found = self.observation
         found.output_digests, found.oracle_reads, found.oracle_decodes = self._oracle
         found.leftovers, found.git_leaks = self._leftovers, self._in_git
@@ -394,3 +402,75 @@ def read_digests(box: Sandbox, paths: list[str]) -> tuple[dict[str, str], dict[s
         if len(digest) == 64 and path in paths and kind in ("E", "L"):
             (exact if kind == "E" else loose)[path] = digest
     return exact, loose
+
+
+MAX_TRACE_PATHS = 1500
+MAX_KEPT = 20
+MAX_KEPT_BYTES = 65536
+_MODULE_FILE = (".py", ".pyc", ".so")
+
+
+def read_trace(box: Sandbox, task: Task, observation: Observation) -> None:
+    """The guard's trace of the observed verifier (`qaflow.audit.trace`) into `observation`: condensed to
+    what the replay plants need, its task-owned paths classified as the agent user, and what the files
+    the verifier appended to held after its run."""
+    found = box.read_first_text(GUARD_DIR, [TRACE])
+    if found is None:
+        return
+    roots = task_roots(task, box.workdir)
+    trace = condense(parse_trace(found[1]), roots)
+    observation.trace = trace
+    paths = [p for p in dict.fromkeys(e.path for e in trace.events) if owner_of(p, roots) == "task" or in_home(p)]
+    paths += [r.exe for r in trace.executed() if owner_of(r.exe, roots) == "task"]
+    paths = [p for p in dict.fromkeys(paths) if "\n" not in p and "QAFLOW_PATHS" not in p][:MAX_TRACE_PATHS]
+    if paths:
+        script = _CLASSIFY + "\n".join(f"P{p}" for p in paths) + "\nQAFLOW_PATHS\n"
+        ex = box.exec(["sh", "-c", script], timeout=120, user=task.config.agent.user)
+        for row in ex.stdout.splitlines():
+            cols = row.split("\t")
+            if cols[0] != "C" or len(cols) != 7:
+                continue
+            kind, w, pw, r, c, path = cols[1], cols[2] == "1", cols[3] == "1", cols[4] == "1", cols[5] == "1", cols[6]
+            observation.trace_access[path] = Access(
+                path=path, how=[], exists=kind != "-", is_dir=kind == "d", writable=w or (kind != "d" and pw),
+                readable=r, creatable=c, owner=owner_of(path, roots),
+            )  # fmt: skip
+    kept = [p for p in kept_files(trace) if owner_of(p, roots) == "task"][:MAX_KEPT]
+    if kept:
+        ex = box.exec(
+            ["sh", "-c", f'for f in "$@"; do printf "%s\\0" "$f"; head -c {MAX_KEPT_BYTES} "$f" | base64 -w0; '
+             'printf "\\0"; done', "sh", *kept], timeout=60, user="0",
+        )  # fmt: skip
+        fields = ex.stdout.split("\0")
+        for path, data in zip(fields[::2], fields[1::2], strict=False):
+            try:
+                observation.kept[path] = base64.b64decode(data).decode("utf-8", "surrogateescape")
+            except ValueError:
+                continue
+
+
+def in_home(path: str) -> bool:
+    """Under a user's home folder (`/root`, `/home/NAME`): start-up files a shell of the verifier may read."""
+    return path.startswith(("/root/", "/home/"))
+
+
+def kept_files(trace: VerifierTrace) -> list[str]:
+    """Files the verifier wrote without truncating them first (appends, or writes into what was there):
+    content planted there before would survive into what it reads back."""
+    out: dict[str, None] = {}
+    for e in trace.events:
+        if e.writes and not (e.flags or 0) & (os.O_TRUNC | os.O_EXCL) and not e.path.startswith(("/logs/", "/tests/")):
+            out[e.path] = None
+    return list(out)
+
+
+def condense(trace: VerifierTrace, roots: list[str]) -> VerifierTrace:
+    """The events the replay plants read: task-owned paths, and the Python modules loaded from the system."""
+    keep = []
+    for e in trace.events:
+        if e.path.startswith((OBSERVE_DIR, GUARD_DIR, "/tests/", "/logs/")):
+            continue
+        module = e.op == "open" and not e.failed and e.path.endswith(_MODULE_FILE)
+        if owner_of(e.path, roots) == "task" or in_home(e.path) or module:
+            keep.append(e)
+    return trace.model_copy(update={"events": keep})

@@ -32,6 +32,10 @@ class TrialHooks:
         """Variables added to the verifier's environment for its first run (not its reruns)."""
         return {}
 
+    def trace_verifier(self) -> bool:
+        """Whether the verifier's first run leaves the guard's trace of every process (`GUARD_DIR`)."""
+        return False
+
     def after_verifier(self, task: Task, box: Sandbox, plan: VerifierPlan, result: PhaseResult) -> None:
         """After the verifier's first run by `plan` (without `verifier_env`), with the agent's sandbox
         (`result.verifier_sandbox` says whether the verifier ran in it), before its reruns."""
@@ -53,6 +57,6 @@ def hooked_phases(
     sequence of a single-step trial and of each step of a multi-step one."""
     agent_phase(task, hooks.wrap_agent(task, box, agent), box, result)
     hooks.after_agent(task, box, result)
-    first = plan.model_copy(update={"env": {**plan.env, **hooks.verifier_env()}})
+    first = plan.model_copy(update={"env": {**plan.env, **hooks.verifier_env()}, "trace": hooks.trace_verifier()})
     verifier_phase(box, spec, first, result, clear=clear, backend=backend)
     hooks.after_verifier(task, box, plan, result)

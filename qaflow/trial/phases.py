@@ -40,6 +40,8 @@ class VerifierPlan(BaseModel):
     """Network for a separate verifier's sandbox (a shared verifier has the agent's)."""
     separate_context: Path | None = None
     """The build context of the verifier's own image (separate mode): the folder with its Dockerfile."""
+    trace: bool = False
+    """Run the verifier under the guard's observe mode: it leaves a trace of every process in `GUARD_DIR`."""
     artifacts: list[str] = Field(default_factory=lambda: [ARTIFACTS_DIR])
     """Paths copied from the agent's sandbox into a separate verifier's, at the same place (Harbor:
     /logs/artifacts and the task's top-level `artifacts`)."""
@@ -129,7 +131,7 @@ def _verify(
     t0 = time.perf_counter()
     prepare = f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS}" if clear else f"mkdir -p {VERIFIER_LOGS}"
     with tempfile.TemporaryDirectory(prefix="qaflow-guard-") as scratch:
-        kit = GuardKit.make(Path(scratch))
+        kit = GuardKit.make(Path(scratch), observe=plan.trace)
         script = f"{prepare} && {kit.command(f'{TESTS_DIR}/test.sh', VERIFIER_LOGS)}"
         uploads = [*((TESTS_DIR, folder) for folder in plan.tests), (GUARD_DIR, kit.folder)]
         if settle is not None:

@@ -28,6 +28,8 @@ SOURCE = Path(__file__).with_name("reward_guard.c")
 GUARD_DIR = "/logs/.qaflow-guard"
 """Where the guard, its key and its report live in the sandbox; cleared before every verifier run."""
 REPORT = "report"
+TRACE = "trace"
+"""The guard's observe-mode trace in `GUARD_DIR` (`qaflow.audit.trace` reads it)."""
 GUARD_FAILED = 125
 """The guard's exit code when it could not run the command (stderr says why)."""
 
@@ -78,7 +80,8 @@ class GuardKit:
     key: str = field(default_factory=lambda: secrets.token_hex(16))
 
     @classmethod
-    def make(cls, scratch: Path) -> GuardKit:
+    def make(cls, scratch: Path, *, observe: bool = False) -> GuardKit:
+        """A kit in `scratch`; `observe`: the guard also writes its trace of every process (`TRACE`)."""
         folder = scratch / "guard"
         folder.mkdir()
         folder.chmod(0o777)  # a verifier running as another user writes its report here
@@ -86,6 +89,8 @@ class GuardKit:
         kit = cls(folder)
         (folder / "key").write_text(kit.key + "\n")
         (folder / "key").chmod(0o444)
+        if observe:
+            (folder / "observe").write_text("")
         return kit
 
     def command(self, test_sh: str, verifier_logs: str) -> str:

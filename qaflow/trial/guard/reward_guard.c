@@ -26,6 +26,14 @@
  *
  * Report lines: "key <key>", then "write <ok|detached> <pid> <path>\t<command line>" once per writer, path
  * and verdict, then "killed <n>", then "end".
+ *
+ * Observe mode (a file GUARD_DIR/observe, removed before the command starts): the filter also stops at
+ * execve(at), the stat and access family, unlink(at), mkdir(at) and write(1, ...), and GUARD_DIR/trace
+ * gets one tab-separated line per event (fields percent-encoded): "proc PID PPID", "exec PID RESULT
+ * PATH ARGV" (ARGV words joined by %1F; a failed lookup along PATH is an exec with -ENOENT), "open PID
+ * RESULT FLAGS PATH", "stat PID RESULT PATH", "unlink|mkdir PID RESULT PATH", "rename PID RESULT FROM
+ * TO", "out PID HEX" (what the process wrote to its stdout, cut per process) and "exit PID STATUS".
+ * RESULT is 0 or -errno; repeated open/stat lines of one path and result are written once.
  * x86_64 only. Built static by qaflow.trial.guard (any image can run it).
  */
 #define _GNU_SOURCE
@@ -54,19 +62,34 @@
 #define MAX_WRITES 256
 #define X32_BIT 0x40000000
 
-enum pending { NONE, OPEN_CALL, TARGET_CALL };
+#define MAX_ARGV 2048
+#define OUT_PER_PROC 16384
+#define OUT_TOTAL (1 << 20)
+#define SEEN_SLOTS 65536
+
+enum pending { NONE, OPEN_CALL, TARGET_CALL, EXEC_CALL, PATH_CALL, RENAME_CALL };
 
 struct task {          /* one traced thread (tid) */
     int used;
     pid_t tid, tgid;
     enum pending pending;
+    long nr;
     char target[PATH_MAX];
+    char source[PATH_MAX];
+    char argv[MAX_ARGV];
 };
 
 struct proc {          /* one traced process (tgid) */
     int used, detached, checked;
     pid_t tgid, parent;
+    size_t out;
 };
+
+static int observing;
+static FILE *trace_lines;
+static char *trace_buf;
+static size_t trace_len, out_total;
+static unsigned long long seen_keys[SEEN_SLOTS];
 
 static struct task tasks[MAX_TASKS];
 static struct proc procs[MAX_TASKS];
@@ -113,6 +136,7 @@ static void proc_add(pid_t tgid, pid_t parent) {
     for (int i = 0; i < MAX_TASKS; i++)
         if (!procs[i].used) {
             procs[i] = (struct proc){.used = 1, .tgid = tgid, .parent = parent};
+            if (observing) fprintf(trace_lines, "proc\t%d\t%d\n", tgid, parent);
             return;
         }
     errno = EAGAIN;
@@ -196,6 +220,95 @@ static int read_string(pid_t tid, unsigned long addr, char *out, size_t size) {
     }
     out[n] = '\0';
     return 0;
+}
+
+static int resolve(pid_t tid, long dirfd, const char *path, char *out);
+
+/* A trace field: bytes outside printable ASCII, '%' and whitespace percent-encoded. */
+static void put_field(const char *text, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c <= 32 || c >= 127 || c == '%') fprintf(trace_lines, "%%%02X", c);
+        else fputc(c, trace_lines);
+    }
+}
+
+/* 1 the first time (op, result, path) is seen; 0 after (a full table writes everything). */
+static int first_time(const char *op, long result, const char *path) {
+    unsigned long long h = 1469598103934665603ULL;
+    for (const char *p = op; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h = (h ^ (unsigned long long)result) * 1099511628211ULL;
+    for (const char *p = path; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    if (!h) h = 1;
+    for (size_t i = 0; i < 64; i++) {
+        size_t slot = (size_t)((h + i) % SEEN_SLOTS);
+        if (seen_keys[slot] == h) return 0;
+        if (!seen_keys[slot]) { seen_keys[slot] = h; return 1; }
+    }
+    return 1;
+}
+
+static void trace_path(const char *op, pid_t pid, long result, long flags, const char *path) {
+    if (!observing || !first_time(op, result, path)) return;
+    fprintf(trace_lines, "%s\t%d\t%ld\t", op, pid, result);
+    if (flags >= 0) fprintf(trace_lines, "%ld\t", flags);
+    put_field(path, strlen(path));
+    fputc('\n', trace_lines);
+}
+
+/* `path` for `tid` as an absolute path even when a folder on the way does not exist (then lexical). */
+static void absolute(pid_t tid, long dirfd, const char *path, char *out) {
+    if (resolve(tid, dirfd, path, out) == 0) return;
+    char link[64], base[PATH_MAX];
+    ssize_t n = -1;
+    if (path[0] != '/') {
+        if ((int)dirfd == AT_FDCWD) snprintf(link, sizeof link, "/proc/%d/cwd", tid);
+        else snprintf(link, sizeof link, "/proc/%d/fd/%d", tid, (int)dirfd);
+        n = readlink(link, base, sizeof base - 1);
+    }
+    if (n > 0) { base[n] = '\0'; snprintf(out, PATH_MAX, "%s/%s", base, path); }
+    else snprintf(out, PATH_MAX, "%s", path);
+}
+
+/* The words of an argv array at `addr` in `tid`, joined by 0x1F into `out`. */
+static void read_argv(pid_t tid, unsigned long addr, char *out, size_t size) {
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; addr && i < 64; i++) {
+        unsigned long ptr = 0;
+        struct iovec local = {&ptr, sizeof ptr}, remote = {(void *)(addr + i * sizeof ptr), sizeof ptr};
+        if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != sizeof ptr || !ptr) break;
+        char word[512];
+        if (read_string(tid, ptr, word, sizeof word) < 0) break;
+        int n = snprintf(out + len, size - len, "%s%s", i ? "\x1f" : "", word);
+        if (n < 0 || (size_t)n >= size - len) break;
+        len += (size_t)n;
+    }
+}
+
+static void trace_exec(pid_t pid, long result, const char *path, const char *argv) {
+    if (!observing) return;
+    fprintf(trace_lines, "exec\t%d\t%ld\t", pid, result);
+    put_field(path, strlen(path));
+    fputc('\t', trace_lines);
+    put_field(argv, strlen(argv));
+    fputc('\n', trace_lines);
+}
+
+/* What `tgid` writes to its stdout (fd 1), cut at OUT_PER_PROC bytes per process. */
+static void trace_out(pid_t tid, pid_t tgid, unsigned long buf, unsigned long count) {
+    struct proc *p = proc_find(tgid);
+    if (!p || p->out >= OUT_PER_PROC || out_total >= OUT_TOTAL) return;
+    size_t want = count < OUT_PER_PROC - p->out ? count : OUT_PER_PROC - p->out;
+    char data[OUT_PER_PROC];
+    struct iovec local = {data, want}, remote = {(void *)buf, want};
+    ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+    if (n <= 0) return;
+    p->out += (size_t)n;
+    out_total += (size_t)n;
+    fprintf(trace_lines, "out\t%d\t", tgid);
+    for (ssize_t i = 0; i < n; i++) fprintf(trace_lines, "%02x", (unsigned char)data[i]);
+    fputc('\n', trace_lines);
 }
 
 static int under_vdir(const char *path) {
@@ -307,6 +420,59 @@ static void check_holders(int all) {
     }
 }
 
+/* Observe mode, at a call's entry: what it names, kept for its exit. 1 when the exit is wanted. */
+static int observe_entry(pid_t tid, struct task *t, long nr, unsigned long *a) {
+    char path[PATH_MAX];
+    long dirfd = AT_FDCWD;
+    unsigned long name = 0;
+    switch (nr) {
+    case SYS_write:
+        trace_out(tid, t->tgid, a[1], a[2]);
+        return 0;
+    case SYS_execve: name = a[0]; read_argv(tid, a[1], t->argv, sizeof t->argv); break;
+    case SYS_execveat: dirfd = (long)(int)a[0]; name = a[1]; read_argv(tid, a[2], t->argv, sizeof t->argv); break;
+    case SYS_open: case SYS_creat: case SYS_stat: case SYS_lstat: case SYS_access: case SYS_unlink:
+    case SYS_mkdir: case SYS_rename:
+        name = a[0]; break;
+    case SYS_openat: case SYS_openat2: case SYS_newfstatat: case SYS_statx: case SYS_faccessat:
+    case SYS_faccessat2: case SYS_unlinkat: case SYS_mkdirat: case SYS_renameat: case SYS_renameat2:
+        dirfd = (long)(int)a[0]; name = a[1]; break;
+    default: return 0;
+    }
+    if (read_string(tid, name, path, sizeof path) < 0 || !path[0]) return 0;
+    absolute(tid, dirfd, path, t->source);
+    return 1;
+}
+
+static void observe_exit(pid_t tid, struct task *t, long ret, struct user_regs_struct *r) {
+    long nr = t->nr;
+    switch (nr) {
+    case SYS_execve: case SYS_execveat:
+        if (ret < 0) trace_exec(t->tgid, ret, t->source, t->argv);
+        return;
+    case SYS_open: case SYS_openat: case SYS_openat2: case SYS_creat: {
+        long flags = nr == SYS_creat ? (O_WRONLY | O_CREAT | O_TRUNC) : nr == SYS_open ? (long)r->rsi
+                     : nr == SYS_openat ? (long)r->rdx : 0;
+        char link[64], path[PATH_MAX];
+        snprintf(link, sizeof link, "/proc/%d/fd/%ld", tid, ret);
+        ssize_t n = ret >= 0 ? readlink(link, path, sizeof path - 1) : -1;
+        if (n > 0) path[n] = '\0';
+        trace_path("open", t->tgid, ret, flags & 0xffffff, n > 0 ? path : t->source);
+        return;
+    }
+    case SYS_unlink: case SYS_unlinkat: trace_path("unlink", t->tgid, ret, -1, t->source); return;
+    case SYS_mkdir: case SYS_mkdirat: trace_path("mkdir", t->tgid, ret, -1, t->source); return;
+    case SYS_rename: case SYS_renameat: case SYS_renameat2:
+        fprintf(trace_lines, "rename\t%d\t%ld\t", t->tgid, ret);
+        put_field(t->source, strlen(t->source));
+        fputc('\t', trace_lines);
+        put_field(t->target, strlen(t->target));
+        fputc('\n', trace_lines);
+        return;
+    default: trace_path("stat", t->tgid, ret, -1, t->source); return;
+    }
+}
+
 static void on_seccomp(pid_t tid) {
     struct user_regs_struct r;
     struct task *t = task_find(tid);
@@ -317,22 +483,30 @@ static void on_seccomp(pid_t tid) {
     long dirfd = AT_FDCWD;
     unsigned long target = 0;
     t->pending = NONE;
+    t->nr = nr;
+    int watch = observing && observe_entry(tid, t, nr, a);
     switch (nr) {
     case SYS_open: case SYS_openat: case SYS_creat: case SYS_openat2:
         t->pending = OPEN_CALL;
         return;
+    case SYS_execve: case SYS_execveat:
+        if (watch) t->pending = EXEC_CALL;
+        return;
     case SYS_rename: case SYS_link: target = a[1]; break;
     case SYS_renameat: case SYS_renameat2: case SYS_linkat: dirfd = (long)(int)a[2]; target = a[3]; break;
     case SYS_truncate: target = a[0]; break;
-    default: return;
+    default:
+        if (watch) t->pending = PATH_CALL;
+        return;
     }
     if (read_string(tid, target, path, sizeof path) < 0) return;
-    if (resolve(tid, dirfd, path, t->target) < 0) return;
+    if (resolve(tid, dirfd, path, t->target) < 0) absolute(tid, dirfd, path, t->target);
     if (nr == SYS_truncate) {  /* truncate follows links: where it lands */
         char real[PATH_MAX];
         if (realpath(t->target, real)) snprintf(t->target, PATH_MAX, "%s", real);
     }
     if (under_vdir(t->target)) t->pending = TARGET_CALL;
+    else if (watch && (nr == SYS_rename || nr == SYS_renameat || nr == SYS_renameat2)) t->pending = RENAME_CALL;
 }
 
 static int write_flags(pid_t tid, struct user_regs_struct *r) {
@@ -356,7 +530,10 @@ static void on_syscall_exit(pid_t tid) {
     t->pending = NONE;
     if (what == NONE || ptrace(PTRACE_GETREGS, tid, NULL, &r) < 0) return;
     long ret = (long)r.rax;
-    if (ret < 0) return;
+    if (observing && what != TARGET_CALL) observe_exit(tid, t, ret, &r);
+    if (observing && what == TARGET_CALL && t->nr != SYS_link && t->nr != SYS_linkat && t->nr != SYS_truncate)
+        observe_exit(tid, t, ret, &r);
+    if (ret < 0 || what == EXEC_CALL || what == PATH_CALL || what == RENAME_CALL) return;
     if (what == TARGET_CALL) { record(tid, t->target); return; }
     if (!write_flags(tid, &r)) return;
     char link[64], path[PATH_MAX];
@@ -367,8 +544,16 @@ static void on_syscall_exit(pid_t tid) {
     if (under_vdir(path)) record(tid, path);
 }
 
+static const long guarded[] = {SYS_open, SYS_openat, SYS_openat2, SYS_creat, SYS_rename, SYS_renameat,
+                               SYS_renameat2, SYS_link, SYS_linkat, SYS_truncate};
+static const long observed[] = {SYS_execve, SYS_execveat, SYS_stat, SYS_lstat, SYS_newfstatat, SYS_statx,
+                                SYS_access, SYS_faccessat, SYS_faccessat2, SYS_unlink, SYS_unlinkat,
+                                SYS_mkdir, SYS_mkdirat};
+
 static void install_filter(void) {
-    struct sock_filter f[] = {
+    struct sock_filter f[64];
+    size_t n = 0;
+    struct sock_filter head[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
@@ -381,20 +566,23 @@ static void install_filter(void) {
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_writev, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 9, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 8, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 7, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_creat, 6, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rename, 5, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_renameat, 4, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_renameat2, 3, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_link, 2, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_linkat, 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_truncate, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
-    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++) f[n++] = head[i];
+    size_t count = sizeof guarded / sizeof guarded[0];
+    size_t extra = observing ? sizeof observed / sizeof observed[0] : 0;
+    for (size_t i = 0; i < count + extra; i++) {  /* each: jump to the TRACE return at the end */
+        long nr = i < count ? guarded[i] : observed[i - count];
+        size_t jump = (count + extra - 1 - i) + (observing ? 4 : 1);
+        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, (unsigned char)jump, 0);
+    }
+    if (observing) {  /* write(1, ...): the process's stdout */
+        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 0, 2);
+        f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
+        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1, 1, 0);
+    }
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE);
+    struct sock_fprog prog = {(unsigned short)n, f};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("no_new_privs");
     if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0) die("seccomp");
 }
@@ -422,6 +610,21 @@ static int kill_the_rest(void) {
         }
     }
     return killed;
+}
+
+static void write_trace(const char *dir) {
+    char where[PATH_MAX];
+    snprintf(where, sizeof where, "%s/trace", dir);
+    fflush(trace_lines);
+    if (unlink(where) < 0 && errno != ENOENT) die("cannot remove an old trace");
+    int fd = open(where, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) die("cannot create the trace");
+    for (size_t off = 0; off < trace_len;) {
+        ssize_t n = write(fd, trace_buf + off, trace_len - off);
+        if (n <= 0) die("cannot write the trace");
+        off += (size_t)n;
+    }
+    close(fd);
 }
 
 static void write_report(const char *dir, const char *key, int killed) {
@@ -465,6 +668,12 @@ int main(int argc, char **argv) {
     read_key(dir, key, sizeof key);
     if (!realpath(argv[2], vdir)) die("the verifier's log folder");
     report_lines = open_memstream(&report_buf, &report_len);
+    char flag[PATH_MAX];
+    snprintf(flag, sizeof flag, "%s/observe", dir);
+    if (unlink(flag) == 0) {
+        observing = 1;
+        trace_lines = open_memstream(&trace_buf, &trace_len);
+    }
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     signal(SIGPIPE, SIG_IGN);
 
@@ -496,6 +705,9 @@ int main(int argc, char **argv) {
             pid_t tgid = t ? t->tgid : tid;
             if (t) t->used = 0;
             if (tid == tgid) {
+                if (observing)
+                    fprintf(trace_lines, "exit\t%d\t%d\n", tgid,
+                            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
                 proc_gone(tgid);
                 check_holders(0);
             }
@@ -529,6 +741,13 @@ int main(int argc, char **argv) {
                 check_holders(0);
             }
         } else if (sig == SIGTRAP && event == PTRACE_EVENT_EXEC) {
+            if (observing && (t->pending == EXEC_CALL)) {
+                char link[64], exe[PATH_MAX];
+                snprintf(link, sizeof link, "/proc/%d/exe", tid);
+                ssize_t n = readlink(link, exe, sizeof exe - 1);
+                exe[n > 0 ? n : 0] = '\0';
+                trace_exec(t->tgid, 0, n > 0 ? exe : t->source, t->argv);
+            }
             t->pending = NONE;
         } else if (event == 0) {
             siginfo_t info;  /* no siginfo: a group-stop, resumed as is; else a signal to deliver */
@@ -537,6 +756,7 @@ int main(int argc, char **argv) {
         ptrace(PTRACE_CONT, tid, NULL, (void *)(long)inject);
     }
     int killed = kill_the_rest();
+    if (observing) write_trace(dir);
     write_report(dir, key, killed);
     return exit_code;
 }

@@ -1,0 +1,332 @@
+"""Record and replay: plants derived from the verifier's traced run (`qaflow.audit.trace`), not from a list of tricks.
+
+The observed run is the oracle's verified one: what the verifier executed, printed and exited with, what
+it looked for and did not find, what it appended to. Every edge of it that the agent can create or
+change becomes a plant that replays the verifier's recorded success into a wrong state (the untouched
+environment), in any language:
+
+- `program`: a name the verifier ran that a lookup tried first at an agent-creatable place (a folder on
+  PATH before the real one: `stat`/`execve` ENOENT there), or a task-owned program it ran that the agent
+  can replace and the reference solution left alone: a shim that prints what that program printed for
+  the same arguments and exits as it did (any other arguments run the real program);
+- `shell`: a file a shell of the verifier read or looked for (sourced settings, start-up files of login
+  and `BASH_ENV` shells) that the agent can create or change: it puts a folder of such program shims
+  first on PATH;
+- `python`: a folder a Python of the verifier searched (sys.path entries, site folders, found or not)
+  that the agent can create or write: a shadow of every module that Python loaded from a later place,
+  a `sitecustomize.py`, and a `.pth` in site folders, each a forger that, in a Python started with the
+  arguments of one the verifier ran, prints what that one printed and exits as it did (and otherwise
+  loads the real module);
+- `scratch`: a file the verifier appended to (or wrote without truncating) at an agent-creatable place,
+  pre-seeded with what it held after the oracle's verified run.
+
+All plants run at once (`KITCHEN_SINK`) on the untouched environment; only when that gets full reward where
+the nop does not are they minimised (`qaflow.audit.minimise`) to the groups that still do, reported as
+`reward_tamper`. A path the reference solution wrote is the work, never a plant.
+"""
+
+from __future__ import annotations
+
+import base64
+import posixpath
+import shlex
+from collections.abc import Iterable
+
+from qaflow.audit.exploits import Exploit, Plant
+from qaflow.audit.observation import Access, Observation
+from qaflow.audit.trace import TracedRun, VerifierTrace
+
+KITCHEN_SINK = "replay"
+SHIM_DIR = "/tmp/.qaflow-replay-bin"
+FORGER = "qaflow_replay_forger"
+SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "ash", "busybox"})
+MAX_PROGRAMS = 40
+MAX_MODULES = 80
+MAX_FOLDERS = 6
+MAX_VARIANTS = 12
+
+
+def _name(run: TracedRun) -> str:
+    return run.name
+
+
+def _is_python(run: TracedRun) -> bool:
+    return posixpath.basename(run.exe).startswith("python")
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode("utf-8", "surrogateescape")).decode("ascii")
+
+
+def program_shim(runs: list[TracedRun], real: str | None) -> str:
+    """A sh script that, for the arguments of one of `runs`, prints its stdout and exits as it did; else
+    runs `real` (or, with none left to run, exits as the last of `runs` did)."""
+    lines = ["#!/bin/sh", "u=$(printf '\\037'); k=; for a; do k=$k$a$u; done"]
+    seen: set[str] = set()
+    for run in runs[-MAX_VARIANTS:]:
+        key = "".join(f"{a}\x1f" for a in run.argv[1:])
+        if key in seen or "\n" in key:
+            continue
+        seen.add(key)
+        code = min(max(run.exit or 0, 0), 255)
+        out = f"printf %s {_b64(run.stdout)} | base64 -d"
+        lines.append(f'[ "$k" = {shlex.quote(key)} ] && {{ {out}; exit {code}; }}')
+    if real:
+        lines.append(f'exec {shlex.quote(real)} "$@"')
+    else:
+        lines.append(f"exit {min(max(runs[-1].exit or 0, 0), 255)}")
+    return "\n".join(lines) + "\n"
+
+
+def forger_module(runs: list[TracedRun]) -> str:
+    """A Python module that, imported by a Python started with the arguments of one of `runs`, prints what
+    that one printed and exits as it did; imported anywhere else, it becomes the real module of its name.
+    It imports nothing a shadow could stand for (only `sys` and the import system's frozen modules)."""
+    table = {
+        "\x1f".join(r.argv[1:]): (r.stdout.encode("utf-8", "surrogateescape"), min(max(r.exit or 0, 0), 255))
+        for r in runs[-MAX_VARIANTS:]
+    }
+    return f"""import sys as _sys
+_T = {table!r}
+_k = "\\x1f".join(getattr(_sys, "orig_argv", _sys.argv)[1:])
+if _k in _T:
+    try:
+        _sys.stdout.flush()
+        _sys.stdout.buffer.write(_T[_k][0])
+        _sys.stdout.flush()
+    except Exception:
+        pass
+    _sys.modules["posix"]._exit(_T[_k][1])
+if __name__ not in ("{FORGER}", "sitecustomize", "usercustomize"):
+    _bs = _sys.modules["_frozen_importlib"]
+    _ext = _sys.modules["_frozen_importlib_external"]
+    _here = __file__.rsplit("/", 1)[0]
+    _cwd = _sys.modules["posix"].getcwd()
+    _path = [p for p in _sys.path if (p if p.startswith("/") else _cwd + "/" + p).rstrip("/.") != _here]
+    _spec = _ext.PathFinder.find_spec(__name__, _path)
+    if _spec is not None:
+        _real = _bs.module_from_spec(_spec)
+        _sys.modules[__name__] = _real
+        _spec.loader.exec_module(_real)
+        globals().update(_real.__dict__)
+"""
+
+
+def _access(obs: Observation, path: str) -> Access | None:
+    return obs.trace_access.get(path)
+
+
+def _can_plant(obs: Observation, path: str, work: set[str], *, home: bool = False) -> bool:
+    """The agent user can create or replace `path`, a task-owned file (or, with `home`, one in a home folder:
+    a start-up file of a shell the verifier started) the reference solution did not write."""
+    a = _access(obs, path)
+    if a is None or path in work or path.startswith(("/tests/", "/logs/", "/solution/", "/proc/")):
+        return False
+    if a.owner != "task" and not (home and path.startswith(("/root/", "/home/"))):
+        return False
+    return (a.exists and a.writable and not a.is_dir) or (not a.exists and a.creatable)
+
+
+def _can_write_dir(obs: Observation, path: str) -> bool:
+    a = _access(obs, path)
+    if a is None or a.owner != "task" or path.startswith(("/tests", "/logs", "/solution")):
+        return False
+    return (a.exists and a.is_dir and a.writable) or (not a.exists and a.creatable)
+
+
+INTERPRETERS = ("python", "bash", "sh", "dash", "zsh", "node", "perl", "ruby", "php", "Rscript", "java")
+
+
+def runs_the_work(run: TracedRun, work: set[str]) -> bool:
+    """The run executes a program the reference solution wrote (as the program, or the script or module an
+    interpreter runs): its output is the answer, which an agent does not have, so it is never replayed.
+    A program that only reads the work (`diff out.txt expected.txt`) prints a verdict, and is replayed."""
+    if run.exe in work:
+        return True
+    if not posixpath.basename(run.exe).startswith(INTERPRETERS):
+        return False
+    names = {posixpath.basename(w) for w in work}
+    stems = {posixpath.splitext(n)[0] for n in names}
+    args = run.argv[1:]
+    for i, arg in enumerate(args):
+        if arg == "-m":
+            return i + 1 < len(args) and args[i + 1].split(".")[0] in stems
+        if arg == "-c":
+            return False
+        if not arg.startswith("-"):
+            return arg in work or posixpath.basename(arg) in names
+    return False
+
+
+def _by_name(trace: VerifierTrace, work: set[str]) -> dict[str, list[TracedRun]]:
+    runs: dict[str, list[TracedRun]] = {}
+    for run in trace.executed():
+        if run.exit is not None and not runs_the_work(run, work):
+            runs.setdefault(_name(run), []).append(run)
+    return runs
+
+
+def program_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list[Plant]:
+    by_name = _by_name(trace, work)
+    plants: list[Plant] = []
+    for e in trace.missing():
+        name = posixpath.basename(e.path)
+        runs = by_name.get(name)
+        if e.op not in ("stat", "exec") or not runs or name in SHELLS or not _can_plant(obs, e.path, work):
+            continue
+        real = runs[-1].exe if runs[-1].exe != e.path else None
+        plants.append(
+            Plant(
+                path=e.path, content=program_shim(runs, real), why=f"looked up before {real}", group=f"program:{e.path}"
+            )
+        )
+    for run in trace.executed():
+        path = run.exe
+        if path in work or not _can_plant(obs, path, work) or not _access(obs, path) or _name(run) in SHELLS:
+            continue
+        if any(p.path == path for p in plants):
+            continue
+        same = [r for r in trace.executed() if r.exe == path and r.exit is not None and not runs_the_work(r, work)]
+        if same:
+            plants.append(Plant(path=path, content=program_shim(same, None), why="a program the verifier ran",
+                                group=f"program:{path}"))  # fmt: skip
+    unique = {p.path: p for p in plants}
+    return list(unique.values())[:MAX_PROGRAMS]
+
+
+def shell_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list[Plant]:
+    """Files a shell of the verifier read or looked for, made to put replay shims of every program first on PATH."""
+    shells = {r.pid for r in trace.runs if posixpath.basename(r.exe) in SHELLS}
+    read_by_shell = [e for e in trace.events if e.pid in shells and e.op == "open" and (e.reads or e.missing)]
+    targets = list(dict.fromkeys(e.path for e in read_by_shell if _can_plant(obs, e.path, work, home=True)))
+    executed = {r.exe for r in trace.executed()}
+    targets = [t for t in targets if t not in executed][:MAX_FOLDERS]
+    if not targets:
+        return []
+    shims = [
+        Plant(path=f"{SHIM_DIR}/{name}", content=program_shim(runs, runs[-1].exe), why="replays a program", group="")
+        for name, runs in _by_name(trace, work).items()
+        if name not in SHELLS and "/" not in name
+    ][:MAX_PROGRAMS]
+    block = f"PATH={SHIM_DIR}:$PATH; export PATH; hash -r 2>/dev/null\n"
+    plants: list[Plant] = []
+    for path in targets:
+        group = f"shell:{path}"
+        exists = bool((a := _access(obs, path)) and a.exists)
+        if exists:
+            q = shlex.quote(path)
+            cmd = (
+                f"{{ printf %s {shlex.quote(block)}; cat {q}; }} > {q}.qaflow && cat {q}.qaflow > {q}; rm -f {q}.qaflow"
+            )
+            plants.append(
+                Plant(path=path, content="", command=cmd, why="a file the verifier's shell read", group=group)
+            )
+        else:
+            plants.append(Plant(path=path, content=block, why="a file the verifier's shell looked for", group=group))
+        plants += [s.model_copy(update={"group": group}) for s in shims]
+    return plants
+
+
+def _module_names(trace: VerifierTrace, pythons: set[int]) -> dict[str, str]:
+    """Top-level module name -> the folder it was loaded from, for modules the verifier's Pythons opened."""
+    found: dict[str, str] = {}
+    for e in trace.events:
+        if e.pid not in pythons or e.op != "open" or e.failed:
+            continue
+        folder, base = posixpath.split(e.path)
+        if posixpath.basename(folder) == "__pycache__":
+            folder, base = posixpath.dirname(folder), base.split(".", 1)[0] + ".py"
+        if base == "__init__.py":
+            folder, base = posixpath.split(folder)
+            name = base
+        elif base.endswith((".py", ".so")):
+            name = base.split(".", 1)[0]
+        else:
+            continue
+        if name.isidentifier() and name not in found:
+            found[name] = folder
+    return found
+
+
+def python_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list[Plant]:
+    every = [r for r in trace.executed() if _is_python(r) and r.exit is not None]
+    runs = [r for r in every if not runs_the_work(r, work)]
+    if not runs:
+        return []
+    pythons = {r.pid for r in every}
+    searched = [
+        e.path
+        for e in trace.events
+        if e.pid in pythons and e.op in ("stat", "open") and _can_write_dir(obs, e.path)
+        and ((e.op == "open" and (e.flags or 0) & 0o200000) or e.op == "stat")
+    ]  # fmt: skip
+    programs = {e.path for e in trace.events if e.op == "exec"} | {posixpath.basename(r.exe) for r in trace.runs}
+    programs |= {r.name for r in trace.runs}
+    folders = [f for f in dict.fromkeys(searched) if f not in work and f not in programs]
+    folders = [f for f in folders if posixpath.basename(f) not in programs]
+    folders = [f for f in folders if not posixpath.splitext(f)[1] or f.endswith("-packages")][:MAX_FOLDERS]
+    modules = _module_names(trace, pythons)
+    forger = forger_module(runs)
+    plants: list[Plant] = []
+    for folder in folders:
+        for name, source in list(modules.items())[:MAX_MODULES]:
+            path = f"{folder}/{name}.py"
+            if source == folder or path in work:
+                continue
+            plants.append(Plant(path=path, content=forger, why=f"shadows {source}/{name}", group=f"python:{path}"))
+        for name in ("sitecustomize", "usercustomize"):
+            path = f"{folder}/{name}.py"
+            plants.append(Plant(path=path, content=forger, why="run at Python's start-up", group=f"python:{path}"))
+        if folder.endswith(("site-packages", "dist-packages")):
+            group = f"python:{folder}/{FORGER}.pth"
+            plants.append(Plant(path=f"{folder}/{FORGER}.py", content=forger, why="a .pth's module", group=group))
+            plants.append(Plant(path=f"{folder}/{FORGER}.pth", content=f"import {FORGER}\n", why="a .pth", group=group))
+    return plants
+
+
+def scratch_plants(obs: Observation, work: set[str]) -> list[Plant]:
+    plants = []
+    for path, text in obs.kept.items():
+        if path in work or not _can_plant(obs, path, work):
+            continue
+        q = shlex.quote(path)
+        cmd = f"mkdir -p {shlex.quote(posixpath.dirname(path))}; printf %s {shlex.quote(text)} > {q}; chmod a+rw {q}"
+        plants.append(
+            Plant(path=path, content="", command=cmd, why="what the verifier's run left there", group=f"scratch:{path}")
+        )
+    return plants
+
+
+WRONG_STATE = "replay-control"
+WORK_GROUP = "wrong-state"
+
+
+def wrong_state(work: Iterable[str]) -> list[Plant]:
+    """The work left empty: every file the reference solution wrote exists, holding nothing (an empty
+    program runs and prints nothing), so a verifier that needs the work to exist reaches its checks."""
+    return [
+        Plant(path=path, content="", why="the work, left empty (a wrong solution)", group=WORK_GROUP)
+        for path in sorted(work)
+        if not path.startswith(("/tmp/", "/logs/", "/tests/"))
+    ][:MAX_PROGRAMS]
+
+
+def plan_replay(obs: Observation, work: Iterable[str], files: Iterable[str] = ()) -> list[Exploit]:
+    """The kitchen sink (every replay plant of the observed trace at once, on the work left empty) and its
+    control (the work left empty alone); none without a trace or plants. `work`: every path the reference
+    solution changed (never planted); `files`: the regular files among them (the wrong state empties them)."""
+    trace = obs.trace
+    if trace is None or not obs.observed:
+        return []
+    done = set(work)
+    plants = (
+        program_plants(obs, trace, done)
+        + shell_plants(obs, trace, done)
+        + python_plants(obs, trace, done)
+        + scratch_plants(obs, done)
+    )
+    if not plants:
+        return []
+    wrong = wrong_state(files)
+    sink = Exploit(name=KITCHEN_SINK, plants=[*wrong, *plants])
+    return [sink, Exploit(name=WRONG_STATE, plants=wrong)] if wrong else [sink]

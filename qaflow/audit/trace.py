@@ -1,0 +1,197 @@
+"""The verifier's run as the reward guard's tracer saw it: every process, in any language.
+
+The guard's observe mode (`qaflow.trial.guard`, `reward_guard.c`) traces test.sh and every process it
+starts at the system-call level: each program executed (and each failed try along PATH), each path
+opened, looked up (stat, access) or created, with its result, what each process wrote to its stdout,
+and how it exited. This module reads that trace (pure, offline) into `VerifierTrace`: the runs (one
+per program a process executed: its argv, stdout and exit status, what the record-and-replay plants
+of `qaflow.audit.replay_plants` replay) and the path events (what the verifier read, wrote, and looked
+for without finding: where an agent's file would have been taken).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from typing import Literal
+from urllib.parse import unquote_to_bytes
+
+from pydantic import BaseModel, Field
+
+Op = Literal["open", "stat", "exec", "unlink", "mkdir", "rename"]
+MAX_RUNS = 400
+MAX_EVENTS = 6000
+MAX_STDOUT = 16384
+ENOENT = -2
+_SKIP = ("/proc/", "/sys/", "/dev/")
+
+
+class TracedRun(BaseModel):
+    """One program one traced process executed (a process that runs a shell builtin only has its shell's)."""
+
+    pid: int
+    parent: int = 0
+    exe: str
+    argv: list[str] = Field(default_factory=list)
+    stdout: str = ""
+    exit: int | None = None
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.argv[0]) if self.argv else posixpath.basename(self.exe)
+
+
+class PathEvent(BaseModel):
+    """One path a traced process opened, looked up, executed, created or removed, and the result."""
+
+    op: Op
+    path: str
+    result: int = Field(description="0 (or a descriptor) on success, -errno on failure")
+    flags: int | None = Field(None, description="open(2) flags")
+    pid: int = 0
+    to: str | None = Field(None, description="A rename's destination")
+
+    @property
+    def failed(self) -> bool:
+        return self.result < 0
+
+    @property
+    def missing(self) -> bool:
+        return self.result == ENOENT
+
+    @property
+    def writes(self) -> bool:
+        return self.op == "open" and not self.failed and bool((self.flags or 0) & (os.O_WRONLY | os.O_RDWR))
+
+    @property
+    def appends(self) -> bool:
+        return self.writes and bool((self.flags or 0) & os.O_APPEND)
+
+    @property
+    def reads(self) -> bool:
+        return (
+            self.op == "open"
+            and not self.failed
+            and not (self.flags or 0) & (os.O_WRONLY | os.O_DIRECTORY)
+            and not (self.flags or 0) & os.O_CREAT
+        )
+
+
+class VerifierTrace(BaseModel):
+    """The verifier's processes and path events, in the order they happened."""
+
+    runs: list[TracedRun] = Field(default_factory=list)
+    events: list[PathEvent] = Field(default_factory=list)
+    truncated: bool = False
+
+    def run_of(self, pid: int) -> TracedRun | None:
+        return next((r for r in reversed(self.runs) if r.pid == pid), None)
+
+    def executed(self) -> list[TracedRun]:
+        """Every program run (not the shells' forks that exec'd nothing)."""
+        return [r for r in self.runs if r.argv]
+
+    def missing(self) -> list[PathEvent]:
+        """Lookups that found nothing (ENOENT): where a file planted first would have been taken."""
+        return [e for e in self.events if e.missing and e.op in ("open", "stat", "exec")]
+
+    def written(self) -> list[str]:
+        """Paths the verifier created, wrote, appended to or renamed into place, in order."""
+        out: dict[str, None] = {}
+        for e in self.events:
+            if e.writes:
+                out[e.path] = None
+            elif e.op == "rename" and not e.failed and e.to:
+                out[e.to] = None
+        return list(out)
+
+    def appended(self) -> list[str]:
+        return list(dict.fromkeys(e.path for e in self.events if e.appends))
+
+    def read(self) -> list[str]:
+        return list(dict.fromkeys(e.path for e in self.events if e.reads))
+
+
+def _field(text: str) -> str:
+    return unquote_to_bytes(text).decode("utf-8", "replace")
+
+
+def _clean(path: str) -> str:
+    return posixpath.normpath(path) if path.startswith("/") else path
+
+
+def parse_trace(text: str) -> VerifierTrace:
+    """The guard's trace lines (`reward_guard.c`, observe mode) as a `VerifierTrace`; unreadable lines skipped."""
+    trace = VerifierTrace()
+    current: dict[int, TracedRun] = {}
+    parents: dict[int, int] = {}
+    out: dict[int, bytearray] = {}
+
+    def run_for(pid: int) -> TracedRun:
+        run = current.get(pid)
+        if run is None:  # a fork that has exec'd nothing yet: its parent's program
+            parent = current.get(parents.get(pid, 0))
+            run = TracedRun(pid=pid, parent=parents.get(pid, 0), exe=parent.exe if parent else "")
+            current[pid] = run
+            trace.runs.append(run)
+        return run
+
+    def close(run: TracedRun) -> None:
+        data = out.pop(id(run), None)
+        if data is not None:
+            run.stdout = bytes(data[:MAX_STDOUT]).decode("utf-8", "replace")
+
+    for line in text.splitlines():
+        cols = line.split("\t")
+        try:
+            kind, pid = cols[0], int(cols[1])
+            if kind == "proc":
+                parents[pid] = int(cols[2])
+            elif kind == "exec":
+                result, path, argv = int(cols[2]), _field(cols[3]), _field(cols[4]) if len(cols) > 4 else ""
+                words = argv.split("\x1f") if argv else []
+                if result == 0:
+                    old = current.get(pid)
+                    if old is not None:
+                        close(old)
+                    if len(trace.runs) < MAX_RUNS:
+                        run = TracedRun(pid=pid, parent=parents.get(pid, 0), exe=_clean(path), argv=words)
+                        current[pid] = run
+                        trace.runs.append(run)
+                    else:
+                        trace.truncated = True
+                        current.pop(pid, None)
+                _event(trace, PathEvent(op="exec", path=_clean(path), result=result, pid=pid))
+            elif kind == "out":
+                run = run_for(pid)
+                out.setdefault(id(run), bytearray()).extend(bytes.fromhex(cols[2]))
+            elif kind == "exit":
+                run = run_for(pid)
+                run.exit = int(cols[2])
+                close(run)
+            elif kind == "open":
+                ev = PathEvent(
+                    op="open", path=_clean(_field(cols[4])), result=int(cols[2]), flags=int(cols[3]), pid=pid
+                )
+                _event(trace, ev)
+            elif kind in ("stat", "unlink", "mkdir"):
+                _event(trace, PathEvent(op=kind, path=_clean(_field(cols[3])), result=int(cols[2]), pid=pid))
+            elif kind == "rename":
+                ev = PathEvent(
+                    op="rename", path=_clean(_field(cols[3])), to=_clean(_field(cols[4])), result=int(cols[2]), pid=pid
+                )
+                _event(trace, ev)
+        except (IndexError, ValueError):
+            continue
+    for run in list(current.values()):
+        close(run)
+    return trace
+
+
+def _event(trace: VerifierTrace, event: PathEvent) -> None:
+    if event.path.startswith(_SKIP) or not event.path.startswith("/"):
+        return
+    if len(trace.events) >= MAX_EVENTS:
+        trace.truncated = True
+        return
+    trace.events.append(event)

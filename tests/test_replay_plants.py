@@ -1,0 +1,219 @@
+"""Record and replay (issue 40): the guard's trace read back, replay shims and forgers that really replay,
+and delta debugging that finds the plants that matter, checked over generated combinations."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qaflow.audit.exploits import Exploit, Plant
+from qaflow.audit.minimise import ddmin, groups_of, only
+from qaflow.audit.observation import Access, Observation
+from qaflow.audit.replay_plants import forger_module, plan_replay, program_shim, runs_the_work
+from qaflow.audit.trace import TracedRun, parse_trace
+from qaflow.trial.guard import GuardKit
+
+
+def _field(text: str) -> str:
+    return "".join(f"%{b:02X}" if b <= 32 or b >= 127 or b == 37 else chr(b) for b in text.encode())
+
+
+def test_parse_trace_ties_stdout_and_exit_to_the_program_each_process_ran():
+    lines = [
+        "proc\t10\t0",
+        f"exec\t10\t-2\t/app/bin/bash\t{_field('bash' + chr(31) + '/tests/test.sh')}",
+        f"exec\t10\t0\t/usr/bin/bash\t{_field('bash' + chr(31) + '/tests/test.sh')}",
+        "proc\t11\t10",
+        f"stat\t10\t-2\t{_field('/app/bin/my diff')}",
+        f"exec\t11\t0\t/usr/bin/diff\t{_field(chr(31).join(['diff', '/app/out.txt', '/tmp/e x']))}",
+        "out\t11\t" + b"same\n".hex(),
+        "exit\t11\t1",
+        f"open\t10\t3\t{os.O_WRONLY | os.O_APPEND | os.O_CREAT}\t/tmp/log.txt",
+        f"open\t10\t-2\t0\t{_field('/root/.bash_profile')}",
+        "garbage line",
+        "out\t10\t" + b"done\n".hex(),
+        "exit\t10\t0",
+    ]
+    trace = parse_trace("\n".join(lines))
+    diff = next(r for r in trace.executed() if r.name == "diff")
+    assert (diff.argv, diff.stdout, diff.exit, diff.parent) == (["diff", "/app/out.txt", "/tmp/e x"], "same\n", 1, 10)
+    bash = trace.executed()[0]
+    assert (bash.exe, bash.stdout, bash.exit) == ("/usr/bin/bash", "done\n", 0)
+    assert [e.path for e in trace.missing()] == ["/app/bin/bash", "/app/bin/my diff", "/root/.bash_profile"]
+    assert trace.appended() == ["/tmp/log.txt"] and trace.written() == ["/tmp/log.txt"]
+
+
+def _run(argv: list[str], stdout: str, code: int) -> TracedRun:
+    return TracedRun(pid=1, exe="/usr/bin/" + argv[0], argv=argv, stdout=stdout, exit=code)
+
+
+ARGS = st.lists(st.text(alphabet="ab -'\"$*\\\n\t/.é", min_size=0, max_size=6), min_size=0, max_size=3)
+
+
+@given(recorded=st.lists(st.tuples(ARGS, st.text(max_size=30), st.integers(0, 3)), min_size=1, max_size=4), other=ARGS)
+def test_a_program_shim_replays_each_recorded_call_and_runs_the_real_program_otherwise(
+    recorded, other, tmp_path_factory
+):
+    runs = [_run(["prog", *args], out, code) for args, out, code in recorded]
+    shim = tmp_path_factory.mktemp("shim") / "prog"
+    shim.write_text(program_shim(runs, "/bin/echo"))
+    known = {}
+    for r in runs:
+        key = tuple(r.argv[1:])
+        if "\n" not in "".join(key):
+            known.setdefault(key, r)
+    for key, first in known.items():
+        done = subprocess.run(["sh", str(shim), *key], capture_output=True, check=False)
+        assert (done.stdout.decode(), done.returncode) == (first.stdout, first.exit)
+    if tuple(other) not in known:
+        done = subprocess.run(["sh", str(shim), *other], capture_output=True, check=False)
+        assert done.returncode == 0 and done.stdout.decode() == " ".join(other) + "\n"
+
+
+def test_the_forger_replays_a_recorded_python_and_is_the_real_module_anywhere_else(tmp_path: Path):
+    recorded = _run(["python3", "-c", "import json; print('real')"], "12 passed\n", 0)
+    (tmp_path / "json.py").write_text(forger_module([recorded]))
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    replayed = subprocess.run(
+        [sys.executable, "-c", "import json; print('real')"], env=env, capture_output=True, text=True
+    )
+    assert (replayed.stdout, replayed.returncode) == ("12 passed\n", 0)
+    other = subprocess.run(
+        [sys.executable, "-c", "import json; print(json.dumps([1]))"], env=env, capture_output=True, text=True
+    )
+    assert (other.stdout, other.returncode) == ("[1]\n", 0), other.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["python3", "/app/solve.py", "in.txt"], True),
+        (["python3", "-u", "solve.py"], True),
+        (["python3", "-m", "solve"], True),
+        (["python3", "-m", "pytest", "/tests/test_out.py"], False),
+        (["python3", "-c", "import solve"], False),
+        (["diff", "/app/out.txt", "/tests/expected.txt"], False),
+        (["bash", "/tests/test.sh"], False),
+    ],
+)
+def test_runs_of_the_work_are_never_replayed_but_programs_that_read_it_are(argv: list[str], expected: bool):
+    run = TracedRun(pid=1, exe=f"/usr/bin/{argv[0]}", argv=argv)
+    assert runs_the_work(run, {"/app/solve.py", "/app/out.txt"}) is expected
+
+
+def _observation(trace_text: str, access: dict[str, tuple[bool, bool, bool]]) -> Observation:
+    return Observation(
+        observed=True,
+        trace=parse_trace(trace_text),
+        trace_access={
+            p: Access(path=p, how=[], exists=e, writable=w, creatable=c, owner="task")
+            for p, (e, w, c) in access.items()
+        },
+    )
+
+
+DIFF_RUN = "\n".join(
+    [
+        "proc\t1\t0",
+        "exec\t1\t0\t/usr/bin/bash\tbash%1F/tests/test.sh",
+        "stat\t1\t-2\t/app/bin/diff",
+        "proc\t2\t1",
+        "exec\t2\t0\t/usr/bin/diff\tdiff%1F/app/out.txt%1F/tests/want.txt",
+        "exit\t2\t0",
+        "exit\t1\t0",
+    ]
+)
+
+
+@pytest.mark.parametrize("creatable", [True, False])
+def test_a_program_lookup_is_planted_only_where_the_agent_can_create_it(creatable: bool):
+    obs = _observation(DIFF_RUN, {"/app/bin/diff": (False, False, creatable)})
+    plans = plan_replay(obs, {"/app/out.txt"})
+    assert [p.path for e in plans for p in e.plants] == (["/app/bin/diff"] if creatable else [])
+
+
+def test_nothing_is_planted_where_the_reference_solution_wrote():
+    obs = _observation(DIFF_RUN, {"/app/bin/diff": (False, False, True)})
+    assert plan_replay(obs, {"/app/bin/diff"}) == []
+
+
+def test_a_file_the_verifier_appended_to_is_preseeded_with_what_it_held():
+    obs = _observation(DIFF_RUN, {"/tmp/results.log": (False, False, True)})
+    obs.kept = {"/tmp/results.log": "case1 ok\n"}
+    (sink,) = plan_replay(obs, set())
+    assert [p.group for p in sink.plants] == ["scratch:/tmp/results.log"]
+    assert "case1 ok" in (sink.plants[0].command or "")
+
+
+@given(
+    st.integers(2, 12).flatmap(lambda n: st.tuples(st.just(n), st.sets(st.integers(0, n - 1), min_size=1, max_size=3)))
+)
+def test_ddmin_finds_the_groups_that_together_pass(case: tuple[int, set[int]]):
+    n, needed = case
+    groups = [f"g{i}" for i in range(n)]
+    want = {f"g{i}" for i in needed}
+    search = ddmin(groups, rounds=40)
+    trials = 0
+    try:
+        candidates = next(search)
+        while True:
+            trials += len(candidates)
+            candidates = search.send([want <= set(c) for c in candidates])
+    except StopIteration as stop:
+        found = stop.value
+    assert want <= set(found)
+    assert set(found) == want, "1-minimal: every group left is needed"
+    assert trials <= 24 * 40
+
+
+def test_only_keeps_whole_groups():
+    plants = [Plant(path=f"/p{i}", content="", why="", group=g) for i, g in enumerate(["a", "a", "b", None])]
+    exploit = Exploit(name="replay", plants=plants)
+    assert groups_of(exploit) == ["a", "b", "/p3"]
+    assert [p.path for p in only(exploit, ["a", "/p3"], "x").plants] == ["/p0", "/p1", "/p3"]
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the guard is x86_64 only")
+def test_the_guard_traces_every_process_of_a_real_run(tmp_path: Path):
+    kit = GuardKit.make(tmp_path, observe=True)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    script = tmp_path / "t.sh"
+    script.write_text(
+        f"export PATH={tmp_path}/nobin:$PATH\necho hello\nprintf 'x\\n' | cat\n"
+        f"[ -f {tmp_path}/cfg ] && . {tmp_path}/cfg\necho log >> {tmp_path}/app.log\necho 1 > {logs}/reward.txt\n"
+    )
+    done = subprocess.run([str(kit.folder / "reward_guard"), str(kit.folder), str(logs), "--", "bash", str(script)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    trace = parse_trace((kit.folder / "trace").read_text())
+    cat = next(r for r in trace.executed() if r.name == "cat")
+    assert (cat.stdout, cat.exit) == ("x\n", 0)
+    assert trace.executed()[0].argv == ["bash", str(script)] and "hello\n" in trace.executed()[0].stdout
+    missing = {e.path for e in trace.missing()}
+    assert {f"{tmp_path}/nobin/cat", f"{tmp_path}/cfg"} <= missing
+    assert f"{tmp_path}/app.log" in trace.appended()
+    assert (kit.folder / "report").read_text().splitlines()[-1] == "end"
+    assert not (kit.folder / "observe").exists()
+
+
+def test_without_observe_the_guard_writes_no_trace(tmp_path: Path):
+    kit = GuardKit.make(tmp_path)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    done = subprocess.run([str(kit.folder / "reward_guard"), str(kit.folder), str(logs), "--", "true"], check=False)
+    assert done.returncode == 0 and not (kit.folder / "trace").exists()
+
+
+def test_generated_combinations_of_lookups_and_access_plant_exactly_the_reachable_edges():
+    for exists, writable, creatable in itertools.product([False, True], repeat=3):
+        obs = _observation(DIFF_RUN, {"/app/bin/diff": (exists, writable, creatable)})
+        planted = bool(plan_replay(obs, set()))
+        assert planted == ((exists and writable) or (not exists and creatable))
