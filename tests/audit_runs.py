@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -123,3 +124,9 @@ def audit_fixtures(names: Iterable[str], backend: str, root: Path, *, repeats: i
     done = _run_audit(pool, backend, root, ["--repeats", str(repeats), "--jobs", "2"])
     assert {name: tree_hash(pool / name) for name in names} == before, "the audit modified a task folder"
     return done
+
+
+def only_a_failed_sink(observe: dict[str, Any]) -> bool:
+    """No exploit trial ran on the task, or only record and replay's kitchen sink, without full reward."""
+    ran = observe.get("exploits") or {}
+    return set(ran) <= {"replay"} and all(e["reward"] != 1.0 for e in ran.values())

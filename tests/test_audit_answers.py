@@ -20,7 +20,7 @@ from qaflow.audit.exploits import Exploit, Plant
 from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.cli import app
-from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, audit_fixtures
+from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, audit_fixtures, only_a_failed_sink
 
 ANSWER = b"Ahmed Khan\nBen Ode\n"
 
@@ -99,7 +99,7 @@ def test_audit_proves_answers_in_the_image_and_replays_the_copy(backend: str, tm
     for name, copy in FIXTURES.items():
         errors = [f for f in audits[name]["findings"] if f["severity"] == "error"]
         if copy is None:
-            assert errors == [] and "exploits" not in audits[name]["probes"]["observe"], errors
+            assert errors == [] and only_a_failed_sink(audits[name]["probes"]["observe"]), errors
             continue
         (finding,) = errors
         assert finding["code"] == "leak" and finding["evidence"]["copies"] == [{"answer": copy[0], "output": copy[1]}]

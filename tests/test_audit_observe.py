@@ -52,7 +52,7 @@ from qaflow.audit.settle import MIN_CONFIRM_RUNS, confirms_again, needs_confirma
 from qaflow.cli import app
 from qaflow.models.audit import TaskAudit, Verdict
 from qaflow.task import Task
-from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, audit_fixtures
+from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, audit_fixtures, only_a_failed_sink
 from tests.conftest import TASKS_REPO
 from tests.taskfactory import write_task
 
@@ -294,12 +294,13 @@ def test_audit_proves_the_fixture_exploits_and_spares_the_controls(backend: str,
         codes = sorted(f["code"] for f in audit["findings"])
         if code is None:
             assert (audit["verdict"], codes) == ("accepted", []), (name, audit["findings"])
-            assert "exploits" not in observe  # nothing task-owned to attack: no exploit trial ran
+            # nothing task-owned to attack: no exploit trial ran but record and replay's one sink, which failed
+            assert only_a_failed_sink(observe), observe.get("exploits")
             continue
         assert codes == [code], (name, audit["findings"])
         (finding,) = audit["findings"]
         if code == "leak":  # compiled leftovers, found by listing the sandbox before the agent starts
-            assert finding["evidence"]["files"] == [LEFTOVER] and "exploits" not in observe
+            assert finding["evidence"]["files"] == [LEFTOVER] and only_a_failed_sink(observe)
             continue
         proven = {e["exploit"]: e["files"] for e in finding["evidence"]["exploits"]}
         for exploit, files in won.items():

@@ -6,9 +6,11 @@ observation (`Auditor._battery`), one trial per planned exploit, named `exploit:
 Registered here, in this order (the order their findings are listed): `answer-copy`, `decode-copy`,
 `hidden-link`, `always-equal`, `clock`, `data-forge`, `trust-boundary` (the planted inputs of
 `exploits.plan_exploits`, `expected-rewrite` and `exit-at-import`, judged together), `replay` (record
-and replay from the traced verifier, `qaflow.audit.replay_plants`). A probe with `to_minimise(exploits, runs)`
-has each exploit it picks (where the nop does not pass) cut down by the battery to the smallest set
-of plant groups that still does (`qaflow.audit.minimise`) before it is judged. A probe of one's
+and replay from the traced verifier, `qaflow.audit.replay_plants`). A probe with `kitchen_sink = True`
+(and a `control(evidence, exploit)`: its wrong state alone) is played after the others, only where none
+proved `reward_tamper` and the nop fails; each of its exploits that gets full reward is cut down by the
+battery to the smallest set of plant groups that still does (`qaflow.audit.minimise`), its control run
+beside the first round, before it is judged. A probe of one's
 own is registered with `register_probe`; the harness holes (`exploits.harness_exploits`) are proven
 once per run and stay with the auditor.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
 from qaflow.audit.data_forge import judge_data_forge, plan_data_forge
@@ -38,7 +40,7 @@ from qaflow.audit.inprocess import (
 from qaflow.audit.judge import judge_exploits
 from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
-from qaflow.audit.replay_plants import KITCHEN_SINK, WORK_GROUP, WRONG_STATE, plan_replay
+from qaflow.audit.replay_plants import WORK_GROUP, WRONG_STATE, plan_replay
 from qaflow.models.audit import AuditFinding
 from qaflow.task import Task
 
@@ -76,6 +78,19 @@ class BatteryProbe(Protocol):
     def judge(
         self, evidence: Evidence, exploits: Sequence[Exploit], runs: Sequence[ProbeRun]
     ) -> list[AuditFinding]: ...
+
+
+class SinkProbe(BatteryProbe, Protocol):
+    """A kitchen sink: planned and played after the other probes (`kitchen_sink` is True), its hits minimised
+    beside `control(evidence, exploit)`, the exploit's wrong state alone."""
+
+    kitchen_sink: bool
+
+    def control(self, evidence: Evidence, exploit: Exploit) -> Exploit | None: ...
+
+
+def is_sink(probe: BatteryProbe) -> TypeGuard[SinkProbe]:
+    return bool(getattr(probe, "kitchen_sink", False))
 
 
 _REGISTRY: dict[str, BatteryProbe] = {}
@@ -177,11 +192,13 @@ class TrustBoundaryProbe:
 
 
 class ReplayProbe:
-    """Record and replay (`replay_plants.plan_replay`): every plant derived from the traced verifier at once on a
-    wrong state, beside that wrong state alone; minimised (`minimise.ddmin`, by the battery: `to_minimise`)
-    when the plants get full reward where the wrong state alone does not."""
+    """Record and replay (`replay_plants.plan_replay`): a kitchen sink of every plant derived from the traced
+    verifier, on a wrong state. The battery plays it only where no other probe proved a forged reward and
+    the nop fails, and a sink that gets full reward is minimised (`minimise.ddmin`) beside its `control`
+    (the wrong state alone): a control that passes too is no finding."""
 
     name = "replay"
+    kitchen_sink = True
 
     def plan(self, evidence: Evidence) -> list[Exploit]:
         effect = evidence.effect
@@ -190,18 +207,11 @@ class ReplayProbe:
         files = [c.path for c in effect.changes if c.kind != ChangeKind.DELETED and c.file_type == "file"]
         return plan_replay(evidence.observation, {c.path for c in effect.changes}, files)
 
-    def to_minimise(self, exploits: Sequence[Exploit], runs: Sequence[ProbeRun]) -> list[bool]:
-        control = [r.full for e, r in zip(exploits, runs, strict=True) if e.name == WRONG_STATE]
-        return [e.name == KITCHEN_SINK and r.full and not any(control) for e, r in zip(exploits, runs, strict=True)]
+    def control(self, evidence: Evidence, exploit: Exploit) -> Exploit:
+        return Exploit(name=WRONG_STATE, plants=[p for p in exploit.plants if p.group == WORK_GROUP])
 
     def judge(self, evidence: Evidence, exploits: Sequence[Exploit], runs: Sequence[ProbeRun]) -> list[AuditFinding]:
-        if any(r.full for e, r in zip(exploits, runs, strict=True) if e.name == WRONG_STATE):
-            return []  # the wrong state passes alone: the mutants' finding, not a forged reward
-        won = [
-            (e, r)
-            for e, r in zip(exploits, runs, strict=True)
-            if e.name == KITCHEN_SINK and any(p.group != WORK_GROUP for p in e.plants)
-        ]
+        won = [(e, r) for e, r in zip(exploits, runs, strict=True) if any(p.group != WORK_GROUP for p in e.plants)]
         return judge_exploits(evidence.nop, [r for _, r in won], [e for e, _ in won], evidence.where)
 
 

@@ -450,8 +450,9 @@ def read_trace(box: Sandbox, task: Task, observation: Observation) -> None:
 
 
 def in_home(path: str) -> bool:
-    """Under a user's home folder (`/root`, `/home/NAME`): start-up files a shell of the verifier may read."""
-    return path.startswith(("/root/", "/home/"))
+    """A file directly in a user's home folder (`/root`, `/home/NAME`): a shell's start-up files."""
+    parent = posixpath.dirname(path)
+    return parent == "/root" or (posixpath.dirname(parent) == "/home" and parent != "/home")
 
 
 def kept_files(trace: VerifierTrace) -> list[str]:

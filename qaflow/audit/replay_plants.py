@@ -2,8 +2,7 @@
 
 The observed run is the oracle's verified one: what the verifier executed, printed and exited with, what
 it looked for and did not find, what it appended to. Every edge of it that the agent can create or
-change becomes a plant that replays the verifier's recorded success into a wrong state (the untouched
-environment), in any language:
+change becomes a plant that replays the verifier's recorded success into a wrong state, in any language:
 
 - `program`: a name the verifier ran that a lookup tried first at an agent-creatable place (a folder on
   PATH before the real one: `stat`/`execve` ENOENT there), or a task-owned program it ran that the agent
@@ -18,11 +17,20 @@ environment), in any language:
   arguments of one the verifier ran, prints what that one printed and exits as it did (and otherwise
   loads the real module);
 - `scratch`: a file the verifier appended to (or wrote without truncating) at an agent-creatable place,
-  pre-seeded with what it held after the oracle's verified run.
+  pre-seeded with what it held after the oracle's verified run;
+- `input`: a file the verifier only read that the agent can change and the reference solution neither
+  wrote nor read (an expected output in the agent's folder, a settings file), left empty.
 
-All plants run at once (`KITCHEN_SINK`) on the untouched environment; only when that gets full reward where
-the nop does not are they minimised (`qaflow.audit.minimise`) to the groups that still do, reported as
-`reward_tamper`. A path the reference solution wrote is the work, never a plant.
+What is replayed is the verifier's verdict, never the answer: a run of the work itself (the program, or
+the script or module an interpreter runs, that the reference solution wrote) is never replayed, and
+the plants never touch a path the reference solution wrote except as the wrong state.
+
+The wrong state is the work left empty (every file the reference solution wrote exists and holds
+nothing). All plants run at once on it (`KITCHEN_SINK`), beside that wrong state alone
+(`WRONG_STATE`); only when the sink gets full reward where the wrong state alone and the nop do not are
+the plants minimised (`qaflow.audit.minimise`, by plant group) to those that still do: `reward_tamper`,
+with the minimal plants and `qaflow run TASK --agent exploit:replay` to replay them. Home folders count
+only for a shell's start-up files; a program or module there, and system folders, are the harness note's.
 """
 
 from __future__ import annotations
@@ -41,7 +49,8 @@ SHIM_DIR = "/tmp/.qaflow-replay-bin"
 FORGER = "qaflow_replay_forger"
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "ash", "busybox"})
 MAX_PROGRAMS = 40
-MAX_MODULES = 80
+MAX_MODULES = 30
+MAX_FORGED_BYTES = 8192
 MAX_FOLDERS = 6
 MAX_VARIANTS = 12
 
@@ -83,7 +92,10 @@ def forger_module(runs: list[TracedRun]) -> str:
     that one printed and exits as it did; imported anywhere else, it becomes the real module of its name.
     It imports nothing a shadow could stand for (only `sys` and the import system's frozen modules)."""
     table = {
-        "\x1f".join(r.argv[1:]): (r.stdout.encode("utf-8", "surrogateescape"), min(max(r.exit or 0, 0), 255))
+        "\x1f".join(r.argv[1:]): (
+            r.stdout.encode("utf-8", "surrogateescape")[-MAX_FORGED_BYTES:],
+            min(max(r.exit or 0, 0), 255),
+        )
         for r in runs[-MAX_VARIANTS:]
     }
     return f"""import sys as _sys
@@ -158,6 +170,13 @@ def runs_the_work(run: TracedRun, work: set[str]) -> bool:
     return False
 
 
+def script_of(run: TracedRun) -> str | None:
+    """The script an interpreter run runs (its first argument that is not an option); None otherwise."""
+    if not posixpath.basename(run.exe).startswith(INTERPRETERS):
+        return None
+    return next((a for a in run.argv[1:] if not a.startswith("-")), None)
+
+
 def _by_name(trace: VerifierTrace, work: set[str]) -> dict[str, list[TracedRun]]:
     runs: dict[str, list[TracedRun]] = {}
     for run in trace.executed():
@@ -227,11 +246,45 @@ def shell_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list
     return plants
 
 
-def _module_names(trace: VerifierTrace, pythons: set[int]) -> dict[str, str]:
-    """Top-level module name -> the folder it was loaded from, for modules the verifier's Pythons opened."""
-    found: dict[str, str] = {}
+STARTUP_MODULES = frozenset(
+    [
+        "encodings",
+        "codecs",
+        "io",
+        "abc",
+        "site",
+        "os",
+        "stat",
+        "posixpath",
+        "genericpath",
+        "_collections_abc",
+        "_sitebuiltins",
+        "aliases",
+        "utf_8",
+        "latin_1",
+        "ascii",
+        "_distutils_hack",
+        "sitecustomize",
+        "usercustomize",
+        "_virtualenv",
+    ]
+)
+"""Imported while Python starts, before the script's folder or the cwd is on sys.path: a shadow of one
+there is never loaded, and one on PYTHONPATH stops every Python from starting."""
+
+
+def _module_names(trace: VerifierTrace, pythons: set[int], scripts: set[str]) -> dict[str, str]:
+    """Top-level module name -> the folder it was loaded from, for modules the verifier's Pythons opened:
+    those opened after a process opened its main script first (what the verifier's own code imported),
+    at most `MAX_MODULES`."""
+    early: dict[str, str] = {}
+    late: dict[str, str] = {}
+    started: set[int] = set()
     for e in trace.events:
         if e.pid not in pythons or e.op != "open" or e.failed:
+            continue
+        if e.path in scripts:
+            started.add(e.pid)
             continue
         folder, base = posixpath.split(e.path)
         if posixpath.basename(folder) == "__pycache__":
@@ -243,9 +296,10 @@ def _module_names(trace: VerifierTrace, pythons: set[int]) -> dict[str, str]:
             name = base.split(".", 1)[0]
         else:
             continue
-        if name.isidentifier() and name not in found:
-            found[name] = folder
-    return found
+        if name.isidentifier() and name not in STARTUP_MODULES and name not in early and name not in late:
+            (late if e.pid in started else early)[name] = folder
+    ordered = {**late, **early}
+    return dict(list(ordered.items())[:MAX_MODULES])
 
 
 def python_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list[Plant]:
@@ -265,11 +319,11 @@ def python_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> lis
     folders = [f for f in dict.fromkeys(searched) if f not in work and f not in programs]
     folders = [f for f in folders if posixpath.basename(f) not in programs]
     folders = [f for f in folders if not posixpath.splitext(f)[1] or f.endswith("-packages")][:MAX_FOLDERS]
-    modules = _module_names(trace, pythons)
+    modules = _module_names(trace, pythons, scripts={a for r in runs for a in r.argv[1:2]})
     forger = forger_module(runs)
     plants: list[Plant] = []
     for folder in folders:
-        for name, source in list(modules.items())[:MAX_MODULES]:
+        for name, source in modules.items():
             path = f"{folder}/{name}.py"
             if source == folder or path in work:
                 continue
@@ -311,22 +365,40 @@ def wrong_state(work: Iterable[str]) -> list[Plant]:
     ][:MAX_PROGRAMS]
 
 
+def input_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list[Plant]:
+    """Files the verifier only read, that the agent can change and the reference solution neither wrote nor
+    read (an expected output, a settings file: the verifier's references, not the task's input data),
+    left empty: a verifier that compares the work with them compares two empty things."""
+    executed = {r.exe for r in trace.executed()} | {script_of(r) for r in trace.executed()}
+    written = set(trace.written()) | set(obs.oracle_reads)  # the solution's inputs are the task's data
+    plants = []
+    for path in trace.read():
+        a = _access(obs, path)
+        if a is None or not a.exists or a.is_dir or path in executed or path in written or path in work:
+            continue
+        if _can_plant(obs, path, work) and not path.endswith((".py", ".pyc", ".so", ".sh")):
+            q = shlex.quote(path)
+            plants.append(Plant(path=path, content="", command=f": > {q}", why="an input the verifier read, emptied",
+                                group=f"input:{path}"))  # fmt: skip
+    return plants[:MAX_PROGRAMS]
+
+
 def plan_replay(obs: Observation, work: Iterable[str], files: Iterable[str] = ()) -> list[Exploit]:
-    """The kitchen sink (every replay plant of the observed trace at once, on the work left empty) and its
-    control (the work left empty alone); none without a trace or plants. `work`: every path the reference
-    solution changed (never planted); `files`: the regular files among them (the wrong state empties them)."""
+    """The kitchen sink: every replay plant of the observed trace at once, on the work left empty (its
+    control, the wrong state alone, is the plants of `WORK_GROUP`); none without a trace or plants.
+    `work`: every path the reference solution changed (never planted); `files`: the regular files among
+    them (the wrong state empties them)."""
     trace = obs.trace
     if trace is None or not obs.observed:
         return []
-    done = set(work)
+    done, files = set(work), list(files)
     plants = (
         program_plants(obs, trace, done)
         + shell_plants(obs, trace, done)
         + python_plants(obs, trace, done)
         + scratch_plants(obs, done)
+        + input_plants(obs, trace, done)
     )
     if not plants:
         return []
-    wrong = wrong_state(files)
-    sink = Exploit(name=KITCHEN_SINK, plants=[*wrong, *plants])
-    return [sink, Exploit(name=WRONG_STATE, plants=wrong)] if wrong else [sink]
+    return [Exploit(name=KITCHEN_SINK, plants=[*wrong_state(files), *plants])]

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 Op = Literal["open", "stat", "exec", "unlink", "mkdir", "rename"]
 MAX_RUNS = 400
-MAX_EVENTS = 6000
+MAX_EVENTS = 30000
 MAX_STDOUT = 16384
 ENOENT = -2
 _SKIP = ("/proc/", "/sys/", "/dev/")

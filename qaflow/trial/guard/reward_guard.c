@@ -33,7 +33,8 @@
  * PATH ARGV" (ARGV words joined by %1F; a failed lookup along PATH is an exec with -ENOENT), "open PID
  * RESULT FLAGS PATH", "stat PID RESULT PATH", "unlink|mkdir PID RESULT PATH", "rename PID RESULT FROM
  * TO", "out PID HEX" (what the process wrote to its stdout, cut per process) and "exit PID STATUS".
- * RESULT is 0 or -errno; repeated open/stat lines of one path and result are written once.
+ * RESULT is 0 (or a descriptor) or -errno; a process's repeated open/stat lines of one path, flags and outcome
+ * are written once.
  * x86_64 only. Built static by qaflow.trial.guard (any image can run it).
  */
 #define _GNU_SOURCE
@@ -65,7 +66,7 @@
 #define MAX_ARGV 2048
 #define OUT_PER_PROC 16384
 #define OUT_TOTAL (1 << 20)
-#define SEEN_SLOTS 65536
+#define SEEN_SLOTS 262144
 
 enum pending { NONE, OPEN_CALL, TARGET_CALL, EXEC_CALL, PATH_CALL, RENAME_CALL };
 
@@ -233,11 +234,14 @@ static void put_field(const char *text, size_t n) {
     }
 }
 
-/* 1 the first time (op, result, path) is seen; 0 after (a full table writes everything). */
-static int first_time(const char *op, long result, const char *path) {
+/* 1 the first time a process makes the call (op, outcome, flags, path); 0 after (a full table writes
+ * everything). Successes count as one outcome whatever descriptor they returned. */
+static int first_time(const char *op, pid_t pid, long result, long flags, const char *path) {
     unsigned long long h = 1469598103934665603ULL;
     for (const char *p = op; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    h = (h ^ (unsigned long long)result) * 1099511628211ULL;
+    h = (h ^ (unsigned long long)(result < 0 ? result : 0)) * 1099511628211ULL;
+    h = (h ^ (unsigned long long)flags) * 1099511628211ULL;
+    h = (h ^ (unsigned long long)pid) * 1099511628211ULL;
     for (const char *p = path; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     if (!h) h = 1;
     for (size_t i = 0; i < 64; i++) {
@@ -249,7 +253,7 @@ static int first_time(const char *op, long result, const char *path) {
 }
 
 static void trace_path(const char *op, pid_t pid, long result, long flags, const char *path) {
-    if (!observing || !first_time(op, result, path)) return;
+    if (!observing || !first_time(op, pid, result, flags, path)) return;
     fprintf(trace_lines, "%s\t%d\t%ld\t", op, pid, result);
     if (flags >= 0) fprintf(trace_lines, "%ld\t", flags);
     put_field(path, strlen(path));
