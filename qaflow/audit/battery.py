@@ -8,7 +8,7 @@ Registered here, in this order (the order their findings are listed): `answer-co
 `exploits.plan_exploits`, `expected-rewrite` and `exit-at-import`, judged together), `replay` (record
 and replay from the traced verifier, `qaflow.audit.replay_plants`). A probe with `kitchen_sink = True`
 (and a `control(evidence, exploit)`: its wrong state alone) is played after the others, only where none
-proved `reward_tamper` and the nop fails; each of its exploits that gets full reward is cut down by the
+proved `reward_tamper` or `leak` and the nop fails; each of its exploits that gets full reward is cut down by the
 battery to the smallest set of plant groups that still does (`qaflow.audit.minimise`), its control run
 beside the first round, before it is judged. A probe of one's
 own is registered with `register_probe`; the harness holes (`exploits.harness_exploits`) are proven
@@ -193,9 +193,9 @@ class TrustBoundaryProbe:
 
 class ReplayProbe:
     """Record and replay (`replay_plants.plan_replay`): a kitchen sink of every plant derived from the traced
-    verifier, on a wrong state. The battery plays it only where no other probe proved a forged reward and
-    the nop fails, and a sink that gets full reward is minimised (`minimise.ddmin`) beside its `control`
-    (the wrong state alone): a control that passes too is no finding."""
+    verifier, on a wrong state. The battery plays it only where no other probe proved a forged reward or a
+    leaked answer and the nop fails, and a sink that gets full reward is minimised (`minimise.ddmin`) beside
+    its `control` (the wrong state alone): a control that passes too is no finding."""
 
     name = "replay"
     kitchen_sink = True

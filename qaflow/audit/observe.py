@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import posixpath
 import shlex
 import tempfile
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from qaflow.agents import OracleAgent
 from qaflow.agents.base import Agent
@@ -315,6 +314,43 @@ done <<'QAFLOW_PATHS'
 MAX_LOOKUPS = 200
 
 
+class PathFacts(NamedTuple):
+    """What `_CLASSIFY` found of one path, as the agent user: its kind (`d`, `f`, `-` for none), whether
+    the agent can write it, write its folder, read it, create it."""
+
+    kind: str = "-"
+    can_write: bool = False
+    folder_writable: bool = False
+    readable: bool = False
+    creatable: bool = False
+
+    @classmethod
+    def of(cls, cols: list[str]) -> tuple[str, PathFacts] | None:
+        """(path, facts) of one `C` row of `_CLASSIFY`; None for any other row."""
+        if cols[0] != "C" or len(cols) != 7:
+            return None
+        return cols[6], cls(cols[1], *(c == "1" for c in cols[2:6]))
+
+    @property
+    def writable(self) -> bool:
+        """The agent can write it, or replace it (write to the folder it is in)."""
+        return self.can_write or (self.kind != "d" and self.folder_writable)
+
+    def access(self, path: str, owner: Literal["task", "system"], how: list[str], by: list[str]) -> Access:
+        return Access(
+            path=path, how=how, by=by, exists=self.kind != "-", is_dir=self.kind == "d", writable=self.writable,
+            readable=self.readable, creatable=self.creatable, owner=owner,
+        )  # fmt: skip
+
+
+def classify(box: Sandbox, lines: list[str], user: str | int | None) -> list[list[str]]:
+    """The rows `_CLASSIFY` prints for `lines` (`P<path>`, `N<program name>`), run as `user` in one exec."""
+    lines = [line for line in lines if "\n" not in line and "QAFLOW_PATHS" not in line]
+    script = _CLASSIFY + "\n".join(lines) + "\nQAFLOW_PATHS\n"
+    ex = box.exec(["sh", "-c", script], timeout=120, user=user)
+    return [row.split("\t") for row in ex.stdout.splitlines()]
+
+
 def read_observation(box: Sandbox, task: Task) -> Observation:
     """Parse the observer's logs in `box` and classify every path it saw (one exec as the agent user)."""
     obs = Observation(observed=True, agent_user=None if task.config.agent.user is None else str(task.config.agent.user))
@@ -323,38 +359,21 @@ def read_observation(box: Sandbox, task: Task) -> Observation:
     if not obs.shell_commands and not obs.python:
         obs.observed, obs.why_not = False, "the observer saw no bash or Python process of the verifier"
     lines = ["P/"] + [f"P{p}" for p in list(seen.paths)[:MAX_PATHS]] + [f"N{n}" for n in sorted(seen.names)]
-    lines = [line for line in lines if "\n" not in line and "QAFLOW_PATHS" not in line]
-    script = _CLASSIFY + "\n".join(lines) + "\nQAFLOW_PATHS\n"
-    ex = box.exec(["sh", "-c", script], timeout=120, user=task.config.agent.user)
-    facts: dict[str, tuple[str, bool, bool, bool, bool]] = {}
+    facts: dict[str, PathFacts] = {}
     lookups: dict[str, tuple[str, bool]] = {}
-    for row in ex.stdout.splitlines():
-        cols = row.split("\t")
+    for cols in classify(box, lines, task.config.agent.user):
         if cols[0] == "R" and len(cols) == 3:
             obs.programs.append(cols[1])
             for by in seen.names.get(cols[1], set()) or {""}:
                 seen.add(cols[2], "run", by or None, "/")
         elif cols[0] == "S" and len(cols) == 4:
             lookups.setdefault(cols[3], (cols[1], cols[2] == "1"))
-        elif cols[0] == "C" and len(cols) == 7:
-            facts[cols[6]] = (cols[1], cols[2] == "1", cols[3] == "1", cols[4] == "1", cols[5] == "1")
-    obs.root_writable = facts.get("/", ("-", False, False, False, False))[1]
+        elif (found := PathFacts.of(cols)) is not None:
+            facts[found[0]] = found[1]
+    obs.root_writable = facts.get("/", PathFacts()).writable
     roots = task_roots(task, box.workdir)
     for path, (hows, bys) in sorted(seen.paths.items()):
-        kind, w, pw, r, c = facts.get(path, ("-", False, False, False, False))
-        obs.accesses.append(
-            Access(
-                path=path,
-                how=sorted(hows),
-                by=sorted(bys),
-                exists=kind != "-",
-                is_dir=kind == "d",
-                writable=w or (kind != "d" and pw),
-                readable=r,
-                creatable=c,
-                owner=owner_of(path, roots),
-            )
-        )
+        obs.accesses.append(facts.get(path, PathFacts()).access(path, owner_of(path, roots), sorted(hows), sorted(bys)))
     for path, (name, can_create) in sorted(lookups.items())[:MAX_LOOKUPS]:
         # a folder on PATH ahead of where the name was found, with no such program: the agent's would run instead
         callers = sorted(seen.names.get(name, set()))
@@ -422,20 +441,13 @@ def read_trace(box: Sandbox, task: Task, observation: Observation) -> None:
     observation.trace = trace
     paths = [p for p in dict.fromkeys(e.path for e in trace.events) if owner_of(p, roots) == "task" or in_home(p)]
     paths += [r.exe for r in trace.executed() if owner_of(r.exe, roots) == "task"]
-    paths = [p for p in dict.fromkeys(paths) if "\n" not in p and "QAFLOW_PATHS" not in p][:MAX_TRACE_PATHS]
+    paths = list(dict.fromkeys(paths))[:MAX_TRACE_PATHS]
     if paths:
-        script = _CLASSIFY + "\n".join(f"P{p}" for p in paths) + "\nQAFLOW_PATHS\n"
-        ex = box.exec(["sh", "-c", script], timeout=120, user=task.config.agent.user)
-        for row in ex.stdout.splitlines():
-            cols = row.split("\t")
-            if cols[0] != "C" or len(cols) != 7:
-                continue
-            kind, w, pw, r, c, path = cols[1], cols[2] == "1", cols[3] == "1", cols[4] == "1", cols[5] == "1", cols[6]
-            observation.trace_access[path] = Access(
-                path=path, how=[], exists=kind != "-", is_dir=kind == "d", writable=w or (kind != "d" and pw),
-                readable=r, creatable=c, owner=owner_of(path, roots),
-            )  # fmt: skip
-    kept = [p for p in kept_files(trace) if owner_of(p, roots) == "task"][:MAX_KEPT]
+        for cols in classify(box, [f"P{p}" for p in paths], task.config.agent.user):
+            if (classified := PathFacts.of(cols)) is not None:
+                path, facts = classified
+                observation.trace_access[path] = facts.access(path, owner_of(path, roots), [], [])
+    kept = [p for p in trace.kept() if owner_of(p, roots) == "task"][:MAX_KEPT]
     if kept:
         ex = box.exec(
             ["sh", "-c", f'for f in "$@"; do printf "%s\\0" "$f"; head -c {MAX_KEPT_BYTES} "$f" | base64 -w0; '
@@ -453,16 +465,6 @@ def in_home(path: str) -> bool:
     """A file directly in a user's home folder (`/root`, `/home/NAME`): a shell's start-up files."""
     parent = posixpath.dirname(path)
     return parent == "/root" or (posixpath.dirname(parent) == "/home" and parent != "/home")
-
-
-def kept_files(trace: VerifierTrace) -> list[str]:
-    """Files the verifier wrote without truncating them first (appends, or writes into what was there):
-    content planted there before would survive into what it reads back."""
-    out: dict[str, None] = {}
-    for e in trace.events:
-        if e.writes and not (e.flags or 0) & (os.O_TRUNC | os.O_EXCL) and not e.path.startswith(("/logs/", "/tests/")):
-            out[e.path] = None
-    return list(out)
 
 
 def condense(trace: VerifierTrace, roots: list[str]) -> VerifierTrace:

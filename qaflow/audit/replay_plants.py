@@ -55,10 +55,6 @@ MAX_FOLDERS = 6
 MAX_VARIANTS = 12
 
 
-def _name(run: TracedRun) -> str:
-    return run.name
-
-
 def _is_python(run: TracedRun) -> bool:
     return posixpath.basename(run.exe).startswith("python")
 
@@ -181,7 +177,7 @@ def _by_name(trace: VerifierTrace, work: set[str]) -> dict[str, list[TracedRun]]
     runs: dict[str, list[TracedRun]] = {}
     for run in trace.executed():
         if run.exit is not None and not runs_the_work(run, work):
-            runs.setdefault(_name(run), []).append(run)
+            runs.setdefault(run.name, []).append(run)
     return runs
 
 
@@ -201,7 +197,7 @@ def program_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> li
         )
     for run in trace.executed():
         path = run.exe
-        if path in work or not _can_plant(obs, path, work) or not _access(obs, path) or _name(run) in SHELLS:
+        if path in work or not _can_plant(obs, path, work) or not _access(obs, path) or run.name in SHELLS:
             continue
         if any(p.path == path for p in plants):
             continue

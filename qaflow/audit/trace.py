@@ -24,6 +24,7 @@ MAX_EVENTS = 30000
 MAX_STDOUT = 16384
 ENOENT = -2
 _SKIP = ("/proc/", "/sys/", "/dev/")
+_VERIFIER = ("/logs/", "/tests/")
 
 
 class TracedRun(BaseModel):
@@ -107,6 +108,15 @@ class VerifierTrace(BaseModel):
 
     def appended(self) -> list[str]:
         return list(dict.fromkeys(e.path for e in self.events if e.appends))
+
+    def kept(self) -> list[str]:
+        """Files written without being truncated first (appends, or writes into what was there), outside the
+        verifier's own folders: content planted there before survives into what the verifier reads back."""
+        out: dict[str, None] = {}
+        for e in self.events:
+            if e.writes and not (e.flags or 0) & (os.O_TRUNC | os.O_EXCL) and not e.path.startswith(_VERIFIER):
+                out[e.path] = None
+        return list(out)
 
     def read(self) -> list[str]:
         return list(dict.fromkeys(e.path for e in self.events if e.reads))

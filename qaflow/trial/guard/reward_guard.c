@@ -74,6 +74,7 @@ struct task {          /* one traced thread (tid) */
     int used;
     pid_t tid, tgid;
     enum pending pending;
+    int watched;       /* observe mode: the pending call's path was read at its entry */
     long nr;
     char target[PATH_MAX];
     char source[PATH_MAX];
@@ -488,7 +489,7 @@ static void on_seccomp(pid_t tid) {
     unsigned long target = 0;
     t->pending = NONE;
     t->nr = nr;
-    int watch = observing && observe_entry(tid, t, nr, a);
+    int watch = t->watched = observing && observe_entry(tid, t, nr, a);
     switch (nr) {
     case SYS_open: case SYS_openat: case SYS_creat: case SYS_openat2:
         t->pending = OPEN_CALL;
@@ -534,9 +535,7 @@ static void on_syscall_exit(pid_t tid) {
     t->pending = NONE;
     if (what == NONE || ptrace(PTRACE_GETREGS, tid, NULL, &r) < 0) return;
     long ret = (long)r.rax;
-    if (observing && what != TARGET_CALL) observe_exit(tid, t, ret, &r);
-    if (observing && what == TARGET_CALL && t->nr != SYS_link && t->nr != SYS_linkat && t->nr != SYS_truncate)
-        observe_exit(tid, t, ret, &r);
+    if (t->watched) observe_exit(tid, t, ret, &r);
     if (ret < 0 || what == EXEC_CALL || what == PATH_CALL || what == RENAME_CALL) return;
     if (what == TARGET_CALL) { record(tid, t->target); return; }
     if (!write_flags(tid, &r)) return;
