@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError, computed_field
 
 from qaflow.errors import PathError, TaskError
 from qaflow.ledger import Ledger, StatusWriter
+from qaflow.ledger.lock import run_lock
 from qaflow.models.records import (
     Finding,
     Head,
@@ -192,7 +193,27 @@ class Pool:
         return folder.resolve().relative_to(self.root).as_posix()
 
     def scan(self, *, progress: Callable[[int, int], None] | None = None) -> ScanReport:
-        """Record the current version of every task folder; `progress(done, total)` is called after each."""
+        """Record the current version of every task folder; `progress(done, total)` is called after each.
+
+        Raises:
+            PoolBusyError: another process holds the pool's run lock (nothing is written).
+        """
+        with run_lock(self.ledger.path, "scan"):
+            return self._scan(progress)
+
+    def record_snapshot(self, folder: Path, snapshot: Path) -> ScanEntry:
+        """Record the files at `snapshot` (a copy of the task folder `folder`, taken later than the scan) as
+        the version at `folder`'s pool path, as a scan that read them there would.
+
+        Raises:
+            PoolBusyError: another process holds the pool's run lock (nothing is written).
+        """
+        rel = self.rel(folder)
+        with run_lock(self.ledger.path, "scan"):
+            head = next((h for h in self.ledger.heads() if h.path == rel), None)
+            return self._scan_one(snapshot, rel, head)
+
+    def _scan(self, progress: Callable[[int, int], None] | None) -> ScanReport:
         folders = self.discover()
         heads = {h.path: h for h in self.ledger.heads()}
         report = ScanReport(root=self.root, ledger=self.ledger.path)

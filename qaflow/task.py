@@ -341,6 +341,13 @@ class Task(BaseModel):
     """sha256 of the task's files (paths and bytes, sorted): the version id."""
     env_hash: str
     """sha256 of environment/ alone: the image cache key."""
+    origin: Path | None = None
+    """The folder this task was copied from when `path` is a snapshot of it (`snapshot_task`)."""
+
+    @property
+    def home(self) -> Path:
+        """The task's folder as its user knows it: the origin of a snapshot, else `path`."""
+        return self.origin or self.path
 
     @property
     def name(self) -> str:
@@ -447,6 +454,34 @@ class Task(BaseModel):
             version=tree_hash(root),
             env_hash=tree_hash(root / "environment"),
         )
+
+
+def snapshot_task(folder: Path, into: Path, *, require_solution: bool = True) -> Task:
+    """The task at `folder` loaded from a copy of its files at `into/<folder name>`, so that whatever runs it
+    uses the bytes its version hash counts, even if the folder changes meanwhile (its `origin` is `folder`).
+
+    Raises:
+        TaskError: as `Task.load`, naming the file under `folder`.
+    """
+    folder = Path(folder).resolve()
+    Task.load(folder, require_solution=require_solution)  # checked in place first: no fifo read, no huge file copied
+    copy = into / folder.name
+    try:
+        copy_task_folder(folder, copy)
+    except shutil.Error as e:
+        first = e.args[0][0] if e.args and isinstance(e.args[0], list) and e.args[0] else (str(folder), "", str(e))
+        raise TaskError(Path(first[0]), f"cannot copy: {first[2]}") from e
+    except OSError as e:
+        raise TaskError(Path(e.filename or folder), f"cannot copy: {e.strerror or e}") from e
+    try:
+        task = Task.load(copy, require_solution=require_solution)
+    except TaskError as e:
+        try:
+            where = folder / Path(e.path).resolve().relative_to(copy.resolve())
+        except ValueError:
+            where = Path(e.path)
+        raise TaskError(where, e.reason) from e
+    return task.model_copy(update={"origin": folder})
 
 
 def _size_text(size: int) -> str:

@@ -151,7 +151,16 @@ def _ledger_rows(root: Path) -> tuple[list[object], list[object], list[object], 
         return ledger.versions(), ledger.status_log(), ledger.heads(), ledger.runs()
 
 
-def test_a_refused_audit_writes_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["audit", "{root}", "--backend", "bwrap", "--repeats", "1"],
+        ["pool", "scan", "{root}"],
+        ["repair", "{root}", "--backend", "bwrap", "--repeats", "1"],
+    ],
+    ids=["audit", "pool-scan", "repair"],
+)
+def test_a_refused_command_writes_nothing(command: list[str], tmp_path: Path) -> None:
     root = tmp_path / "pool"
     write_task(root, "a")
     with Pool.open(root) as pool:
@@ -161,11 +170,12 @@ def test_a_refused_audit_writes_nothing(tmp_path: Path) -> None:
     (root / "a" / "instruction.md").write_text("Write `done` to /app/out.txt, now.\n")
     proc, _, release = hold(root, tmp_path)
     try:
-        out = CliRunner().invoke(app, ["audit", str(root), "--backend", "bwrap", "--repeats", "1"])
+        out = CliRunner().invoke(app, [part.format(root=root) for part in command])
         assert out.exit_code == 2, out.output
         assert "another qaflow run holds this pool" in out.output
+        assert out.output.count("\n") <= 3 and "Traceback" not in out.output, out.output
         versions, statuses, heads, runs = _ledger_rows(root)
-        assert (versions, statuses, heads) == before[:3], "the refused audit scanned the pool"
+        assert (versions, statuses, heads) == before[:3], "the refused command scanned the pool"
         assert len(runs) == 1
     finally:
         release.touch()

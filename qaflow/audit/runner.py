@@ -16,6 +16,8 @@ flight as a generator that yields the work items its probes need and receives th
 from __future__ import annotations
 
 import functools
+import shutil
+import tempfile
 import threading
 import time
 import traceback
@@ -23,7 +25,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qaflow import interrupts
 from qaflow.audit.config import DEFAULT_REPEATS, AuditConfig, ProgressFn, repeats_for
@@ -50,7 +52,10 @@ from qaflow.models.trial import ExitStatus
 from qaflow.sandbox import resolve_backend
 from qaflow.sandbox.choice import backend_for_task, run_label
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, spec_for_task
-from qaflow.task import Task
+from qaflow.task import Task, snapshot_task
+
+if TYPE_CHECKING:
+    from qaflow.pool import Pool
 
 __all__ = ["DEFAULT_REPEATS", "AuditConfig", "Auditor", "ProgressFn", "repeats_for"]
 
@@ -84,8 +89,11 @@ class Auditor:
         config: AuditConfig,
         progress: ProgressFn | None = None,
         executor: Executor | None = None,
+        pool: Pool | None = None,
     ):
         self.ledger = ledger
+        self.pool = pool
+        """Where a task folder that changed since the scan gets its snapshot's version recorded."""
         self.run_id = run_id
         self.config = config
         self.backend = run_label(config.backend)
@@ -169,9 +177,18 @@ class Auditor:
     # -- one task ---------------------------------------------------------------------------
 
     def _audit_steps(self, folder: Path) -> Probe[TaskAudit]:
+        """Audit `folder` from a snapshot of its files taken now: every trial runs the bytes whose version the
+        results are recorded under, whatever happens to the folder meanwhile."""
+        into = Path(tempfile.mkdtemp(prefix="qaflow-snapshot-"))
+        try:
+            return (yield from self._audit_snapshot(folder, into))
+        finally:
+            shutil.rmtree(into, ignore_errors=True)
+
+    def _audit_snapshot(self, folder: Path, into: Path) -> Probe[TaskAudit]:
         started = time.perf_counter()
         try:
-            task = Task.load(folder)
+            task = snapshot_task(folder, into)
         except TaskError as e:
             finding = AuditFinding(
                 code=FindingCode.INVALID_TASK,
@@ -187,6 +204,9 @@ class Auditor:
                 findings=[finding],
                 timings={"total": time.perf_counter() - started},
             )
+        if self.pool is not None and self.ledger.get_version(task.version) is None:
+            entry = self.pool.record_snapshot(folder, task.path)
+            self.progress(f"{folder.name}: changed since the scan, audited as version {entry.version[:12]}")
         try:
             audit = yield from self._audit_task(task, folder)
         except Exception as e:
@@ -305,7 +325,7 @@ class Auditor:
                 cached = self.ledger.get_result(key)
                 if cached is not None and cached.backend == backend and self._same_network(cached.payload):
                     known = ProbeRun.model_validate(cached.payload)
-                    if not _failed_sandbox(known):
+                    if not failed_sandbox(known):
                         runs[i] = known
                         continue
             work = Work(trial_item, (shared, request, context), resources, record=lambda r: self._put_run(task, r))
@@ -377,7 +397,7 @@ class Auditor:
         )
 
 
-def _failed_sandbox(run: ProbeRun) -> bool:
+def failed_sandbox(run: ProbeRun) -> bool:
     """Whether a recorded trial's sandbox failed it (or lost the oracle's effect): it is run again, as rollouts
     redo infrastructure errors, instead of reused."""
     if run.effect is not None and effect_lost([run]):

@@ -77,7 +77,7 @@ def _audit_in_run(
     on_reaped: Reaped | None,
 ) -> AuditBatch:
     with open_run(pool.ledger, RunKind.AUDIT, config, on_reaped=on_reaped) as run:
-        auditor = Auditor(pool.ledger, run.run_id, config, progress=progress, executor=executor)
+        auditor = Auditor(pool.ledger, run.run_id, config, progress=progress, executor=executor, pool=pool)
         try:
             audits = auditor.audit(folders)
         except interrupts.Interrupted as e:

@@ -373,7 +373,7 @@ def accept(
 
         def work(run_id: str) -> None:
             if audit:
-                auditor = Auditor(pool.ledger, run_id, AuditConfig(backend=backend, repeats=repeats))
+                auditor = Auditor(pool.ledger, run_id, AuditConfig(backend=backend, repeats=repeats), pool=pool)
                 try:
                     for v in versions:
                         auditor.audit_one(pool.root / v.path)

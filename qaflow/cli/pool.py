@@ -69,7 +69,10 @@ def scan(
         )
         with progress:
             bar = progress.add_task("scan", total=None)
-            report = pool.scan(progress=lambda done, total: progress.update(bar, completed=done, total=total))
+            try:
+                report = pool.scan(progress=lambda done, total: progress.update(bar, completed=done, total=total))
+            except LedgerError as e:  # another run holds the pool
+                usage_error(str(e))
     if as_json:
         emit_json(report, as_json)
         return

@@ -133,9 +133,9 @@ def store_review(review: TaskReview) -> Path | None:
     if root is None:
         return None
     with Pool.open(root, create=False) as pool:
-        if pool.ledger.get_version(review.version) is None:
-            pool.scan()
         with pool.ledger.run(RunKind.REVIEW, {"model": review.model, "criteria": list(CRITERIA)}) as run:
+            if pool.ledger.get_version(review.version) is None:
+                pool.scan()
             for f in review.findings:
                 pool.ledger.add_finding(
                     Finding(task_version=review.version, run_id=run.run_id, code=f.code, severity=f.severity,

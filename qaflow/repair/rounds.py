@@ -94,7 +94,6 @@ def repair_pool(
     if max_rounds < 1:
         raise RepairError(pool.root, f"max_rounds must be at least 1, not {max_rounds}")
     out = check_out_dir(pool, out_dir)
-    pool.scan()
     config = {
         "repairer": repairer.name,
         "reviewer": reviewer.name if reviewer else None,
@@ -104,7 +103,8 @@ def repair_pool(
         "audit": audit_config.model_dump(mode="json"),
     }
     with open_run(pool.ledger, RunKind.REPAIR, config) as run:
-        auditor = Auditor(pool.ledger, run.run_id, audit_config, executor=executor)
+        pool.scan()
+        auditor = Auditor(pool.ledger, run.run_id, audit_config, executor=executor, pool=pool)
         try:
             session = _Session(pool, auditor, repairer, reviewer, out, max_rounds, codes, progress)
             heads = list({row.version: row for row in reversed(pool.list()) if row.status in CANDIDATES}.values())

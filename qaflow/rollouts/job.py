@@ -230,8 +230,8 @@ def run_rollouts(
     ledger = pool.ledger
     resolve_backend(config.backend)  # fails early when no backend works; `auto` is then chosen per task
     backend = config.backend
-    pool.scan()
     with open_run(ledger, RunKind.ROLLOUT, config.model_dump(mode="json", exclude={"model": {"script"}})) as run:
+        pool.scan()
         report = RolloutReport(run_id=run.run_id)
         items, report.invalid_tasks = plan_items(pool, config)
         report.planned = len(items)

@@ -44,4 +44,4 @@ def code_mutant_probe(
         checked.append((plan, outcome))
     view["equivalent"] = [p.mutant.name for p, o in checked if not o.get("differs") and not o.get("error")]
     view["errors"] = {p.mutant.name: o["error"] for p, o in checked if o.get("error")}
-    return judge_code_mutants(checked, str(run.task.path))
+    return judge_code_mutants(checked, str(run.task.home))

@@ -62,4 +62,4 @@ def enabled_tests_probe(
         if not r.full and r.error is None and not r.verifier_timed_out
     ]
     view["rejected_by_enabled"] = [m.name for m, _ in wrong]
-    return judge_enabled(str(task.path), enabled, wrong)
+    return judge_enabled(str(task.home), enabled, wrong)
