@@ -131,6 +131,7 @@ def ledger_problems(pool: Path) -> list[str]:
     from qaflow.audit.probe_run import ProbeRun
     from qaflow.audit.runner import failed_sandbox
     from qaflow.ledger import Ledger
+    from qaflow.models.probe_key import ProbeKey, ProbeKind
 
     path = pool / ".qaflow" / "ledger.sqlite"
     conn = sqlite3.connect(path)
@@ -146,6 +147,8 @@ def ledger_problems(pool: Path) -> list[str]:
             where = f"{result.task_version[:12]} {result.probe}#{result.attempt}"
             if result.run_id not in runs:
                 problems.append(f"{where}: recorded under no run")
+            elif result.probe == str(ProbeKey(ProbeKind.BUILD)):
+                continue  # an image build: its own payload, retried by the build when it failed
             elif failed_sandbox(ProbeRun.model_validate(result.payload)):
                 problems.append(f"{where}: a failed sandbox kept as a result")
     if shutil.which("docker"):

@@ -211,3 +211,15 @@ def test_a_task_a_proven_hole_reaches_is_marked_and_not_clean(tmp_path: Path):
         with Pool.open(final_pool(ctx, tasks), create=False) as final:
             (row,) = final.list()
             assert row.status is expected, (allowed, row)
+
+
+def test_the_text_summary_lists_the_worst_first_and_the_clean_last():
+    from rich.console import Console
+
+    from qaflow.audit.report import print_summary
+
+    console = Console(record=True, width=200, color_system=None)
+    print_summary(console, build_report(_pool_audits(), backend="bwrap", run_ids=["audit-1"]))
+    rows = [line.split("│")[1].strip() for line in console.export_text().splitlines() if line.count("│") >= 4]
+    names = [r for r in rows if r and r != "task"]
+    assert names == ["tampered", "leaky", "passes", "flaky", "broken", "also-ok", "ok", "linted"]

@@ -240,3 +240,18 @@ def _tallies(root: Path) -> list[tuple[str, int, int, int]]:
     out = CliRunner().invoke(app, ["pool", "show", "test/a", "--pool", str(root), "--json"])
     assert out.exit_code == 0, out.output
     return [(t["effort"], t["graded"], t["passed"], t["errors"]) for t in json.loads(out.stdout)["rollouts"]]
+
+
+def test_the_replay_policy_runs_from_the_cli_without_a_key_and_its_rows_say_scripted(tmp_path: Path) -> None:
+    require_backend("bwrap")
+    root = _pool(tmp_path)
+    args = ["rollout", str(root), "--model", "openai/replay-oracle", "--efforts", "low,medium", "-k", "2", "-b",
+            "bwrap", "--json"]  # fmt: skip
+    result = CliRunner(env={"OPENAI_API_KEY": None}).invoke(app, args)
+    assert result.exit_code == 0, result.output
+    frame = read_rollouts(root / ".qaflow" / "rollouts")
+    assert frame.height == 2 * 2 * 2 and set(frame["model"]) == {"openai/replay-oracle"}
+    calls = [c for messages in frame["messages"] for m in messages for c in (m.get("tool_calls") or [])]
+    commands = {json.loads(c["function"]["arguments"])["command"] for c in calls}
+    assert (root / "a" / "solution" / "solve.sh").read_text() in commands  # the task's own solution, replayed
+    assert frame["full_reward"].sum() >= 4  # skip_rate 0.25: most attempts replay the solution and pass

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from qaflow.errors import LLMError
 from qaflow.llm.client import check_model
 from qaflow.llm.config import LLMConfig
-from qaflow.models.rollout import Effort
+from qaflow.models.rollout import REPLAY_MODEL, Effort
 
 DEFAULT_EFFORTS: dict[Effort, dict[str, Any]] = {
     Effort.OFF: {},
@@ -93,7 +93,7 @@ def check_efforts(config: LLMConfig, efforts: Iterable[Effort], efforts_map: Eff
     Raises:
         LLMError: naming every effort (and the parameter) the provider would refuse, and the fix.
     """
-    if config.script is not None:
+    if config.script is not None or config.model == REPLAY_MODEL:
         return
     check_model(config)
     supported = supported_params(config.model)

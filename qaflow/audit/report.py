@@ -18,6 +18,7 @@ from rich.table import Table
 
 from qaflow.atomic_file import write_text_atomic
 from qaflow.models.audit import (
+    FINDING_ORDER,
     AuditFinding,
     AuditReport,
     AuditSummary,
@@ -223,13 +224,22 @@ def backend_words(audits: list[TaskAudit], backend: str) -> str:
     return f"{backend}: " + ", ".join(f"{name} {n}" for name, n in sorted(used.items()))
 
 
+def worst_first(audit: TaskAudit) -> tuple[bool, int, bool, str]:
+    """Sort key of the summary's rows: tasks with errors first, by their worst code (`FINDING_ORDER`), then the
+    accepted ones a proven harness hole reaches, then the clean ones; by name within each."""
+    worst = min(
+        (finding_rank(f.code) for f in audit.findings if f.severity is Severity.ERROR), default=len(FINDING_ORDER)
+    )
+    return (audit.verdict is Verdict.ACCEPTED, worst, not audit.exposed_by, audit.task)
+
+
 def print_summary(console: Console, report: AuditReport) -> None:
     audits = report.tasks
     title = f"audit · {len(audits)} tasks · {report.backend} · {report.seconds:.0f} s"
     table = Table(title=title, title_justify="left")
     for col in ("task", "verdict", "findings", "time"):
         table.add_column(col, no_wrap=col != "findings")
-    for a in sorted(audits, key=lambda a: (a.verdict != Verdict.ACCEPTED, a.verdict.value, a.task)):
+    for a in sorted(audits, key=worst_first):
         codes = ", ".join(
             sorted({f.code.value + ("" if f.severity is Severity.ERROR else " (warn)") for f in a.findings})
         )

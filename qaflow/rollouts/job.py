@@ -36,7 +36,7 @@ from qaflow.llm import LLMConfig
 from qaflow.llm.account import ModelTotals, UsageAccount
 from qaflow.models.frame import write_shard
 from qaflow.models.records import RunKind, VersionStatus
-from qaflow.models.rollout import Effort, RolloutRecord, rollout_id
+from qaflow.models.rollout import REPLAY_MODEL, Effort, RolloutRecord, rollout_id
 from qaflow.pool import Pool
 from qaflow.rollouts.attempt import run_attempt
 from qaflow.rollouts.changes import add_task_edges, audited_edges
@@ -171,8 +171,13 @@ def attempt_item(
     """Work item: one rollout attempt (see `run_attempt`), with its own usage account; `offline` and
     `network` are the job's `RunNetwork` as plain values."""
     account = UsageAccount()
+    resolved = resolve_task(task, require_solution=False)
+    if llm_config.model == REPLAY_MODEL and llm_config.script is None:
+        from qaflow.rollouts.replay import replay_config  # the replay policy's script is the task's own solution
+
+        llm_config = replay_config(resolved, effort, attempt)
     record = run_attempt(
-        resolve_task(task, require_solution=False),
+        resolved,
         llm_config,
         effort=effort,
         attempt=attempt,
