@@ -7,16 +7,20 @@ and the next run of that kind on the pool reaps and closes them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from pydantic import BaseModel
 
+from qaflow.errors import SandboxError
 from qaflow.ledger import Ledger
 from qaflow.ledger.lock import run_lock
 from qaflow.models.records import Run, RunKind
 from qaflow.sandbox import reap_run
+
+log = logging.getLogger(__name__)
 
 Reaped = Callable[[str, int], None]
 """Told of each crashed run closed: its id and how many leftover sandboxes were removed."""
@@ -31,7 +35,11 @@ def close_crashed_runs(ledger: Ledger, kind: RunKind) -> dict[str, int]:
     closed: dict[str, int] = {}
     for run in ledger.runs(kind):
         if run.ended_at is None:
-            closed[run.run_id] = reap_run(run.run_id)
+            try:
+                closed[run.run_id] = reap_run(run.run_id)
+            except SandboxError as exc:  # its leftovers do not touch this run: the next one tries again
+                log.warning("run %s stays open: %s", run.run_id, exc)
+                continue
             ledger.end_run(run.run_id)
     return closed
 

@@ -540,3 +540,45 @@ def test_a_build_gets_network_only_where_it_needs_it(docker_backend, make_spec: 
     assert not ref.endswith("-offline"), ref
     with docker_backend.open(hidden) as box:
         assert "lo" in box.get("/ifaces").decode().split() and len(box.get("/ifaces").decode().split()) > 1
+
+
+@pytest.mark.docker
+def test_a_container_paused_from_outside_is_thawed_and_reaped(tmp_path: Path):
+    """A container frozen by `docker pause` is thawed through its cgroup (an exec racing the pause can leave the
+    daemon's lock on it held until then) and the reap of its run removes it."""
+    require_backend("docker")
+    import docker
+
+    from qaflow.sandbox.docker.backend import RUN_LABEL, DockerBackend
+    from qaflow.sandbox.docker.thaw import freezer_files, thaw
+
+    run_id = f"test-thaw-{uuid.uuid4().hex[:8]}"
+    client = docker.from_env()
+    box = client.containers.run(BASE_IMAGE, ["sleep", "600"], detach=True, labels={RUN_LABEL: run_id})
+    try:
+        box.pause()
+        files = freezer_files(box.id)
+        if not files:
+            pytest.skip("this host's cgroup freezer files are not writable from here (not root beside dockerd)")
+        assert thaw(box.id) is True
+        assert all(path.read_text().strip() in ("THAWED", "0") for path, _ in files)
+        assert thaw(box.id) is False  # nothing frozen any more: nothing done
+        assert DockerBackend.reap(run_id) == 1
+        assert client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}) == []
+    finally:
+        with contextlib.suppress(docker.errors.NotFound):
+            box.remove(force=True)
+
+
+def test_thaw_writes_only_frozen_freezer_files(tmp_path: Path):
+    from qaflow.sandbox.docker.thaw import thaw
+
+    v1 = tmp_path / "freezer" / "docker" / "abc"
+    v2 = tmp_path / "system.slice" / "docker-abc.scope"
+    for folder in (v1, v2):
+        folder.mkdir(parents=True)
+    (v1 / "freezer.state").write_text("FROZEN\n")
+    (v2 / "cgroup.freeze").write_text("0\n")
+    assert thaw("abc", root=tmp_path) is True
+    assert (v1 / "freezer.state").read_text() == "THAWED" and (v2 / "cgroup.freeze").read_text() == "0\n"
+    assert thaw("abc", root=tmp_path) is False and thaw("other", root=tmp_path) is False

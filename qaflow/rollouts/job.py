@@ -40,6 +40,7 @@ from qaflow.models.rollout import REPLAY_MODEL, Effort, RolloutRecord, rollout_i
 from qaflow.pool import Pool
 from qaflow.rollouts.attempt import run_attempt
 from qaflow.rollouts.changes import add_task_edges, audited_edges
+from qaflow.rollouts.replay_policy import replay_config
 from qaflow.runs import open_run
 from qaflow.sandbox import resolve_backend
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, network_from_env, offline_from_env
@@ -173,8 +174,6 @@ def attempt_item(
     account = UsageAccount()
     resolved = resolve_task(task, require_solution=False)
     if llm_config.model == REPLAY_MODEL and llm_config.script is None:
-        from qaflow.rollouts.replay import replay_config  # the replay policy's script is the task's own solution
-
         llm_config = replay_config(resolved, effort, attempt)
     record = run_attempt(
         resolved,

@@ -10,46 +10,16 @@ effort, with seeded noise), and `skip_rate` makes a seeded share of attempts ski
 
 from __future__ import annotations
 
-import random
 import uuid
 from collections.abc import Sequence
 
 from qaflow.executors import LocalExecutor
 from qaflow.executors.driver import Driver
-from qaflow.llm import LLMConfig, ScriptedReply
-from qaflow.llm.config import ScriptedToolCall
 from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import REPLAY_MODEL, Effort, RolloutRecord, rollout_id
 from qaflow.pool import Pool
+from qaflow.rollouts.replay_policy import replay_config
 from qaflow.task import Task
-
-THINKING_WORDS = {Effort.OFF: 0, Effort.LOW: 40, Effort.MEDIUM: 120, Effort.XHIGH: 360}
-_WORDS = ["check", "the", "files", "then", "run", "solution", "verify", "output", "edge", "case", "plan", "step"]
-
-
-def replay_config(task: Task, effort: Effort, attempt: int, *, skip_rate: float = 0.25, seed: int = 0) -> LLMConfig:
-    """A scripted LLMConfig replaying `task`'s reference solution (see the module docstring)."""
-    effort = Effort(effort)
-    rng = random.Random(f"{seed}:{task.version}:{effort.value}:{attempt}")
-    base = THINKING_WORDS[effort]
-
-    def thought() -> str | None:
-        n = int(base * rng.uniform(0.6, 1.4))
-        return " ".join(rng.choices(_WORDS, k=n)) if n else None
-
-    solve = (task.solution_dir / "solve.sh").read_text(encoding="utf-8") if task.solution_dir.is_dir() else "true"
-    skip = rng.random() < skip_rate
-    script = [
-        ScriptedReply(reasoning=thought(), tool_calls=[ScriptedToolCall(name="bash", arguments={"command": "ls -la"})]),
-        ScriptedReply(reasoning=thought(), tool_calls=[ScriptedToolCall(name="bash", arguments={"command": "pwd"})]),
-        ScriptedReply(
-            reasoning=thought(),
-            tool_calls=[ScriptedToolCall(name="bash", arguments={"command": "true" if skip else solve})],
-        ),
-        ScriptedReply(reasoning=thought(), tool_calls=[ScriptedToolCall(name="bash", arguments={"command": "ls -la"})]),
-        ScriptedReply(content="I ran the steps and checked the result."),
-    ]
-    return LLMConfig(model=REPLAY_MODEL, script=script)
 
 
 def replay_pool(

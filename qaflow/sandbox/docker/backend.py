@@ -73,6 +73,7 @@ from qaflow.sandbox.docker.images import (
 from qaflow.sandbox.docker.sandbox import KILL_GRACE_S as KILL_GRACE_S
 from qaflow.sandbox.docker.sandbox import DockerSandbox
 from qaflow.sandbox.docker.streams import shutdown_socket
+from qaflow.sandbox.docker.thaw import thaw
 from qaflow.sandbox.userland import LIST_SCRIPT, Userland
 
 log = logging.getLogger(__name__)
@@ -755,6 +756,7 @@ class DockerBackend:
         for container in found:
             if run_id is None and owner_alive((container.get("Labels") or {}).get(OWNER_LABEL)):
                 continue
+            thaw(container["Id"])  # a container frozen from outside can hold the daemon's lock on it (`thaw`)
             try:
                 api.remove_container(container["Id"], force=True, v=True)
                 removed += 1
@@ -764,6 +766,8 @@ class DockerBackend:
                 if exc.status_code == 409:  # its removal is already under way (its owner, or another reap)
                     continue
                 failed.append(str(exc))
+            except requests.exceptions.RequestException as exc:  # the daemon did not answer for this one
+                failed.append(f"{container['Id'][:12]}: docker did not answer ({type(exc).__name__})")
         if failed:
             raise SandboxError(f"docker could not reap {len(failed)} container(s) labelled {label}: {failed[0]}")
         _remove_unused_views(api)

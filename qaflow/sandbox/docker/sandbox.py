@@ -57,6 +57,7 @@ from qaflow.sandbox.docker.streams import (
     send_stdin,
     shutdown_socket,
 )
+from qaflow.sandbox.docker.thaw import thaw
 
 log = logging.getLogger(__name__)
 
@@ -828,6 +829,7 @@ class DockerSandbox:
             submit_removal(self._remove_or_warn)
 
     def _remove(self) -> None:
+        thaw(self.id)  # a container frozen from outside can hold the daemon's lock on it (`thaw`)
         try:
             self.client.api.remove_container(self.id, force=True, v=True)
         except docker.errors.NotFound:
