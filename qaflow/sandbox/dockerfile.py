@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from docker.utils.build import PatternMatcher
+
 from qaflow.errors import BuildError, UnsupportedError
 from qaflow.text import numbered_dockerfile_lines
 
@@ -95,19 +97,12 @@ class BuildPlan:
 
 
 class DockerIgnore:
-    """`.dockerignore` patterns: last match wins, `!` re-includes, a folder's match covers its contents."""
+    """`.dockerignore` patterns as docker's SDK matches them for its own build contexts
+    (`docker.utils.build.PatternMatcher`: last match wins, `!` re-includes, a folder's match covers its contents)."""
 
     def __init__(self, text: str = ""):
-        self._rules: list[tuple[bool, re.Pattern[str]]] = []
-        for raw in text.splitlines():
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            include = line.startswith("!")
-            pattern = posixpath.normpath(line.removeprefix("!").strip()).lstrip("/")
-            if pattern in ("", "."):
-                continue
-            self._rules.append((include, re.compile(_glob_regex(pattern))))
+        patterns = [line.strip() for line in text.splitlines()]
+        self._matcher = PatternMatcher([p for p in patterns if p and not p.startswith("#")])
 
     @classmethod
     def load(cls, context: Path) -> DockerIgnore:
@@ -116,49 +111,7 @@ class DockerIgnore:
 
     def excluded(self, rel: str) -> bool:
         """Whether the context-relative POSIX path `rel` is left out of the build context."""
-        if not self._rules:
-            return False
-        parts = rel.split("/")
-        candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-        verdict = False
-        for include, regex in self._rules:
-            if any(regex.fullmatch(c) for c in candidates):
-                verdict = not include
-        return verdict
-
-
-def _glob_regex(pattern: str) -> str:
-    """Go filepath.Match syntax plus `**`, as a regex over POSIX relative paths."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            if pattern.startswith("/", i):
-                out[-1] = "(?:.*/)?"
-                i += 1
-            continue
-        if ch == "*":
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = pattern.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(ch))
-            else:
-                body = pattern[i + 1 : end].replace("\\", "\\\\")
-                out.append("[" + ("^" + body[1:] if body.startswith("^") else body) + "]")
-                i = end
-        elif ch == "\\" and i + 1 < len(pattern):
-            i += 1
-            out.append(re.escape(pattern[i]))
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out)
+        return bool(self._matcher.matches(rel))
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
