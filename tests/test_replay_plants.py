@@ -204,6 +204,29 @@ def test_the_guard_traces_every_process_of_a_real_run(tmp_path: Path):
     assert not (kit.folder / "observe").exists()
 
 
+@pytest.mark.docker
+def test_the_guard_traces_argv_and_stdout_under_dockers_default_seccomp_profile(tmp_path: Path):
+    """docker's default profile refuses process_vm_readv without CAP_SYS_PTRACE: the guard reads the processes'
+    memory through ptrace instead (argv and stdout were empty there, so no program could be replayed)."""
+    from tests.conftest import require_backend
+
+    require_backend("docker")
+    from qaflow.sandbox.docker.images import BASE_IMAGE
+
+    kit = GuardKit.make(tmp_path, observe=True)
+    script = "mkdir -p /tmp/logs && /guard/reward_guard /guard /tmp/logs -- sh -c 'echo hello; printf \"%s\" abc | cat'"
+    done = subprocess.run(
+        ["docker", "run", "--rm", "--cap-drop", "SYS_PTRACE", "-v", f"{kit.folder}:/guard", BASE_IMAGE, "sh", "-c",
+         script],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    trace = parse_trace((kit.folder / "trace").read_text())
+    runs = {r.name: r for r in trace.executed()}
+    assert runs["sh"].argv[:2] == ["sh", "-c"] and "hello\n" in runs["sh"].stdout
+    assert runs["cat"].argv == ["cat"] and runs["cat"].stdout == "abc"
+
+
 def test_without_observe_the_guard_writes_no_trace(tmp_path: Path):
     kit = GuardKit.make(tmp_path)
     logs = tmp_path / "logs"

@@ -205,6 +205,22 @@ static void cmdline_of(pid_t pid, char *out, size_t size) {
     out[n] = '\0';
 }
 
+/* `len` bytes at `addr` in `tid` into `out`; returns how many were read (0 or less: none). process_vm_readv, or word
+   by word through ptrace where a seccomp profile refuses it (docker's default, without CAP_SYS_PTRACE). */
+static ssize_t read_mem(pid_t tid, unsigned long addr, void *out, size_t len) {
+    struct iovec local = {out, len}, remote = {(void *)addr, len};
+    ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+    if (n > 0) return n;
+    size_t i = 0;
+    for (; i < len; i += sizeof(long)) {
+        errno = 0;
+        long word = ptrace(PTRACE_PEEKDATA, tid, (void *)(addr + i), NULL);
+        if (errno) break;
+        memcpy((char *)out + i, &word, len - i < sizeof word ? len - i : sizeof word);
+    }
+    return (ssize_t)(i < len ? i : len);
+}
+
 static int read_string(pid_t tid, unsigned long addr, char *out, size_t size) {
     struct iovec local = {out, size - 1}, remote = {(void *)addr, size - 1};
     ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
@@ -281,8 +297,7 @@ static void read_argv(pid_t tid, unsigned long addr, char *out, size_t size) {
     out[0] = '\0';
     for (int i = 0; addr && i < 64; i++) {
         unsigned long ptr = 0;
-        struct iovec local = {&ptr, sizeof ptr}, remote = {(void *)(addr + i * sizeof ptr), sizeof ptr};
-        if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != sizeof ptr || !ptr) break;
+        if (read_mem(tid, addr + i * sizeof ptr, &ptr, sizeof ptr) != sizeof ptr || !ptr) break;
         char word[512];
         if (read_string(tid, ptr, word, sizeof word) < 0) break;
         int n = snprintf(out + len, size - len, "%s%s", i ? "\x1f" : "", word);
@@ -306,8 +321,7 @@ static void trace_out(pid_t tid, pid_t tgid, unsigned long buf, unsigned long co
     if (!p || p->out >= OUT_PER_PROC || out_total >= OUT_TOTAL) return;
     size_t want = count < OUT_PER_PROC - p->out ? count : OUT_PER_PROC - p->out;
     char data[OUT_PER_PROC];
-    struct iovec local = {data, want}, remote = {(void *)buf, want};
-    ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+    ssize_t n = read_mem(tid, buf, data, want);
     if (n <= 0) return;
     p->out += (size_t)n;
     out_total += (size_t)n;
@@ -521,8 +535,7 @@ static int write_flags(pid_t tid, struct user_regs_struct *r) {
     if (nr == SYS_open) flags = r->rsi;
     else if (nr == SYS_openat) flags = r->rdx;
     else {  /* openat2: struct open_how, flags first */
-        struct iovec local = {&flags, sizeof flags}, remote = {(void *)r->rdx, sizeof flags};
-        if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != sizeof flags) return 1;
+        if (read_mem(tid, r->rdx, &flags, sizeof flags) != sizeof flags) return 1;
     }
     return (flags & (O_WRONLY | O_RDWR | O_TRUNC | O_CREAT)) != 0;
 }
