@@ -204,8 +204,9 @@ class Auditor:
                 findings=[finding],
                 timings={"total": time.perf_counter() - started},
             )
-        if self.pool is not None and self.ledger.get_version(task.version) is None:
-            entry = self.pool.record_snapshot(folder, task.path)
+        pool = self.pool if self.pool is not None and self.pool.root in folder.resolve().parents else None
+        if pool is not None and self.ledger.get_version(task.version) is None:
+            entry = pool.record_snapshot(folder, task.path)
             self.progress(f"{folder.name}: changed since the scan, audited as version {entry.version[:12]}")
         try:
             audit = yield from self._audit_task(task, folder)
