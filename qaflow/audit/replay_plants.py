@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import posixpath
+import re
 import shlex
 from collections.abc import Iterable
 
@@ -160,10 +161,25 @@ def runs_the_work(run: TracedRun, work: set[str]) -> bool:
         if arg == "-m":
             return i + 1 < len(args) and args[i + 1].split(".")[0] in stems
         if arg == "-c":
-            return False
+            return i + 1 < len(args) and _code_mentions_work(args[i + 1], work)
         if not arg.startswith("-"):
             return arg in work or posixpath.basename(arg) in names
     return False
+
+
+CODE_SUFFIXES = (".py", ".sh", ".bash", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".R", ".jar")
+"""Files of the work that are code: inline code that names one (by path, or a Python module by name) runs it."""
+
+
+def _code_mentions_work(code: str, work: set[str]) -> bool:
+    """Whether inline code (`-c CODE`) loads a program or module the reference solution wrote: by its path, or
+    (Python) by importing its module name. A check that only reads the work's data files is not running it."""
+    programs = [w for w in work if w.endswith(CODE_SUFFIXES)]
+    if any(w in code for w in programs):
+        return True
+    modules = {posixpath.splitext(posixpath.basename(w))[0] for w in programs if w.endswith(".py")}
+    imported = set(re.findall(r"(?:^|[\s;])(?:from|import)\s+([A-Za-z_][A-Za-z0-9_]*)", code))
+    return bool(modules & imported)
 
 
 def script_of(run: TracedRun) -> str | None:

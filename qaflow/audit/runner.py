@@ -16,6 +16,7 @@ flight as a generator that yields the work items its probes need and receives th
 from __future__ import annotations
 
 import functools
+import json
 import shutil
 import tempfile
 import threading
@@ -228,6 +229,7 @@ class Auditor:
                 ],
             )
         audit.timings["total"] = time.perf_counter() - started
+        audit = TaskAudit.model_validate(at_home(audit.model_dump(mode="json"), task))
         with self._backends_lock:  # the one its work ran on; none when no backend could be chosen
             audit.backend = self._backends.get(task.version or str(task.path))
         for finding in audit.findings:
@@ -297,7 +299,7 @@ class Auditor:
         (outcome,) = yield [run.work(build_item)]
         if isinstance(outcome, BaseException):
             raise outcome
-        result: BuildResult = outcome.result
+        result = BuildResult.model_validate(at_home(outcome.result.model_dump(mode="json"), task))
         status = ExitStatus.OK if result.ok else ExitStatus.ERROR
         key = ResultKey(task_version=task.version, probe=str(BUILD), attempt=0)
         known = self.ledger.get_result(key)
@@ -372,7 +374,7 @@ class Auditor:
                 backend=self._backend(task),
                 status=run.status,
                 reward=run.reward,
-                payload=run.model_dump(mode="json"),
+                payload=at_home(run.model_dump(mode="json"), task),
                 duration_s=run.duration_s,
             )
         )
@@ -396,6 +398,15 @@ class Auditor:
             reason="audit: " + (", ".join(codes) or "clean"),
             run_id=self.run_id,
         )
+
+
+def at_home(value: Any, task: Task) -> Any:
+    """`value` (JSON data) with the path of the task's snapshot replaced by its folder's, so that messages,
+    evidence and recorded results name the files the user has (a snapshot is gone after its audit)."""
+    if task.origin is None or task.path == task.origin:
+        return value
+    copy, home = json.dumps(str(task.path))[1:-1], json.dumps(str(task.origin))[1:-1]
+    return json.loads(json.dumps(value).replace(copy, home))
 
 
 def failed_sandbox(run: ProbeRun) -> bool:
