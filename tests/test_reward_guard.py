@@ -106,7 +106,8 @@ def test_a_reward_written_by_a_process_the_verifier_left_is_forged(backend: str,
     result = _trial(tmp_path, backend, test=_IMPORTS_AGENT_MODULE, solve=_solve_writing(module))
     assert result.reward is None, f"the forged reward was recorded: {result.reward}"
     assert result.error is not None and result.error.kind is ErrorKind.REWARD_FORGED, result.error
-    assert "reward.txt" in result.error.message and "python3" in result.error.message, result.error.message
+    message = result.error.message  # the loop rewrites both reward files: the first write seen is named
+    assert ("reward.txt" in message or "reward.json" in message) and "python3" in message, message
     run = ProbeRun.of("oracle", 0, result)
     findings = judge(nop=[], oracle=[run])
     tamper = [f for f in findings if f.code is FindingCode.REWARD_TAMPER]

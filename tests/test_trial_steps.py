@@ -74,7 +74,9 @@ def test_nop_gets_nothing_and_stops_at_the_first_gate(backend: str, tmp_path: Pa
     assert (result.reward, result.full_reward, result.error) == (0.0, False, None)
     assert [s.name for s in result.steps] == ["counter"]
     ungated = run_trial(Task.load(write_stock_task(tmp_path / "u", min_rewards={})), NopAgent(), backend=backend)
-    assert [s.reward for s in ungated.steps] == [0.0, 0.0, 0.0] and ungated.reward == 0.0
+    assert [s.reward for s in ungated.steps] == [0.0, 0.0, 0.0] and ungated.reward == 0.0, [
+        (s.name, s.error) for s in ungated.steps
+    ]
 
 
 def test_each_step_sees_its_own_solution_and_no_earlier_verifier(backend: str, tmp_path: Path) -> None:
