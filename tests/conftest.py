@@ -156,9 +156,49 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     class FilesAndLabelledAudits(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return labelled_group(nodeid) or nodeid.split("::", 1)[0]
+            return scope_of(nodeid)
 
+    config.option.loadscopereorder = False  # the collection is in cost order already (`pytest_collection_modifyitems`)
     return FilesAndLabelledAudits(config, log)
+
+
+def scope_of(nodeid: str) -> str:
+    """The unit a worker gets whole: a test file, or a backend's labelled-audit group."""
+    return labelled_group(nodeid) or nodeid.split("::", 1)[0]
+
+
+MEASURED_S = {
+    "labelled-docker": 600,
+    "labelled-bwrap": 450,
+    "tests/test_trust_matrix.py": 260,
+    "tests/test_repair_exploits.py": 215,
+    "tests/test_executors.py": 165,
+    "tests/test_audit_in_process.py": 150,
+    "tests/test_audit_steps.py": 150,
+    "tests/test_batch_job.py": 140,
+    "tests/test_fault_injection.py": 115,
+    "tests/test_repair_rounds.py": 115,
+    "tests/test_harden_process_chain.py": 100,
+    "tests/test_interrupts.py": 85,
+    "tests/test_pipeline.py": 75,
+    "tests/test_audit_data_forge.py": 70,
+    "tests/test_escape.py": 65,
+}
+"""Seconds the costliest scopes took in a full run on a 2-core machine (`--durations`, 2026-12-07): only their order
+matters. Any other scope counts three seconds for each test in a real sandbox."""
+
+
+def _costliest_first(items: list[pytest.Item]) -> None:
+    """Order `items` so that the costliest scopes come first: the workers start on the long ones and finish
+    together on the short ones (in the collection's order, a long file met last leaves the other worker idle)."""
+    cost: dict[str, int] = {}
+    for item in items:
+        scope = scope_of(item.nodeid)
+        sandboxed = any(item.get_closest_marker(m) for m in ("docker", "bwrap"))
+        cost[scope] = cost.get(scope, 0) + (3 if sandboxed else 0)
+    cost.update({scope: seconds for scope, seconds in MEASURED_S.items() if scope in cost})
+    first_seen = {scope: i for i, scope in enumerate(dict.fromkeys(scope_of(i.nodeid) for i in items))}
+    items.sort(key=lambda i: (-cost[scope_of(i.nodeid)], first_seen[scope_of(i.nodeid)]))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -174,3 +214,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             callspec = getattr(item, "callspec", None)
             if callspec is not None:
                 audit_runs.SHARED.add(str(callspec.params["backend_name"]))
+    if config.getvalue("dist") == "loadfile":
+        _costliest_first(items)

@@ -176,6 +176,13 @@ def test_task_roots_and_owner(tmp_path: Path):
     assert owner_of("/opt/other/tool", roots) == "task"  # outside the system folders
     assert owner_of("/usr/local/bin/pytest", roots) == "system"
     assert owner_of("/conftest.py", roots) == "system"  # planting at / needs a root agent
+    (task_dir / "environment" / "Dockerfile").write_text(
+        "FROM python:3.11-slim\nENV PATH=/root/.local/bin:/usr/local/go/bin:$PATH\n"
+        'ENV A=1 PATH="/home/dev/bin:${PATH}"\nENV PATH /root/tools:$PATH\n'
+    )
+    roots = task_roots(Task.load(task_dir), "/app")
+    assert roots == ["/app", "/home/dev/bin", "/root/.local/bin", "/root/tools"]  # the toolchain's stays the system's
+    assert owner_of("/root/.local/bin/sha256sum", roots) == "task" and owner_of("/root/.bashrc", roots) == "system"
 
 
 def test_plans_attack_only_task_owned_inputs_the_oracle_left_alone():

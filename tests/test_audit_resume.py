@@ -108,3 +108,32 @@ def test_a_run_the_sandbox_failed_is_tried_again_by_the_next_audit(
         assert second.findings == [], "the cached sandbox errors were reused instead of run again"
         redone = pool.ledger.results(run_id=batch.run_id)
         assert redone and all(r.payload["error_kind"] is None for r in redone)
+
+
+def test_a_run_the_sandbox_failed_once_is_tried_again_in_the_same_audit(
+    tmp_path: Path, fake_backend: str, fake_programs: dict[str, Program]
+):
+    """A machine hiccup (one trial's sandbox failed) costs one more trial, not a finding or another audit."""
+    from qaflow.audit.runner import AuditConfig
+    from qaflow.audit.service import audit_folders
+    from qaflow.errors import SandboxError
+    from qaflow.pool import Pool
+    from tests.taskfactory import write_task
+
+    calls: list[bytes] = []
+
+    def judge(box: object, argv: list[str], stdin: bytes, env: dict[str, str], cwd: str) -> tuple[int, bytes, bytes]:
+        calls.append(stdin)
+        if len(calls) == 1:
+            raise SandboxError("the container was killed (exit 137)")
+        return (0 if stdin == b"done\n" else 1), b"", b""
+
+    test_sh = "#!/bin/bash\nif judge < /app/out.txt; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+    folder = write_task(tmp_path / "pool", "a", test_sh=test_sh)
+    fake_programs["judge"] = judge
+    with Pool.open(tmp_path / "pool") as pool:
+        batch = audit_folders(pool, [folder], AuditConfig(backend=fake_backend, repeats=1, exhaustive=False))
+        (audit,) = batch.audits
+        results = pool.ledger.results(run_id=batch.run_id)
+    assert audit.findings == [] and audit.verdict.value == "accepted", audit.findings
+    assert all(r.payload.get("error_kind") is None for r in results if r.probe != "build")

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qaflow.audit.exploits import Exploit, Plant
 from qaflow.audit.minimise import ddmin, groups_of, only
 from qaflow.audit.observation import Access, Observation
-from qaflow.audit.replay_plants import forger_module, plan_replay, program_shim, runs_the_work
+from qaflow.audit.replay_plants import exit_stub, forger_module, plan_replay, program_shim, runs_the_work, wrong_state
 from qaflow.audit.trace import TracedRun, parse_trace
 from qaflow.trial.guard import GuardKit
 
@@ -75,6 +75,37 @@ def test_a_program_shim_replays_each_recorded_call_and_runs_the_real_program_oth
     if tuple(other) not in known:
         done = subprocess.run(["sh", str(shim), *other], capture_output=True, check=False)
         assert done.returncode == 0 and done.stdout.decode() == " ".join(other) + "\n"
+
+
+@settings(max_examples=25)
+@given(recorded=st.lists(st.tuples(ARGS, st.integers(0, 3)), min_size=1, max_size=4), other=ARGS)
+def test_the_work_left_wrong_prints_nothing_and_keeps_only_its_exit_statuses(recorded, other, tmp_path_factory):
+    """The wrong state's stub of a program of the work the verifier ran, as a program and as a Python script."""
+    folder = tmp_path_factory.mktemp("stub")
+    for python in (False, True):
+        head = ["python3", "/app/prog.py"] if python else ["prog"]
+        runs = [TracedRun(pid=1, exe="/usr/bin/python3" if python else "/app/prog", argv=[*head, *args], stdout="x",
+                          exit=code) for args, code in recorded]  # fmt: skip
+        stub = folder / ("prog.py" if python else "prog")
+        stub.write_text(exit_stub(runs, python=python))
+        cmd = [sys.executable, "-I", "-S", str(stub)] if python else ["sh", str(stub)]
+        first: dict[tuple[str, ...], int] = {}
+        for args, code in recorded:
+            first[tuple(args)] = code  # the last recording of the same arguments is the one kept
+        for args in [*first, tuple(other)]:
+            done = subprocess.run([*cmd, *args], capture_output=True, check=False)
+            multiline = python is False and "\n" in "".join(args)
+            if multiline:
+                continue
+            want = first.get(args, recorded[-1][1])
+            assert (done.stdout, done.returncode) == (b"", want), (python, args)
+
+
+def test_the_wrong_state_stubs_only_programs_the_verifier_ran():
+    trace = parse_trace(DIFF_RUN.replace("/usr/bin/diff\tdiff", "/app/tool\ttool").replace("exit\t2\t0", "exit\t2\t3"))
+    plants = {p.path: p.content for p in wrong_state({"/app/tool", "/app/out.txt", "/tmp/x"}, trace)}
+    assert plants["/app/out.txt"] == "" and "/tmp/x" not in plants
+    assert plants["/app/tool"].startswith("#!/bin/sh") and "exit 3" in plants["/app/tool"]
 
 
 def test_the_forger_replays_a_recorded_python_and_is_the_real_module_anywhere_else(tmp_path: Path):
@@ -245,3 +276,89 @@ def test_generated_combinations_of_lookups_and_access_plant_exactly_the_reachabl
         obs = _observation(DIFF_RUN, {"/app/bin/diff": (exists, writable, creatable)})
         planted = bool(plan_replay(obs, set()))
         assert planted == ((exists and writable) or (not exists and creatable))
+
+
+SOURCED_RUN = "\n".join(
+    [
+        "proc\t1\t0",
+        "exec\t1\t0\t/usr/bin/bash\tbash%1F/tests/test.sh",
+        "open\t1\t3\t0\t/app/ci.env",
+        "proc\t2\t1",
+        "exec\t2\t0\t/usr/bin/bash\tbash%1F-lc%1Fcmp%20a%20b",
+        "open\t2\t3\t0\t/app/profile.sh",
+        "exit\t2\t0",
+        f"open\t1\t4\t{os.O_WRONLY | os.O_CREAT | os.O_TRUNC}\t/logs/verifier/reward.txt",
+        "out\t1\t" + b"passes: 4 of 4\n".hex(),
+        "exit\t1\t0",
+    ]
+)
+
+
+def test_a_file_the_verifiers_own_shell_sources_replays_its_verdict(tmp_path: Path):
+    """Sourced by test.sh itself, the plant prints test.sh's recorded output, writes full reward and exits; in
+    any other shell it only puts the replay shims first on PATH (and a child shell's file never gets a verdict)."""
+    obs = _observation(SOURCED_RUN, {"/app/ci.env": (True, True, True), "/app/profile.sh": (True, True, True)})
+    (sink,) = plan_replay(obs, set())
+    commands = {p.path: p.command or "" for p in sink.plants if p.path.startswith("/app/")}
+    assert "/tests/test.sh" in commands["/app/ci.env"] and "/tests/test.sh" not in commands["/app/profile.sh"]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env_file = tmp_path / "ci.env"
+    env_file.write_text("REQUIRED_PASSES=4\n")
+    command = commands["/app/ci.env"].replace("/app/ci.env", str(env_file)).replace("/logs/verifier", str(logs))
+    subprocess.run(["sh", "-c", command], check=True)
+    verifier = tmp_path / "test.sh"
+    verifier.write_text(f"source {env_file}\necho 0 > {logs}/reward.txt\nexit 3\n")
+    done = subprocess.run(["bash", str(verifier)], capture_output=True, check=False, cwd=tmp_path)
+    assert (done.stdout, done.returncode) == (b"", 3)  # another script's $0: the settings load as they were
+    # run as the recorded verifier ($0 is /tests/test.sh): its recorded verdict
+    done = subprocess.run(["bash", "-c", verifier.read_text(), "/tests/test.sh"], capture_output=True, check=False)
+    assert (done.stdout, done.returncode) == (b"passes: 4 of 4\n", 0), done
+    assert (logs / "reward.txt").read_text() == "1\n"
+
+
+def test_a_pickle_of_the_work_the_verifier_loaded_replays_its_verdict_when_loaded(tmp_path: Path):
+    checker, other = tmp_path / "check.py", tmp_path / "other.py"
+    run = "\n".join(
+        [
+            "proc\t1\t0",
+            f"exec\t1\t0\t/usr/bin/python3\tpython3%1F{_field(str(checker))}",
+            "open\t1\t3\t0\t/app/model.pkl",
+            "out\t1\t" + b"fit ok\n".hex(),
+            "exit\t1\t0",
+        ]
+    )
+    (sink,) = plan_replay(_observation(run, {}), {"/app/model.pkl"}, ["/app/model.pkl"], ["/app/model.pkl"])
+    (plant,) = [p for p in sink.plants if p.group == "pickle:/app/model.pkl"]
+    model = tmp_path / "model.pkl"
+    subprocess.run(["sh", "-c", (plant.command or "").replace("/app/model.pkl", str(model))], check=True)
+    code = f"import pickle\npickle.load(open({str(model)!r}, 'rb'))\nprint('loaded')\nraise SystemExit(1)\n"
+    checker.write_text(code)
+    other.write_text(code)
+    replayed = subprocess.run([sys.executable, str(checker)], capture_output=True, check=False)
+    assert (replayed.stdout, replayed.returncode) == (b"fit ok\n", 0)
+    elsewhere = subprocess.run([sys.executable, str(other)], capture_output=True, check=False)
+    assert (elsewhere.stdout, elsewhere.returncode) == (b"loaded\n", 1)  # any other Python: nothing replayed
+
+
+def test_the_work_spoofing_the_verdict_prints_the_verifiers_lines_never_the_answer(tmp_path: Path):
+    run = "\n".join(
+        [
+            "proc\t1\t0",
+            "exec\t1\t0\t/usr/bin/python3\tpython3%1F/tests/run.py",
+            "proc\t2\t1",
+            "exec\t2\t0\t/usr/bin/python3\tpython3%1F/app/solve.py%1F/tests/m1.txt",
+            "out\t2\t" + b"RRDD\n".hex(),
+            "exit\t2\t0",
+            "out\t1\t" + b"--- m1\nRRDD\nVERDICT: PASS\n".hex(),
+            "exit\t1\t0",
+        ]
+    )
+    (sink,) = plan_replay(_observation(run, {}), {"/app/solve.py"}, ["/app/solve.py"])
+    (spoof,) = [p for p in sink.plants if p.group == "spoof:/app/solve.py"]
+    program = tmp_path / "solve.py"
+    program.write_text(spoof.content)
+    done = subprocess.run([sys.executable, "-I", str(program), "/tests/m1.txt"], capture_output=True, check=False)
+    assert (done.stdout, done.returncode) == (b"--- m1\nVERDICT: PASS\n", 0)
+    (empty,) = [p for p in sink.plants if p.group == "wrong-state"]
+    assert "VERDICT" not in empty.content  # the wrong state alone, its control, prints nothing

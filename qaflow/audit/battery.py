@@ -191,6 +191,10 @@ class TrustBoundaryProbe:
         return judge_exploits(evidence.nop, runs, exploits, evidence.where)
 
 
+PICKLE_PROTO = b"\x80"
+"""The first byte of a pickle of protocol 2 or later (the `PROTO` opcode)."""
+
+
 class ReplayProbe:
     """Record and replay (`replay_plants.plan_replay`): a kitchen sink of every plant derived from the traced
     verifier, on a wrong state. The battery plays it only where no other probe proved a forged reward or a
@@ -205,7 +209,8 @@ class ReplayProbe:
         if effect is None or not effect.ok:
             return []  # without the oracle's work known, its own files could be replayed as plants
         files = [c.path for c in effect.changes if c.kind != ChangeKind.DELETED and c.file_type == "file"]
-        return plan_replay(evidence.observation, {c.path for c in effect.changes}, files)
+        pickles = [c.path for c in effect.changes if c.path in files and (c.content or b"")[:1] == PICKLE_PROTO]
+        return plan_replay(evidence.observation, {c.path for c in effect.changes}, files, pickles)
 
     def control(self, evidence: Evidence, exploit: Exploit) -> Exploit:
         return Exploit(name=WRONG_STATE, plants=[p for p in exploit.plants if p.group == WORK_GROUP])

@@ -51,6 +51,7 @@ from qaflow.audit.observation import (
     parse_logs,
 )
 from qaflow.audit.observer_files import FILES, LOG_DIR, OBSERVE_DIR, verifier_env
+from qaflow.audit.replay_plants import REWARD_FILES
 from qaflow.audit.trace import VerifierTrace, parse_trace
 from qaflow.models.trial import PhaseResult, TrialResult, VerifierSandbox
 from qaflow.sandbox.base import Sandbox
@@ -237,7 +238,9 @@ def _read_logs(box: Sandbox) -> dict[str, str]:
 
 
 def task_roots(task: Task, workdir: str) -> list[str]:
-    """Where the task's own files live: the workdir and every Dockerfile COPY/ADD destination."""
+    """Where the task's own files live: the workdir, every Dockerfile COPY/ADD destination, and every folder
+    in a home folder that the Dockerfile's `ENV PATH` puts on PATH (a lookup there is the task's choice; the
+    toolchain folders a task adds under /usr stay the system's)."""
     roots = {workdir.rstrip("/") or "/"}
     current = "/"
     try:
@@ -253,7 +256,9 @@ def task_roots(task: Task, workdir: str) -> list[str]:
             words = [w for w in shlex.split(args) if not w.startswith("--")]
         except ValueError:
             continue
-        if keyword == "WORKDIR" and words:
+        if keyword == "ENV":
+            roots.update(_home_path_folders(words))
+        elif keyword == "WORKDIR" and words:
             current = posixpath.join(current, words[-1])
         elif keyword in ("COPY", "ADD") and len(words) >= 2:
             dest = words[-1]
@@ -264,6 +269,15 @@ def task_roots(task: Task, workdir: str) -> list[str]:
                     continue
             roots.add(posixpath.normpath(posixpath.join(current, dest)))
     return sorted(r for r in roots if r != "/")
+
+
+def _home_path_folders(words: list[str]) -> list[str]:
+    """The folders in a home folder among the PATH entries of an `ENV` instruction's words."""
+    values = [w.split("=", 1)[1] for w in words if w.startswith("PATH=")]
+    if words[:1] == ["PATH"] and len(words) == 2:
+        values.append(words[1])
+    entries = [e.rstrip("/") for v in values for e in v.split(":")]
+    return [e for e in entries if e.startswith(("/root/", "/home/")) and "$" not in e and ".." not in e]
 
 
 def owner_of(path: str, roots: list[str]) -> Literal["task", "system"]:
@@ -468,9 +482,13 @@ def in_home(path: str) -> bool:
 
 
 def condense(trace: VerifierTrace, roots: list[str]) -> VerifierTrace:
-    """The events the replay plants read: task-owned paths, and the Python modules loaded from the system."""
+    """The events the replay plants read: task-owned paths, the Python modules loaded from the system, and the
+    verifier's writes of its reward files."""
     keep = []
     for e in trace.events:
+        if e.writes and e.path in REWARD_FILES:
+            keep.append(e)
+            continue
         if e.path.startswith((OBSERVE_DIR, GUARD_DIR, "/tests/", "/logs/")):
             continue
         module = e.op == "open" and not e.failed and e.path.endswith(_MODULE_FILE)

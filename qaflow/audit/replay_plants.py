@@ -10,7 +10,8 @@ change becomes a plant that replays the verifier's recorded success into a wrong
   the same arguments and exits as it did (any other arguments run the real program);
 - `shell`: a file a shell of the verifier read or looked for (sourced settings, start-up files of login
   and `BASH_ENV` shells) that the agent can create or change: it puts a folder of such program shims
-  first on PATH;
+  first on PATH and, read by the verifier's own shell (test.sh), replays that shell's verdict: its
+  recorded output, full reward in the reward files it wrote, its exit (`verdict_block`);
 - `python`: a folder a Python of the verifier searched (sys.path entries, site folders, found or not)
   that the agent can create or write: a shadow of every module that Python loaded from a later place,
   a `sitecustomize.py`, and a `.pth` in site folders, each a forger that, in a Python started with the
@@ -19,23 +20,31 @@ change becomes a plant that replays the verifier's recorded success into a wrong
 - `scratch`: a file the verifier appended to (or wrote without truncating) at an agent-creatable place,
   pre-seeded with what it held after the oracle's verified run;
 - `input`: a file the verifier only read that the agent can change and the reference solution neither
-  wrote nor read (an expected output in the agent's folder, a settings file), left empty.
+  wrote nor read (an expected output in the agent's folder, a settings file), left empty;
+- `pickle`: a pickle of the work a Python of the verifier loaded, replaced by one whose loading replays
+  that Python's verdict (data deserialised this way is code the verifier runs);
+- `spoof` (a sink of its own, `SPOOF_SINK`): each program of the work the verifier ran, printing the
+  verifier's own recorded verdict lines (never a line the work printed) and exiting as it did.
 
 What is replayed is the verifier's verdict, never the answer: a run of the work itself (the program, or
 the script or module an interpreter runs, that the reference solution wrote) is never replayed, and
-the plants never touch a path the reference solution wrote except as the wrong state.
+the plants never touch a path the reference solution wrote except as wrong solutions (the wrong state,
+a forger pickle, a spoofing program).
 
 The wrong state is the work left empty (every file the reference solution wrote exists and holds
-nothing). All plants run at once on it (`KITCHEN_SINK`), beside that wrong state alone
-(`WRONG_STATE`); only when the sink gets full reward where the wrong state alone and the nop do not are
-the plants minimised (`qaflow.audit.minimise`, by plant group) to those that still do: `reward_tamper`,
-with the minimal plants and `qaflow run TASK --agent exploit:replay` to replay them. Home folders count
-only for a shell's start-up files; a program or module there, and system folders, are the harness note's.
+nothing; a program of it the verifier ran prints nothing and keeps only its recorded exit statuses).
+All plants run at once on it (`KITCHEN_SINK`), beside that wrong state alone (`WRONG_STATE`); only when the
+sink gets full reward where the wrong state alone and the nop do not are the plants minimised
+(`qaflow.audit.minimise`, by plant group) to those that still do: `reward_tamper`, with the minimal plants and
+`qaflow run TASK --agent exploit:replay` to replay them. Home folders count only for a shell's start-up files
+and for the folders the task's Dockerfile puts on PATH there (`ENV PATH=/root/.local/bin:$PATH`: a lookup
+there); a program or module there, and system folders, are the harness note's.
 """
 
 from __future__ import annotations
 
 import base64
+import pickle
 import posixpath
 import re
 import shlex
@@ -46,6 +55,7 @@ from qaflow.audit.observation import Access, Observation
 from qaflow.audit.trace import TracedRun, VerifierTrace
 
 KITCHEN_SINK = "replay"
+SPOOF_SINK = "replay-spoof"
 SHIM_DIR = "/tmp/.qaflow-replay-bin"
 FORGER = "qaflow_replay_forger"
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "ash", "busybox"})
@@ -84,10 +94,9 @@ def program_shim(runs: list[TracedRun], real: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def forger_module(runs: list[TracedRun]) -> str:
-    """A Python module that, imported by a Python started with the arguments of one of `runs`, prints what
-    that one printed and exits as it did; imported anywhere else, it becomes the real module of its name.
-    It imports nothing a shadow could stand for (only `sys` and the import system's frozen modules)."""
+def verdict_code(runs: list[TracedRun]) -> str:
+    """Python that, run in a Python started with the arguments of one of `runs`, prints what that one printed
+    and exits as it did; anywhere else it does nothing. It imports only `sys` (and `posix` through it)."""
     table = {
         "\x1f".join(r.argv[1:]): (
             r.stdout.encode("utf-8", "surrogateescape")[-MAX_FORGED_BYTES:],
@@ -106,7 +115,44 @@ if _k in _T:
     except Exception:
         pass
     _sys.modules["posix"]._exit(_T[_k][1])
-if __name__ not in ("{FORGER}", "sitecustomize", "usercustomize"):
+"""
+
+
+class _Reduce:
+    def __init__(self, code: str):
+        self.code = code
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (exec, (self.code,))
+
+
+def forger_pickle(runs: list[TracedRun]) -> bytes:
+    """A pickle that, loaded by a Python started with the arguments of one of `runs`, replays its verdict
+    (`verdict_code`): data the verifier deserialises this way is code it runs."""
+    return pickle.dumps(_Reduce(verdict_code(runs)), protocol=2)
+
+
+def pickle_plants(trace: VerifierTrace, pickles: Iterable[str]) -> list[Plant]:
+    """Each pickle of the work that a Python of the verifier read, replaced by `forger_pickle` of that Python."""
+    pythons = {r.pid: r for r in trace.executed() if _is_python(r) and r.exit is not None}
+    plants = []
+    for path in pickles:
+        readers = dict.fromkeys(e.pid for e in trace.events if e.path == path and e.reads and e.pid in pythons)
+        runs = [pythons[pid] for pid in readers]
+        if runs:
+            data = base64.b64encode(forger_pickle(runs)).decode("ascii")
+            q = shlex.quote(path)
+            plants.append(Plant(path=path, content="", command=f"printf %s {data} | base64 -d > {q}",
+                                why="a pickle of the work the verifier loaded, replaying its verdict",
+                                group=f"pickle:{path}"))  # fmt: skip
+    return plants
+
+
+def forger_module(runs: list[TracedRun]) -> str:
+    """A Python module that, imported by a Python started with the arguments of one of `runs`, prints what
+    that one printed and exits as it did; imported anywhere else, it becomes the real module of its name.
+    It imports nothing a shadow could stand for (only `sys` and the import system's frozen modules)."""
+    return f"""{verdict_code(runs)}if __name__ not in ("{FORGER}", "sitecustomize", "usercustomize"):
     _bs = _sys.modules["_frozen_importlib"]
     _ext = _sys.modules["_frozen_importlib_external"]
     _here = __file__.rsplit("/", 1)[0]
@@ -215,6 +261,8 @@ def program_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> li
         path = run.exe
         if path in work or not _can_plant(obs, path, work) or not _access(obs, path) or run.name in SHELLS:
             continue
+        if path.startswith(("/root/", "/home/")):
+            continue  # a program installed there is the toolchain's (`pip install --user`): only lookups count
         if any(p.path == path for p in plants):
             continue
         same = [r for r in trace.executed() if r.exe == path and r.exit is not None and not runs_the_work(r, work)]
@@ -223,6 +271,29 @@ def program_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> li
                                 group=f"program:{path}"))  # fmt: skip
     unique = {p.path: p for p in plants}
     return list(unique.values())[:MAX_PROGRAMS]
+
+
+REWARD_FILES = {"/logs/verifier/reward.txt": "1", "/logs/verifier/reward.json": '{"reward": 1.0}'}
+"""The verifier's reward files, each with what full reward reads as there."""
+
+
+def _verifier_shell(trace: VerifierTrace) -> TracedRun | None:
+    """The verifier's own shell (test.sh), when the first program of the run is a shell."""
+    first = next(iter(trace.executed()), None)
+    return first if first is not None and posixpath.basename(first.exe) in SHELLS else None
+
+
+def verdict_block(top: TracedRun, trace: VerifierTrace) -> str:
+    """Shell code that, run inside the verifier's own shell (a file it sources, or its `BASH_ENV`), replays
+    that shell's recorded verdict: what it printed, full reward in the reward files it wrote, its exit."""
+    script = script_of(top) or (top.argv[0] if top.argv else top.exe)
+    written = [p for p in trace.written() if p in REWARD_FILES] or ["/logs/verifier/reward.txt"]
+    rewards = "; ".join(f"printf '%s\\n' {shlex.quote(REWARD_FILES[p])} > {p}" for p in written)
+    code = min(max(top.exit or 0, 0), 255)
+    return (
+        f'if [ "$0" = {shlex.quote(script)} ]; then printf %s {_b64(top.stdout)} | base64 -d; '
+        f"{rewards}; exit {code}; fi\n"
+    )
 
 
 def shell_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list[Plant]:
@@ -239,10 +310,13 @@ def shell_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list
         for name, runs in _by_name(trace, work).items()
         if name not in SHELLS and "/" not in name
     ][:MAX_PROGRAMS]
-    block = f"PATH={SHIM_DIR}:$PATH; export PATH; hash -r 2>/dev/null\n"
+    path_block = f"PATH={SHIM_DIR}:$PATH; export PATH; hash -r 2>/dev/null\n"
+    top = _verifier_shell(trace)
+    by_top = {e.path for e in read_by_shell if top is not None and e.pid == top.pid}
     plants: list[Plant] = []
     for path in targets:
         group = f"shell:{path}"
+        block = (verdict_block(top, trace) if top is not None and path in by_top else "") + path_block
         exists = bool((a := _access(obs, path)) and a.exists)
         if exists:
             q = shlex.quote(path)
@@ -367,14 +441,88 @@ WRONG_STATE = "replay-control"
 WORK_GROUP = "wrong-state"
 
 
-def wrong_state(work: Iterable[str]) -> list[Plant]:
+def exit_stub(runs: list[TracedRun], *, python: bool, prints: str = "") -> str:
+    """A program of the work that prints nothing and, for the arguments of one of `runs`, exits as it did
+    (else as the last did): a wrong solution that keeps only the exit statuses, so a verifier that also
+    checks an exit status (a refused bad input) reaches the checks of the output. `python`: for a script
+    an interpreter runs (`python3 prog.py ARGS`, or by its `#!` line), else a sh program; `prints`: what
+    it prints instead of nothing."""
+    table = {"".join(f"{a}\x1f" for a in r.argv[2 if python else 1 :]): min(max(r.exit or 0, 0), 255) for r in runs}
+    default = min(max(runs[-1].exit or 0, 0), 255)
+    if python:
+        say = f"sys.stdout.write({prints!r})\nsys.stdout.flush()\n" if prints else ""
+        leave = f"sys.exit({table!r}.get(''.join(a + chr(31) for a in sys.argv[1:]), {default}))"
+        return f"#!/usr/bin/env python3\nimport sys\n{say}{leave}\n"
+    lines = ["#!/bin/sh", "u=$(printf '\\037'); k=; for a; do k=$k$a$u; done"]
+    if prints:
+        lines.append(f"printf %s {_b64(prints)} | base64 -d")
+    for key, code in list(table.items())[-MAX_VARIANTS:]:
+        if "\n" not in key:
+            lines.append(f'[ "$k" = {shlex.quote(key)} ] && exit {code}')
+    return "\n".join([*lines, f"exit {default}"]) + "\n"
+
+
+def _work_runs(trace: VerifierTrace | None, path: str) -> tuple[list[TracedRun], bool]:
+    """The verifier's runs of the work's program `path`, and whether a Python interpreter ran it as a script."""
+    if trace is None:
+        return [], False
+    direct = [r for r in trace.executed() if r.exe == path and r.exit is not None]
+    if direct:
+        return direct, False
+    scripted = [r for r in trace.executed() if r.exit is not None and _is_python(r) and _script_arg(r) == path]
+    return scripted, True
+
+
+def _script_arg(run: TracedRun) -> str | None:
+    """The script a Python run runs when it is its first argument (`python3 prog.py ARGS`, no options)."""
+    return run.argv[1] if len(run.argv) > 1 and not run.argv[1].startswith("-") else None
+
+
+def verdict_lines(trace: VerifierTrace, work: set[str]) -> str:
+    """What the verifier's own programs printed in the recorded run, every line the work printed left out:
+    its verdict, never the answer (a runner that echoes the work's output echoes the answer too)."""
+    answers = {ln for r in trace.executed() if runs_the_work(r, work) for ln in r.stdout.splitlines()}
+    lines = [
+        ln
+        for r in trace.executed()
+        if not runs_the_work(r, work)
+        for ln in r.stdout.splitlines()
+        if ln.strip() and ln not in answers
+    ]
+    text = "".join(f"{ln}\n" for ln in dict.fromkeys(lines))
+    return text[-MAX_FORGED_BYTES:]
+
+
+def spoof_plants(trace: VerifierTrace, files: list[str]) -> list[Plant]:
+    """Each program of the work the verifier ran, printing the verifier's own recorded verdict lines
+    (`verdict_lines`) and exiting as it did: a verifier that reads its verdict from output the work's
+    output is mixed into (a log it greps) takes the work's word for it."""
+    prints = verdict_lines(trace, set(files))
+    if not prints:
+        return []
+    plants = []
+    for path in files:
+        runs, python = _work_runs(trace, path)
+        if runs:
+            content = exit_stub(runs, python=python, prints=prints)
+            why = "the work, printing the verifier's recorded verdict"
+            plants.append(Plant(path=path, content=content, why=why, group=f"spoof:{path}"))
+    return plants[:MAX_PROGRAMS]
+
+
+def wrong_state(work: Iterable[str], trace: VerifierTrace | None = None) -> list[Plant]:
     """The work left empty: every file the reference solution wrote exists, holding nothing (an empty
-    program runs and prints nothing), so a verifier that needs the work to exist reaches its checks."""
-    return [
-        Plant(path=path, content="", why="the work, left empty (a wrong solution)", group=WORK_GROUP)
-        for path in sorted(work)
-        if not path.startswith(("/tmp/", "/logs/", "/tests/"))
-    ][:MAX_PROGRAMS]
+    program runs and prints nothing), so a verifier that needs the work to exist reaches its checks. A
+    program of the work the verifier ran keeps only its exit statuses (`exit_stub`)."""
+    plants = []
+    for path in sorted(work):
+        if path.startswith(("/tmp/", "/logs/", "/tests/")):
+            continue
+        runs, python = _work_runs(trace, path)
+        content = exit_stub(runs, python=python) if runs else ""
+        why = "the work, printing nothing, exiting as it did" if runs else "the work, left empty (a wrong solution)"
+        plants.append(Plant(path=path, content=content, why=why, group=WORK_GROUP))
+    return plants[:MAX_PROGRAMS]
 
 
 def input_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list[Plant]:
@@ -395,11 +543,15 @@ def input_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list
     return plants[:MAX_PROGRAMS]
 
 
-def plan_replay(obs: Observation, work: Iterable[str], files: Iterable[str] = ()) -> list[Exploit]:
+def plan_replay(
+    obs: Observation, work: Iterable[str], files: Iterable[str] = (), pickles: Iterable[str] = ()
+) -> list[Exploit]:
     """The kitchen sink: every replay plant of the observed trace at once, on the work left empty (its
-    control, the wrong state alone, is the plants of `WORK_GROUP`); none without a trace or plants.
+    control, the wrong state alone, is the plants of `WORK_GROUP`), and beside it the spoofing sink (the work's
+    programs printing the verifier's verdict, `spoof_plants`, on the same wrong state); none without a trace
+    or plants.
     `work`: every path the reference solution changed (never planted); `files`: the regular files among
-    them (the wrong state empties them)."""
+    them (the wrong state empties them); `pickles`: those that are pickles (a forger pickle replaces them)."""
     trace = obs.trace
     if trace is None or not obs.observed:
         return []
@@ -409,8 +561,11 @@ def plan_replay(obs: Observation, work: Iterable[str], files: Iterable[str] = ()
         + shell_plants(obs, trace, done)
         + python_plants(obs, trace, done)
         + scratch_plants(obs, done)
-        + input_plants(obs, trace, done)
     )
-    if not plants:
-        return []
-    return [Exploit(name=KITCHEN_SINK, plants=[*wrong_state(files), *plants])]
+    plants += pickle_plants(trace, pickles)
+    planted = {p.path for p in plants}
+    plants += [p for p in input_plants(obs, trace, done) if p.path not in planted]  # a sourced file is code
+    wrong, spoofs = wrong_state(files, trace), spoof_plants(trace, files)
+    sinks = [Exploit(name=KITCHEN_SINK, plants=[*wrong, *plants])] if plants else []
+    # apart: the work printing anything breaks the sink's "two empty things compare equal"
+    return sinks + ([Exploit(name=SPOOF_SINK, plants=[*wrong, *spoofs])] if spoofs else [])

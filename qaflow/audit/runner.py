@@ -315,8 +315,8 @@ class Auditor:
         self, task: Task, shared: SharedTask, resources: Resources, requests: list[TrialRequest]
     ) -> Probe[list[ProbeRun]]:
         """The ProbeRuns of `requests`, in order: recorded ones from the ledger, the others run as work items
-        (each recorded as it comes back). The first failed item is raised once all have come back, so that
-        every finished trial is kept."""
+        (each recorded as it comes back; one whose sandbox failed is run once more). The first failed item is
+        raised once all have come back, so that every finished trial is kept."""
         context = self._context(task)
         backend = context.backend
         runs: list[ProbeRun | None] = [None] * len(requests)
@@ -334,7 +334,12 @@ class Auditor:
             work = Work(trial_item, (shared, request, context), resources, record=lambda r: self._put_run(task, r))
             works.append(work)
             where.append(i)
-        outcomes = (yield works) if works else []
+        outcomes = list((yield works) if works else [])
+        again = [j for j, o in enumerate(outcomes) if isinstance(o, ProbeRun) and failed_sandbox(o)]
+        if again:  # a sandbox the machine failed (killed, paused, out of resources) gets one more try now
+            for j, o in zip(again, (yield [works[j] for j in again]), strict=True):
+                if isinstance(o, ProbeRun):
+                    outcomes[j] = o
         failed = [o for o in outcomes if isinstance(o, BaseException)]
         if failed:
             raise failed[0]
