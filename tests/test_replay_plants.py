@@ -34,6 +34,7 @@ def test_parse_trace_ties_stdout_and_exit_to_the_program_each_process_ran():
         f"stat\t10\t-2\t{_field('/app/bin/my diff')}",
         f"exec\t11\t0\t/usr/bin/diff\t{_field(chr(31).join(['diff', '/app/out.txt', '/tmp/e x']))}",
         "out\t11\t" + b"same\n".hex(),
+        "err\t11\t" + b"note\n".hex(),
         "exit\t11\t1",
         f"open\t10\t3\t{os.O_WRONLY | os.O_APPEND | os.O_CREAT}\t/tmp/log.txt",
         f"open\t10\t-2\t0\t{_field('/root/.bash_profile')}",
@@ -44,6 +45,7 @@ def test_parse_trace_ties_stdout_and_exit_to_the_program_each_process_ran():
     trace = parse_trace("\n".join(lines))
     diff = next(r for r in trace.executed() if r.name == "diff")
     assert (diff.argv, diff.stdout, diff.exit, diff.parent) == (["diff", "/app/out.txt", "/tmp/e x"], "same\n", 1, 10)
+    assert (diff.stderr, trace.executed()[0].stderr) == ("note\n", "")
     bash = trace.executed()[0]
     assert (bash.exe, bash.stdout, bash.exit) == ("/usr/bin/bash", "done\n", 0)
     assert [e.path for e in trace.missing()] == ["/app/bin/bash", "/app/bin/my diff", "/root/.bash_profile"]
@@ -110,12 +112,13 @@ def test_the_wrong_state_stubs_only_programs_the_verifier_ran():
 
 def test_the_forger_replays_a_recorded_python_and_is_the_real_module_anywhere_else(tmp_path: Path):
     recorded = _run(["python3", "-c", "import json; print('real')"], "12 passed\n", 0)
+    recorded.stderr = "Ran 12 tests\n\nOK\n"  # unittest reports on stderr
     (tmp_path / "json.py").write_text(forger_module([recorded]))
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     replayed = subprocess.run(
         [sys.executable, "-c", "import json; print('real')"], env=env, capture_output=True, text=True
     )
-    assert (replayed.stdout, replayed.returncode) == ("12 passed\n", 0)
+    assert (replayed.stdout, replayed.stderr, replayed.returncode) == ("12 passed\n", "Ran 12 tests\n\nOK\n", 0)
     other = subprocess.run(
         [sys.executable, "-c", "import json; print(json.dumps([1]))"], env=env, capture_output=True, text=True
     )
@@ -223,7 +226,7 @@ def test_the_guard_traces_every_process_of_a_real_run(tmp_path: Path):
     logs.mkdir()
     script = tmp_path / "t.sh"
     script.write_text(
-        f"export PATH={tmp_path}/nobin:$PATH\necho hello\nprintf 'x\\n' | cat\n"
+        f"export PATH={tmp_path}/nobin:$PATH\necho hello\nprintf 'x\\n' | cat\nls /nonexistent-qaflow 2>/dev/null\n"
         f"[ -f {tmp_path}/cfg ] && . {tmp_path}/cfg\necho log >> {tmp_path}/app.log\necho 1 > {logs}/reward.txt\n"
     )
     done = subprocess.run([str(kit.folder / "reward_guard"), str(kit.folder), str(logs), "--", "bash", str(script)],
@@ -233,6 +236,8 @@ def test_the_guard_traces_every_process_of_a_real_run(tmp_path: Path):
     cat = next(r for r in trace.executed() if r.name == "cat")
     assert (cat.stdout, cat.exit) == ("x\n", 0)
     assert trace.executed()[0].argv == ["bash", str(script)] and "hello\n" in trace.executed()[0].stdout
+    ls = next(r for r in trace.executed() if r.name == "ls")  # its error, on fd 2 (sent to /dev/null)
+    assert "nonexistent-qaflow" in ls.stderr and ls.stdout == "" and cat.stderr == ""
     missing = {e.path for e in trace.missing()}
     assert {f"{tmp_path}/nobin/cat", f"{tmp_path}/cfg"} <= missing
     assert f"{tmp_path}/app.log" in trace.appended()
@@ -362,3 +367,25 @@ def test_the_work_spoofing_the_verdict_prints_the_verifiers_lines_never_the_answ
     assert (done.stdout, done.returncode) == (b"--- m1\nVERDICT: PASS\n", 0)
     (empty,) = [p for p in sink.plants if p.group == "wrong-state"]
     assert "VERDICT" not in empty.content  # the wrong state alone, its control, prints nothing
+
+
+def test_a_module_of_the_work_the_verifier_imported_replays_its_report_on_stderr_never_its_stdout(tmp_path: Path):
+    """unittest reports on stderr: the work's module, imported by the test, replays that report and the exit status
+    at import; what that Python printed on stdout (maybe the work's results, the answer) is left out."""
+    runner = tmp_path / "run_tests.py"
+    run = "\n".join(
+        [
+            "proc\t1\t0",
+            f"exec\t1\t0\t/usr/bin/python3\tpython3%1F{_field(str(runner))}",
+            "open\t1\t3\t0\t/app/dates.py",
+            "out\t1\t" + b"overlap = 2\n".hex(),
+            "err\t1\t" + b"Ran 4 tests\n\nOK\n".hex(),
+            "exit\t1\t0",
+        ]
+    )
+    sinks = {e.name: e for e in plan_replay(_observation(run, {}), {"/app/dates.py"}, ["/app/dates.py"])}
+    (forger,) = [p for p in sinks["replay-spoof"].plants if p.group == "spoof:/app/dates.py"]
+    (tmp_path / "dates.py").write_text(forger.content)
+    runner.write_text(f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport dates\nprint('never')\n")
+    done = subprocess.run([sys.executable, str(runner)], capture_output=True, check=False)
+    assert (done.stdout, done.stderr, done.returncode) == (b"", b"Ran 4 tests\n\nOK\n", 0)

@@ -75,7 +75,7 @@ def _b64(text: str) -> str:
 
 
 def program_shim(runs: list[TracedRun], real: str | None) -> str:
-    """A sh script that, for the arguments of one of `runs`, prints its stdout and exits as it did; else
+    """A sh script that, for the arguments of one of `runs`, prints its stdout (and stderr) and exits as it did; else
     runs `real` (or, with none left to run, exits as the last of `runs` did)."""
     lines = ["#!/bin/sh", "u=$(printf '\\037'); k=; for a; do k=$k$a$u; done"]
     seen: set[str] = set()
@@ -86,6 +86,8 @@ def program_shim(runs: list[TracedRun], real: str | None) -> str:
         seen.add(key)
         code = min(max(run.exit or 0, 0), 255)
         out = f"printf %s {_b64(run.stdout)} | base64 -d"
+        if run.stderr:
+            out += f"; printf %s {_b64(run.stderr)} | base64 -d >&2"
         lines.append(f'[ "$k" = {shlex.quote(key)} ] && {{ {out}; exit {code}; }}')
     if real:
         lines.append(f'exec {shlex.quote(real)} "$@"')
@@ -94,13 +96,15 @@ def program_shim(runs: list[TracedRun], real: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def verdict_code(runs: list[TracedRun]) -> str:
+def verdict_code(runs: list[TracedRun], *, stdout: bool = True) -> str:
     """Python that, run in a Python started with the arguments of one of `runs`, prints what that one printed
-    and exits as it did; anywhere else it does nothing. It imports only `sys` (and `posix` through it)."""
+    and exits as it did; anywhere else it does nothing. It imports only `sys` (and `posix` through it).
+    Without `stdout`, only its stderr is replayed."""
     table = {
         "\x1f".join(r.argv[1:]): (
-            r.stdout.encode("utf-8", "surrogateescape")[-MAX_FORGED_BYTES:],
+            r.stdout.encode("utf-8", "surrogateescape")[-MAX_FORGED_BYTES:] if stdout else b"",
             min(max(r.exit or 0, 0), 255),
+            r.stderr.encode("utf-8", "surrogateescape")[-MAX_FORGED_BYTES:],
         )
         for r in runs[-MAX_VARIANTS:]
     }
@@ -112,6 +116,9 @@ if _k in _T:
         _sys.stdout.flush()
         _sys.stdout.buffer.write(_T[_k][0])
         _sys.stdout.flush()
+        _sys.stderr.flush()
+        _sys.stderr.buffer.write(_T[_k][2])
+        _sys.stderr.flush()
     except Exception:
         pass
     _sys.modules["posix"]._exit(_T[_k][1])
@@ -292,6 +299,7 @@ def verdict_block(top: TracedRun, trace: VerifierTrace) -> str:
     code = min(max(top.exit or 0, 0), 255)
     return (
         f'if [ "$0" = {shlex.quote(script)} ]; then printf %s {_b64(top.stdout)} | base64 -d; '
+        f"printf %s {_b64(top.stderr)} | base64 -d >&2; "
         f"{rewards}; exit {code}; fi\n"
     )
 
@@ -496,11 +504,15 @@ def verdict_lines(trace: VerifierTrace, work: set[str]) -> str:
 def spoof_plants(trace: VerifierTrace, files: list[str]) -> list[Plant]:
     """Each program of the work the verifier ran, printing the verifier's own recorded verdict lines
     (`verdict_lines`) and exiting as it did: a verifier that reads its verdict from output the work's
-    output is mixed into (a log it greps) takes the work's word for it."""
+    output is mixed into (a log it greps) takes the work's word for it. And each Python module of the
+    work a Python of the verifier imported, as a module that replays that Python's stderr (a test
+    framework's summary: unittest's report) and exit status at import: the agent's code runs inside
+    the verifier's process. Its stdout is left out: a checker that imports the work may print the
+    work's results there, which are the answer."""
+    plants = import_forgers(trace, files)
     prints = verdict_lines(trace, set(files))
     if not prints:
-        return []
-    plants = []
+        return plants
     for path in files:
         runs, python = _work_runs(trace, path)
         if runs:
@@ -508,6 +520,19 @@ def spoof_plants(trace: VerifierTrace, files: list[str]) -> list[Plant]:
             why = "the work, printing the verifier's recorded verdict"
             plants.append(Plant(path=path, content=content, why=why, group=f"spoof:{path}"))
     return plants[:MAX_PROGRAMS]
+
+
+def import_forgers(trace: VerifierTrace, files: list[str]) -> list[Plant]:
+    """`spoof_plants`' forgers of the work's Python modules the verifier's Pythons imported (not ran as scripts)."""
+    pythons = {r.pid: r for r in trace.executed() if _is_python(r) and r.exit is not None}
+    plants = []
+    for path in (f for f in files if f.endswith(".py")):
+        readers = dict.fromkeys(e.pid for e in trace.events if e.path == path and e.reads and e.pid in pythons)
+        runs = [pythons[pid] for pid in readers if script_of(pythons[pid]) != path]
+        if runs and any(r.stderr for r in runs):
+            why = "the work's module, replaying the verifier's Python at import"
+            plants.append(Plant(path=path, content=verdict_code(runs, stdout=False), why=why, group=f"spoof:{path}"))
+    return plants
 
 
 def wrong_state(work: Iterable[str], trace: VerifierTrace | None = None) -> list[Plant]:

@@ -35,6 +35,7 @@ class TracedRun(BaseModel):
     exe: str
     argv: list[str] = Field(default_factory=list)
     stdout: str = ""
+    stderr: str = ""
     exit: int | None = None
 
     @property
@@ -136,6 +137,7 @@ def parse_trace(text: str) -> VerifierTrace:
     current: dict[int, TracedRun] = {}
     parents: dict[int, int] = {}
     out: dict[int, bytearray] = {}
+    err: dict[int, bytearray] = {}
 
     def run_for(pid: int) -> TracedRun:
         run = current.get(pid)
@@ -150,6 +152,9 @@ def parse_trace(text: str) -> VerifierTrace:
         data = out.pop(id(run), None)
         if data is not None:
             run.stdout = bytes(data[:MAX_STDOUT]).decode("utf-8", "replace")
+        data = err.pop(id(run), None)
+        if data is not None:
+            run.stderr = bytes(data[:MAX_STDOUT]).decode("utf-8", "replace")
 
     for line in text.splitlines():
         cols = line.split("\t")
@@ -172,9 +177,9 @@ def parse_trace(text: str) -> VerifierTrace:
                         trace.truncated = True
                         current.pop(pid, None)
                 _event(trace, PathEvent(op="exec", path=_clean(path), result=result, pid=pid))
-            elif kind == "out":
+            elif kind in ("out", "err"):
                 run = run_for(pid)
-                out.setdefault(id(run), bytearray()).extend(bytes.fromhex(cols[2]))
+                (out if kind == "out" else err).setdefault(id(run), bytearray()).extend(bytes.fromhex(cols[2]))
             elif kind == "exit":
                 run = run_for(pid)
                 run.exit = int(cols[2])

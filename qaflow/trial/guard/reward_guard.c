@@ -315,8 +315,9 @@ static void trace_exec(pid_t pid, long result, const char *path, const char *arg
     fputc('\n', trace_lines);
 }
 
-/* What `tgid` writes to its stdout (fd 1), cut at OUT_PER_PROC bytes per process. */
-static void trace_out(pid_t tid, pid_t tgid, unsigned long buf, unsigned long count) {
+/* What `tgid` writes to its stdout (fd 1: `out`) and stderr (fd 2: `err`), cut at OUT_PER_PROC bytes per
+   process for both together. */
+static void trace_out(pid_t tid, pid_t tgid, unsigned long fd, unsigned long buf, unsigned long count) {
     struct proc *p = proc_find(tgid);
     if (!p || p->out >= OUT_PER_PROC || out_total >= OUT_TOTAL) return;
     size_t want = count < OUT_PER_PROC - p->out ? count : OUT_PER_PROC - p->out;
@@ -325,7 +326,7 @@ static void trace_out(pid_t tid, pid_t tgid, unsigned long buf, unsigned long co
     if (n <= 0) return;
     p->out += (size_t)n;
     out_total += (size_t)n;
-    fprintf(trace_lines, "out\t%d\t", tgid);
+    fprintf(trace_lines, "%s\t%d\t", fd == 2 ? "err" : "out", tgid);
     for (ssize_t i = 0; i < n; i++) fprintf(trace_lines, "%02x", (unsigned char)data[i]);
     fputc('\n', trace_lines);
 }
@@ -446,7 +447,7 @@ static int observe_entry(pid_t tid, struct task *t, long nr, unsigned long *a) {
     unsigned long name = 0;
     switch (nr) {
     case SYS_write:
-        trace_out(tid, t->tgid, a[1], a[2]);
+        if (a[0] == 1 || a[0] == 2) trace_out(tid, t->tgid, a[0], a[1], a[2]);
         return 0;
     case SYS_execve: name = a[0]; read_argv(tid, a[1], t->argv, sizeof t->argv); break;
     case SYS_execveat: dirfd = (long)(int)a[0]; name = a[1]; read_argv(tid, a[2], t->argv, sizeof t->argv); break;
@@ -588,13 +589,14 @@ static void install_filter(void) {
     size_t extra = observing ? sizeof observed / sizeof observed[0] : 0;
     for (size_t i = 0; i < count + extra; i++) {  /* each: jump to the TRACE return at the end */
         long nr = i < count ? guarded[i] : observed[i - count];
-        size_t jump = (count + extra - 1 - i) + (observing ? 4 : 1);
+        size_t jump = (count + extra - 1 - i) + (observing ? 5 : 1);
         f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, (unsigned char)jump, 0);
     }
-    if (observing) {  /* write(1, ...): the process's stdout */
-        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 0, 2);
+    if (observing) {  /* write(1, ...) and write(2, ...): the process's stdout and stderr */
+        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 0, 3);
         f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
-        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1, 1, 0);
+        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1, 2, 0);
+        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 2, 1, 0);
     }
     f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE);
