@@ -64,6 +64,8 @@ class MutantKind(StrEnum):
     SHUFFLE = "shuffle"
     CODE = "code"
     """One change to Python code the oracle wrote (`qaflow.audit.code_mutants`)."""
+    OVERFIT = "overfit"
+    """A Python file of the work answering only the instruction's examples (`qaflow.audit.overfit`)."""
 
 
 class Mutant(BaseModel):

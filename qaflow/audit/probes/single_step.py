@@ -11,6 +11,7 @@ from qaflow.audit.judge import effect_lost, judge
 from qaflow.audit.mutant_lookup import focus_text
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
 from qaflow.audit.observation import Observation
+from qaflow.audit.overfit import overfit_mutants
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun
 from qaflow.audit.probes.code_mutants import code_mutant_probe
 from qaflow.audit.probes.context import Probe, TaskRun, TrialRequest
@@ -101,5 +102,6 @@ def _mutants(run: TaskRun, effect: Effect, observation: Observation | None, prob
     mutants = make_mutants(
         effect, limit=run.config.max_mutants, focus=focus, deliverable=deliverables(observation, focus)
     )
+    mutants += overfit_mutants(effect, observation, run.task.instruction)
     probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
     return mutants
