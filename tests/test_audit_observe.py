@@ -363,7 +363,8 @@ def test_a_verifier_that_changes_what_it_checks_is_confirmed_not_called_flaky(ba
     out = CliRunner().invoke(app, [*args, "--offline", "--network", "none"])
     assert out.exit_code == 0, out.output
     (audit,) = json.loads(report.read_text())["tasks"]
-    assert [f["code"] for f in audit["findings"] if f["severity"] == "error"] == ["false_rejection"], audit["findings"]
+    errors = [f for f in audit["findings"] if f["severity"] == "error"]
+    assert [f["code"] for f in errors] == ["false_rejection"], [(f["code"], f["message"], f["evidence"]) for f in errors]
     probes = audit["probes"]
     assert probes["verifier_reruns"] == {"runs": 8, "full": 8}
     assert probes["oracle_confirm"] == {"extra_runs": MIN_CONFIRM_RUNS, "full": 0}
