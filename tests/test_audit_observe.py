@@ -364,7 +364,8 @@ def test_a_verifier_that_changes_what_it_checks_is_confirmed_not_called_flaky(ba
     assert out.exit_code == 0, out.output
     (audit,) = json.loads(report.read_text())["tasks"]
     errors = [f for f in audit["findings"] if f["severity"] == "error"]
-    assert [f["code"] for f in errors] == ["false_rejection"], [(f["code"], f["message"], f["evidence"]) for f in errors]
+    shown = [(f["code"], f["message"], f["evidence"]) for f in errors]
+    assert [f["code"] for f in errors] == ["false_rejection"], shown
     probes = audit["probes"]
     assert probes["verifier_reruns"] == {"runs": 8, "full": 8}
     assert probes["oracle_confirm"] == {"extra_runs": MIN_CONFIRM_RUNS, "full": 0}
