@@ -168,9 +168,9 @@ def scope_of(nodeid: str) -> str:
 
 
 MEASURED_S = {
-    "labelled-docker": 600,
+    "labelled-docker": 480,
     "labelled-bwrap": 450,
-    "tests/test_trust_matrix.py": 260,
+    "tests/test_trust_matrix.py": 180,
     "tests/test_repair_exploits.py": 215,
     "tests/test_executors.py": 165,
     "tests/test_audit_in_process.py": 150,
