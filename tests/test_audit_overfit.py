@@ -78,3 +78,16 @@ def test_only_python_files_the_verifier_ran_or_imported_get_a_mutant():
     assert b"_qaflow_overfit()" in lib and b"_qaflow_shown()" in roman
     assert overfit_mutants(effect, Observation(observed=True, trace=trace), "No code shown.") == []
     assert overfit_mutants(effect, Observation(observed=True), INSTRUCTION) == []
+
+
+def test_the_replay_command_finds_the_overfit_mutant_the_audit_ran(tmp_path: Path):
+    """`qaflow run TASK --agent mutant:overfit:...` rebuilds the mutant from the recorded effect and observation."""
+    from qaflow.audit.mutant_lookup import rebuild_mutants
+    from qaflow.task import Task
+    from tests.taskfactory import write_task
+
+    task = Task.load(write_task(tmp_path, "roman", instruction=INSTRUCTION))
+    trace = parse_trace("proc\t1\t0\nexec\t1\t0\t/usr/bin/python3\tpython3%1F/app/roman.py%1F4\nexit\t1\t0")
+    change = FileChange(path="/app/roman.py", kind=ChangeKind.CREATED, content=SCRIPT.encode(), mode=0o755)
+    found = rebuild_mutants(task, Effect(changes=[change]), Observation(observed=True, trace=trace))
+    assert b"_qaflow_shown()" in (found["overfit:app/roman.py"].writes["/app/roman.py"] or b"")

@@ -16,6 +16,7 @@ from qaflow.audit.effects import Effect
 from qaflow.audit.inprocess import imported_modules
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
 from qaflow.audit.observation import Observation
+from qaflow.audit.overfit import overfit_mutants
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.errors import PathError
 from qaflow.ledger.db import LedgerError
@@ -47,7 +48,7 @@ def focus_text(task: Task) -> str:
 
 
 def rebuild_mutants(task: Task, effect: Effect, observation: Observation | None) -> dict[str, Mutant]:
-    """Every data and code mutant an audit of `task` could run, by name (a superset of any audit's)."""
+    """Every data, code and overfit mutant an audit of `task` could run, by name (a superset of any audit's)."""
     focus = focus_text(task)
     found = {
         m.name: m
@@ -56,6 +57,7 @@ def rebuild_mutants(task: Task, effect: Effect, observation: Observation | None)
     if observation is not None:
         plans, _ = plan_code_mutants(imported_modules(observation, effect), effect, task.tests_dir)
         found.update({p.mutant.name: p.mutant for p in plans})
+        found.update({m.name: m for m in overfit_mutants(effect, observation, task.instruction)})
     return found
 
 
