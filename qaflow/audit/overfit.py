@@ -17,13 +17,12 @@ the agent was shown.
 
 from __future__ import annotations
 
-import posixpath
 import re
 
 from qaflow.audit.effects import Effect
 from qaflow.audit.mutants import Mutant, MutantKind, oracle_state
 from qaflow.audit.observation import Observation
-from qaflow.audit.replay_plants import script_of
+from qaflow.audit.replay_plants import is_python, script_of
 
 MAX_OVERFIT = 2
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)
@@ -137,7 +136,7 @@ def overfit_mutants(effect: Effect, observation: Observation | None, instruction
     if trace is None or not examples:
         return []
     base, modes, links = oracle_state(effect)
-    pythons = {r.pid: r for r in trace.executed() if posixpath.basename(r.exe).startswith("python")}
+    pythons = {r.pid: r for r in trace.executed() if is_python(r)}
     scripts = {script_of(r) for r in pythons.values()}
     imported = {e.path for e in trace.events if e.pid in pythons and e.reads}
     out: list[Mutant] = []

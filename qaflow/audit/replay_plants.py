@@ -66,8 +66,18 @@ MAX_FOLDERS = 6
 MAX_VARIANTS = 12
 
 
-def _is_python(run: TracedRun) -> bool:
+def is_python(run: TracedRun) -> bool:
     return posixpath.basename(run.exe).startswith("python")
+
+
+def python_readers(trace: VerifierTrace) -> dict[str, list[TracedRun]]:
+    """Each path the verifier's finished Pythons read, with those Pythons in the order they first read it."""
+    pythons = {r.pid: r for r in trace.executed() if is_python(r) and r.exit is not None}
+    found: dict[str, dict[int, TracedRun]] = {}
+    for e in trace.events:
+        if e.reads and e.pid in pythons:
+            found.setdefault(e.path, {})[e.pid] = pythons[e.pid]
+    return {path: list(runs.values()) for path, runs in found.items()}
 
 
 def _b64(text: str) -> str:
@@ -141,11 +151,10 @@ def forger_pickle(runs: list[TracedRun]) -> bytes:
 
 def pickle_plants(trace: VerifierTrace, pickles: Iterable[str]) -> list[Plant]:
     """Each pickle of the work that a Python of the verifier read, replaced by `forger_pickle` of that Python."""
-    pythons = {r.pid: r for r in trace.executed() if _is_python(r) and r.exit is not None}
+    readers = python_readers(trace)
     plants = []
     for path in pickles:
-        readers = dict.fromkeys(e.pid for e in trace.events if e.path == path and e.reads and e.pid in pythons)
-        runs = [pythons[pid] for pid in readers]
+        runs = readers.get(path, [])
         if runs:
             data = base64.b64encode(forger_pickle(runs)).decode("ascii")
             q = shlex.quote(path)
@@ -397,7 +406,7 @@ def _module_names(trace: VerifierTrace, pythons: set[int], scripts: set[str]) ->
 
 
 def python_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list[Plant]:
-    every = [r for r in trace.executed() if _is_python(r) and r.exit is not None]
+    every = [r for r in trace.executed() if is_python(r) and r.exit is not None]
     runs = [r for r in every if not runs_the_work(r, work)]
     if not runs:
         return []
@@ -477,7 +486,7 @@ def _work_runs(trace: VerifierTrace | None, path: str) -> tuple[list[TracedRun],
     direct = [r for r in trace.executed() if r.exe == path and r.exit is not None]
     if direct:
         return direct, False
-    scripted = [r for r in trace.executed() if r.exit is not None and _is_python(r) and _script_arg(r) == path]
+    scripted = [r for r in trace.executed() if r.exit is not None and is_python(r) and _script_arg(r) == path]
     return scripted, True
 
 
@@ -524,11 +533,10 @@ def spoof_plants(trace: VerifierTrace, files: list[str]) -> list[Plant]:
 
 def import_forgers(trace: VerifierTrace, files: list[str]) -> list[Plant]:
     """`spoof_plants`' forgers of the work's Python modules the verifier's Pythons imported (not ran as scripts)."""
-    pythons = {r.pid: r for r in trace.executed() if _is_python(r) and r.exit is not None}
+    readers = python_readers(trace)
     plants = []
     for path in (f for f in files if f.endswith(".py")):
-        readers = dict.fromkeys(e.pid for e in trace.events if e.path == path and e.reads and e.pid in pythons)
-        runs = [pythons[pid] for pid in readers if script_of(pythons[pid]) != path]
+        runs = [r for r in readers.get(path, []) if script_of(r) != path]
         if runs and any(r.stderr for r in runs):
             why = "the work's module, replaying the verifier's Python at import"
             plants.append(Plant(path=path, content=verdict_code(runs, stdout=False), why=why, group=f"spoof:{path}"))
