@@ -155,3 +155,9 @@ def test_storage_limit_stops_a_filler(make_sandbox):
     # A later command that writes little is not blamed for the full disk.
     small = box.exec("echo ok > /app/small && cat /app/small")
     assert (small.stdout, small.storage_exceeded) == ("ok\n", False)
+    # Nor is one slow enough to be measured that writes a report (a verifier after a filler)...
+    report = box.exec("sleep 0.5; head -c 2000000 /dev/zero > /app/report; sleep 1.5; echo ok")
+    assert (report.stdout, report.storage_exceeded) == ("ok\n", False), report.stderr
+    # ...but one that goes on filling is stopped.
+    refill = box.exec("sleep 0.5; for i in $(seq 100); do head -c 8000000 /dev/zero > /app/g$i; done; echo finished")
+    assert refill.storage_exceeded and "finished" not in refill.stdout

@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT_BYTES = 1024 * 1024
 DEFAULT_STORAGE_MB = 10240
+OVER_LIMIT_HEADROOM = 32 * 2**20
+"""Bytes an exec that starts with the sandbox already past its storage limit may add (the verifier's reward,
+its guard's report and trace) before it is blamed for the overflow an earlier exec left."""
 """Disk the writable part of a sandbox may use when task.toml says nothing (Harbor's default)."""
 Runtime = Literal["runsc"]
 """An OCI runtime other than docker's default: `runsc` is gVisor (docker backend only)."""
@@ -255,10 +258,11 @@ class CappedBuffer:
 class StorageWatch:
     """Polls the size of a sandbox's writable files during one exec and calls `on_exceed` once
     when it passes `limit_bytes` (None: never; `measure` may then only check the sandbox's
-    health, returning None) and grew since the first poll (so an exec that merely runs in a
-    sandbox an earlier exec filled is not blamed). Polls at `first_wait` (0.2 s; 0 for a watch started
-    only once a command proved slow: its baseline then comes before the next burst), then every 0.2 s
-    doubling to `max_interval`; an exec shorter than 0.2 s is never measured (RLIMIT_FSIZE still caps each file).
+    health, returning None). An exec that starts past the limit (an earlier exec filled the sandbox)
+    is blamed only once it adds `OVER_LIMIT_HEADROOM` to what its first poll found. Polls at `first_wait`
+    (0.2 s; 0 for a watch started only once a command proved slow: its baseline then comes before the next
+    burst), then every 0.2 s doubling to `max_interval`; an exec shorter than 0.2 s is never measured
+    (RLIMIT_FSIZE still caps each file).
 
     Bounded, not exact: a writer can get `rate x interval` past the limit before it is killed.
     """
@@ -293,6 +297,9 @@ class StorageWatch:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
 
+    def _headroom(self) -> int:
+        return OVER_LIMIT_HEADROOM if self._limit is not None and (self._baseline or 0) >= self._limit else 0
+
     def _loop(self) -> None:
         wait, interval = self._first_wait, 0.2
         while not self._stop.wait(wait):
@@ -309,7 +316,7 @@ class StorageWatch:
             if self._baseline is None:
                 self._baseline = used
             self.peak = max(self.peak, used)
-            if self._limit is not None and used > self._limit and used > self._baseline:
+            if self._limit is not None and used > max(self._limit, self._baseline + self._headroom()):
                 self.exceeded = True
                 try:
                     self._on_exceed()
