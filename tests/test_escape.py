@@ -302,6 +302,24 @@ def test_disk_fill_is_bounded_and_reported(backend: str, tmp_path: Path):
     assert result.reward == 0.0, "the filler was killed before it finished"
 
 
+def test_a_verifier_that_fills_the_disk_leaves_no_reward_rather_than_a_forged_one(backend: str, tmp_path: Path):
+    test = (
+        "#!/bin/bash\nmkdir -p /logs/verifier\necho 1 > /logs/verifier/reward.txt\n"
+        "for i in $(seq 100); do head -c 10000000 /dev/zero > /app/v-$i; done\n"
+    )
+    result = trial(
+        tmp_path,
+        backend,
+        solve="#!/bin/bash\ntrue\n",
+        test=test,
+        toml_extra="\n[environment]\nstorage_mb = 150\n",
+        limits=Limits(file_size_mb=30),
+    )
+    assert result.verifier_exec is not None and result.verifier_exec.storage_exceeded
+    assert result.error is not None and result.error.kind is ErrorKind.REWARD, result.error
+    assert "storage limit" in result.error.message and result.reward is None
+
+
 def test_output_floods_are_capped(backend: str, tmp_path: Path):
     solve = "#!/bin/bash\nhead -c 40000000 /dev/zero | tr '\\0' x\nhead -c 20000000 /dev/zero | tr '\\0' y >&2\n"
     test = (

@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from qaflow.agents.base import Agent
-from qaflow.errors import SandboxError, TaskError, UnsupportedError
+from qaflow.errors import RewardError, SandboxError, TaskError, UnsupportedError
 from qaflow.healthcheck import wait_healthy
 from qaflow.models.trial import ExecResult, ExitStatus, PhaseResult, VerifierSandbox
 from qaflow.reward import REWARD_FILES, Reward, in_range, reward_from_file
@@ -154,6 +154,8 @@ def _verify(
             if result.exit_status is ExitStatus.OK:
                 result.exit_status = ExitStatus.VERIFIER_TIMEOUT
             return 0
+        if ran.storage_exceeded:  # killed mid-run: whatever reward it left is not a finished verifier's
+            raise RewardError("the verifier was killed at the sandbox's storage limit before it finished")
         found = box.read_first_text(GUARD_DIR, [REPORT])
         if found is None:
             _raise_if_not_started(ran)
