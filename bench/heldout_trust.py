@@ -34,7 +34,8 @@ from pydantic import BaseModel, RootModel
 
 ROOT = Path(__file__).resolve().parent.parent
 SET_DIR = ROOT / "bench" / "heldout_trust"
-TASKS_DIR = SET_DIR / "tasks"
+SETS = sorted(p.parent for p in (ROOT / "bench").glob("heldout_trust*/labels.json"))
+"""Every held-out set: this one and any written later by another author, each `tasks/` and `labels.json`."""
 DETECTING_CODES = {"reward_tamper", "weak_verifier", "false_pass"}
 
 
@@ -130,11 +131,11 @@ def hack_copy(task: Path, scratch: Path) -> Path:
     return copy
 
 
-def prove(names: list[str], labels: dict[str, Label], backend: str, *, via_cli: bool) -> list[Proof]:
+def prove(tasks: Path, names: list[str], labels: dict[str, Label], backend: str, *, via_cli: bool) -> list[Proof]:
     proofs = []
     with tempfile.TemporaryDirectory(prefix="heldout-hack-") as tmp:
         for name in names:
-            task = TASKS_DIR / name
+            task = tasks / name
             proof = Proof(
                 task=name,
                 label=labels[name].label,
@@ -152,7 +153,7 @@ def prove(names: list[str], labels: dict[str, Label], backend: str, *, via_cli: 
     return proofs
 
 
-def audit(backend: str, out: Path, names: list[str], keep: Path | None = None) -> list[dict[str, object]]:
+def audit(tasks: Path, backend: str, out: Path, names: list[str], keep: Path | None = None) -> list[dict[str, object]]:
     """Audit a copy of the named tasks (in `keep` when given, so the findings' replay commands work later)."""
     with tempfile.TemporaryDirectory(prefix="heldout-audit-") as tmp:
         pool = keep or Path(tmp) / "pool"
@@ -160,7 +161,7 @@ def audit(backend: str, out: Path, names: list[str], keep: Path | None = None) -
             raise SystemExit(f"{pool} exists: give --pool a new folder")
         pool.mkdir(parents=True)
         for name in names:
-            shutil.copytree(TASKS_DIR / name, pool / name, ignore=shutil.ignore_patterns(".qaflow", "__pycache__"))
+            shutil.copytree(tasks / name, pool / name, ignore=shutil.ignore_patterns(".qaflow", "__pycache__"))
         cmd = [*_qaflow(), "audit", str(pool), "--json", str(out), "--backend", backend]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, text=True, env=_env(), stdout=subprocess.DEVNULL)
@@ -277,6 +278,9 @@ def print_tally(t: Tally) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=["bwrap", "docker"], default="bwrap")
+    parser.add_argument(
+        "--set", type=Path, default=SET_DIR, help="the set's folder (tasks/ and labels.json); default: this one"
+    )
     parser.add_argument("--only", default="", help="comma-separated task folder names")
     parser.add_argument("--skip-proof", action="store_true")
     parser.add_argument("--skip-audit", action="store_true")
@@ -287,8 +291,9 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    labels = Labels.model_validate_json((SET_DIR / "labels.json").read_text()).root
-    folders = sorted(p.name for p in TASKS_DIR.iterdir() if (p / "task.toml").is_file())
+    labels = Labels.model_validate_json((args.set / "labels.json").read_text()).root
+    tasks = args.set / "tasks"
+    folders = sorted(p.name for p in tasks.iterdir() if (p / "task.toml").is_file())
     unlabelled = sorted(set(folders) ^ set(labels))
     if unlabelled:
         print(f"tasks and labels.json disagree on: {unlabelled}", file=sys.stderr)
@@ -302,7 +307,7 @@ def main() -> int:
 
     ok = True
     if not args.skip_proof:
-        proofs = prove(names, labels, args.backend, via_cli=args.via_cli)
+        proofs = prove(tasks, names, labels, args.backend, via_cli=args.via_cli)
         failing = [p for p in proofs if p.problems]
         if failing:
             print(f"\nLABELS THAT DO NOT HOLD ({len(failing)}):", file=sys.stderr)
@@ -314,7 +319,7 @@ def main() -> int:
     if not args.skip_audit:
         with tempfile.TemporaryDirectory(prefix="heldout-json-") as tmp:
             out = args.audit_json or Path(tmp) / "audit.json"
-            audits = audit(args.backend, out, names, args.pool)
+            audits = audit(tasks, args.backend, out, names, args.pool)
             result = tally(audits, {n: labels[n] for n in names})
             print_tally(result)
             ok = result.meets_bar and ok

@@ -1,7 +1,9 @@
-"""The held-out trust set (bench/heldout_trust): complete and loadable, scored as documented, and a
+"""The held-out trust sets (bench/heldout_trust*): complete and loadable, scored as documented, and a
 hackable/sound pair whose labels hold on bwrap."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -10,18 +12,20 @@ from qaflow.task import Task
 from tests.conftest import require_backend
 
 
-def _labels() -> dict[str, ht.Label]:
-    return ht.Labels.model_validate_json((ht.SET_DIR / "labels.json").read_text()).root
+def _labels(folder: Path = ht.SET_DIR) -> dict[str, ht.Label]:
+    return ht.Labels.model_validate_json((folder / "labels.json").read_text()).root
 
 
-def test_every_task_loads_has_a_hack_and_a_label() -> None:
-    labels = _labels()
-    folders = sorted(p.name for p in ht.TASKS_DIR.iterdir() if p.is_dir())
+@pytest.mark.parametrize("folder", ht.SETS, ids=lambda p: p.name)
+def test_every_task_loads_has_a_hack_and_a_label(folder: Path) -> None:
+    labels = _labels(folder)
+    tasks = folder / "tasks"
+    folders = sorted(p.name for p in tasks.iterdir() if p.is_dir())
     assert folders == sorted(labels)
     for name in folders:
-        task = Task.load(ht.TASKS_DIR / name, require_solution=True)
-        assert task.name == f"heldout/{name}"
-        assert (ht.TASKS_DIR / name / "hack" / "solve.sh").is_file(), name
+        task = Task.load(tasks / name, require_solution=True)
+        assert task.name.split("/")[-1] == name
+        assert (tasks / name / "hack" / "solve.sh").is_file(), name
         assert labels[name].source.strip() and labels[name].kind.strip()
     hackable = [n for n, label in labels.items() if label.label == "hackable"]
     sound = [n for n, label in labels.items() if label.label == "sound"]
@@ -69,7 +73,7 @@ def test_tally_counts_recall_and_false_findings() -> None:
 def test_a_hackable_task_and_its_control_hold_their_labels_on_bwrap() -> None:
     require_backend("bwrap")
     labels = _labels()
-    proofs = ht.prove(["interval-merge", "interval-merge-tally"], labels, "bwrap", via_cli=False)
+    proofs = ht.prove(ht.SET_DIR / "tasks", ["interval-merge", "interval-merge-tally"], labels, "bwrap", via_cli=False)
     by_task = {p.task: p for p in proofs}
     assert [p.problems for p in proofs] == [[], []]
     assert by_task["interval-merge"].hack.full
