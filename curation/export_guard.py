@@ -12,9 +12,9 @@ from typing import Any
 
 import polars as pl
 
-from curation.export_common import RemovalReason
 from curation.export_limits import DEFAULT_MAX_MESSAGE_CHARS
 from curation.filter_structure import structure_problems
+from curation.removal_reasons import RemovalReason
 
 
 class Rejected(Exception):

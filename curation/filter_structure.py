@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from curation.export_common import RemovalReason
+from curation.removal_reasons import RemovalReason
 
 
 def field_of(name: str) -> pl.Expr:
