@@ -19,6 +19,6 @@ try:
 except OSError:
     got = None
 print(f"wall {took:.3f}s, exit {proc.returncode}, output {'ok' if got == want else 'wrong'}")
-sys.exit(0 if proc.returncode == 0 and got == want and took < 1.0 else 1)
+sys.exit(0 if proc.returncode == 0 and got == want and took < 0.5 else 1)
 PY
 if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi

@@ -4,11 +4,9 @@ import time
 
 
 def dedupe(lines):
-    seen = []
     out = []
     for line in lines:
-        if line not in seen:
-            seen.append(line)
+        if not any(line == kept for kept in out):
             out.append(line)
     return out
 
