@@ -1,0 +1,3 @@
+#!/bin/bash
+echo "not implemented" >&2
+exit 1

@@ -1,0 +1,2 @@
+def validate(config: dict) -> list:
+    raise NotImplementedError

@@ -1,0 +1,4 @@
+#!/bin/bash
+mkdir -p /logs/verifier
+cd /app
+if python3 -I /tests/check.py; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi

@@ -1,0 +1,6 @@
+def flatten(doc, sep="."):
+    raise NotImplementedError
+
+
+def unflatten(flat, sep="."):
+    raise NotImplementedError

@@ -1,0 +1,4 @@
+#!/bin/bash
+mkdir -p /logs/verifier
+echo 0 > /logs/verifier/reward.txt
+python3 /tests/score.py

@@ -1,0 +1,2 @@
+def order_total(order: dict) -> int:
+    raise NotImplementedError

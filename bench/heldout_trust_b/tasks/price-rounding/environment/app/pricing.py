@@ -1,0 +1,2 @@
+def retail_price(cost_cents: int, margin_pct: int) -> int:
+    raise NotImplementedError

@@ -1,0 +1,5 @@
+"""Merging of per-region metrics reports."""
+
+
+def merge_reports(a: dict, b: dict) -> dict:
+    raise NotImplementedError

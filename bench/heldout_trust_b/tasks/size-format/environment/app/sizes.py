@@ -1,0 +1,2 @@
+def format_size(n: int, binary: bool = True) -> str:
+    raise NotImplementedError
