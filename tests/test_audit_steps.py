@@ -21,6 +21,11 @@ TRUSTING_TOTAL = {
     "steps/total/tests/test.sh": "#!/bin/bash\nsource /tests/grade.sh\nbash /app/check_total.sh && grade 1\ngrade 0\n",
 }
 
+ON_BACKEND = {"docker": ["sound", "trusting"], "bwrap": ["sound", "weak", "lax", "trusting"]}
+"""What each backend audits: the weak and lax steps are judged from rewards alone, the same on both (CI's time);
+the observation and its exploits, which read each backend's trace, run on both."""
+BWRAP_ONLY = pytest.mark.parametrize("audited", [pytest.param("bwrap", marks=pytest.mark.bwrap)], indirect=True)
+
 
 @pytest.fixture(scope="module", params=[pytest.param(b, marks=getattr(pytest.mark, b)) for b in ("docker", "bwrap")])
 def audited(
@@ -30,9 +35,12 @@ def audited(
     step 3 verifier runs a checker the agent can rewrite, audited once."""
     require_backend(request.param)
     root = tmp_path_factory.mktemp("steps-pool")
+    names = ON_BACKEND[request.param]
     write_stock_task(root, "sound")
-    write_stock_task(root, "weak", overrides={"steps/restock/tests/test.sh": WEAK_RESTOCK_TEST})
-    write_stock_task(root, "lax", overrides={"steps/total/tests/test.sh": NOP_PASSES_TOTAL})
+    if "weak" in names:
+        write_stock_task(root, "weak", overrides={"steps/restock/tests/test.sh": WEAK_RESTOCK_TEST})
+    if "lax" in names:
+        write_stock_task(root, "lax", overrides={"steps/total/tests/test.sh": NOP_PASSES_TOTAL})
     write_stock_task(root, "trusting", overrides=TRUSTING_TOTAL)
     with Pool.open(root) as pool:
         pool.scan()
@@ -40,7 +48,7 @@ def audited(
         config = AuditConfig(backend=request.param, repeats=2, jobs=4, max_mutants=4)
         auditor = Auditor(pool.ledger, run.run_id, config)
         try:
-            audits = auditor.audit([root / "sound", root / "weak", root / "lax", root / "trusting"])
+            audits = auditor.audit([root / name for name in names])
         finally:
             auditor.close()
     return root, {Path(a.path).name: a for a in audits}
@@ -59,6 +67,7 @@ def test_a_sound_multi_step_task_is_accepted_with_no_finding(audited: tuple[Path
         assert probes["observe"]["observed"] and probes["observe"]["oracle_full"], name  # every step observed
 
 
+@BWRAP_ONLY
 def test_a_weak_step_verifier_is_found_at_that_step(audited: tuple[Path, dict[str, TaskAudit]]) -> None:
     weak = audited[1]["weak"]
     assert weak.verdict is Verdict.NEEDS_REPAIR
@@ -67,6 +76,7 @@ def test_a_weak_step_verifier_is_found_at_that_step(audited: tuple[Path, dict[st
     assert finding.message.startswith("step 'restock': ") and "empty-all" in finding.evidence["passing_mutants"]
 
 
+@BWRAP_ONLY
 def test_a_step_that_passes_untouched_is_a_false_pass_of_that_step(audited: tuple[Path, dict[str, TaskAudit]]) -> None:
     lax = audited[1]["lax"]
     codes = {(f.code, f.evidence.get("step")) for f in lax.findings}

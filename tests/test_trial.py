@@ -40,7 +40,19 @@ def test_the_bundled_pool_has_at_least_six_controls():
     assert len(BUNDLED) >= 6
 
 
-@pytest.mark.parametrize("name", BUNDLED)
+ON_DOCKER = BUNDLED[::3]
+"""The controls docker trials too (CI's time): the labelled audits run every control's oracle and nop on bwrap
+and a covering sample on docker as well."""
+
+
+@pytest.mark.parametrize(
+    ("backend", "name"),
+    [
+        *(pytest.param("docker", n, marks=pytest.mark.docker, id=f"docker-{n}") for n in ON_DOCKER),
+        *(pytest.param("bwrap", n, marks=pytest.mark.bwrap, id=f"bwrap-{n}") for n in BUNDLED),
+    ],
+    indirect=["backend"],
+)
 def test_oracle_gets_full_reward_and_nop_gets_zero(backend: str, name: str):
     task = Task.load(TASKS_REPO / name)
     oracle = run_trial(task, OracleAgent(), backend=backend)
