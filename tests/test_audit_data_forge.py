@@ -59,6 +59,9 @@ KINDS = {
 }
 WHERE = ["app", "tests", "named"]
 CELLS = list(itertools.product(KINDS, WHERE))
+ON_DOCKER = [(kind, where) for kind, where in CELLS if where != "named"]
+"""Docker audits the forged and the hidden cells (CI's time): whether the instruction names the data is decided
+from the task's text, the same on every backend."""
 
 
 def write_cell(root: Path, kind: str, where: str) -> Path:
@@ -91,7 +94,8 @@ def write_cell(root: Path, kind: str, where: str) -> Path:
                                           pytest.param("bwrap", marks=pytest.mark.bwrap)])  # fmt: skip
 def test_forged_data_is_found_exactly_where_the_agent_can_write_it(backend_name: str, tmp_path: Path) -> None:
     require_backend(backend_name)
-    for kind, where in CELLS:
+    cells = ON_DOCKER if backend_name == "docker" else CELLS
+    for kind, where in cells:
         write_cell(tmp_path, kind, where)
     with Pool.open(tmp_path) as pool:
         pool.scan()
@@ -102,7 +106,7 @@ def test_forged_data_is_found_exactly_where_the_agent_can_write_it(backend_name:
             audits = {a.task.removeprefix("test/"): a for a in auditor.audit(sorted(tmp_path.glob("*-*")))}
         finally:
             auditor.close()
-    for kind, where in CELLS:
+    for kind, where in cells:
         audit = audits[f"{kind}-{where}"]
         errors = [f for f in audit.findings if f.severity.value == "error"]
         if where != "app":
