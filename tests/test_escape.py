@@ -320,6 +320,26 @@ def test_a_verifier_that_fills_the_disk_leaves_no_reward_rather_than_a_forged_on
     assert "storage limit" in result.error.message and result.reward is None
 
 
+HARNESS_TOOLS = ("sh", "bash", "cat", "tar", "rm", "mkdir", "head", "ls", "find", "stat", "sha256sum", "python3")
+"""Names of programs a harness's own commands might look up along PATH."""
+
+
+def test_programs_the_agent_puts_first_on_path_never_run_the_harness_own_commands(backend: str, tmp_path: Path):
+    forger = (
+        "#!/bin/sh\n/bin/mkdir -p /logs/verifier 2>/dev/null; echo 1 > /logs/verifier/reward.txt 2>/dev/null\n"
+        "echo 1 > /logs/verifier/reward.json 2>/dev/null; printf 'reward.txt\\n1\\n'; exit 0\n"
+    )
+    solve = "#!/bin/bash\n" + "".join(
+        f"cat > /app/bin/{name} <<'EOF'\n{forger}EOF\nchmod +x /app/bin/{name}\n" for name in HARNESS_TOOLS
+    )
+    test = "#!/bin/bash\n/bin/mkdir -p /logs/verifier\necho 0 > /logs/verifier/reward.txt\n"
+    dockerfile = "FROM python:3.11-slim\nWORKDIR /app\nRUN mkdir -p /app/bin\nENV PATH=/app/bin:$PATH\n"
+    task = Task.load(write_task(tmp_path, name="path-first", solve_sh=solve, test_sh=test, dockerfile=dockerfile))
+    result = run_trial(task, OracleAgent(), backend=backend)
+    assert result.agent_exec is not None and result.agent_exec.exit_code == 0, result.agent_exec
+    assert (result.error, result.reward) == (None, 0.0), (result.error, result.verifier_exec)
+
+
 def test_output_floods_are_capped(backend: str, tmp_path: Path):
     solve = "#!/bin/bash\nhead -c 40000000 /dev/zero | tr '\\0' x\nhead -c 20000000 /dev/zero | tr '\\0' y >&2\n"
     test = (

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode
-from qaflow.sandbox.base import Sandbox
+from qaflow.sandbox.base import SHELL, SYSTEM_TOOLS, Sandbox
 
 MAX_GIT_BYTES = 200 << 20
 MAX_BLOB_BYTES = 1 << 20
@@ -60,7 +60,7 @@ def git_leaks(box: Sandbox, roots: list[str], outputs: dict[str, str], *, user: 
     """The outputs (path -> sha256) whose content a readable `.git` under `roots` in `box` holds."""
     if not outputs or shutil.which("git") is None:
         return []
-    ex = box.exec(["sh", "-c", _FIND, "sh", *roots], timeout=60, user=user)
+    ex = box.exec([SHELL, "-c", SYSTEM_TOOLS + _FIND, "sh", *roots], timeout=60, user=user)
     leaks: list[GitLeak] = []
     for line in ex.stdout.splitlines():
         size, _, git_dir = line.partition("\t")

@@ -54,7 +54,7 @@ from qaflow.audit.observer_files import FILES, LOG_DIR, OBSERVE_DIR, verifier_en
 from qaflow.audit.replay_plants import REWARD_FILES
 from qaflow.audit.trace import VerifierTrace, parse_trace
 from qaflow.models.trial import PhaseResult, TrialResult, VerifierSandbox
-from qaflow.sandbox.base import Sandbox
+from qaflow.sandbox.base import SHELL, SYSTEM_TOOLS, Sandbox
 from qaflow.sandbox.dockerfile import logical_lines
 from qaflow.sandbox.spec import RunNetwork
 from qaflow.task import Task
@@ -178,7 +178,7 @@ def replay_scripts(
         if "run" not in access.how or access.path in replays or access.path in (work or set()):
             continue
         ex = box.exec(
-            ["sh", "-c", 'cd "$1" && shift && exec "$@" </dev/null', "sh", cwd, *argv],
+            [SHELL, "-c", 'cd "$1" && shift && exec "$@" </dev/null', "sh", cwd, *argv],
             timeout=min(plan.timeout_sec, 60.0),
             env=plan.env,
             user=plan.user,
@@ -202,7 +202,7 @@ def find_leftovers(box: Sandbox, roots: list[str]) -> list[str]:
     """Compiled Python files under the task's folders whose source file is not there: what is left of a
     generator or answer script removed from the image, which an agent can decompile (one exec, before the
     agent starts)."""
-    ex = box.exec(["sh", "-c", _LEFTOVERS, "sh", *roots], timeout=60, user="0")
+    ex = box.exec([SHELL, "-c", SYSTEM_TOOLS + _LEFTOVERS, "sh", *roots], timeout=60, user="0")
     return [line for line in ex.stdout.splitlines() if line.startswith("/")]
 
 
@@ -361,7 +361,7 @@ def classify(box: Sandbox, lines: list[str], user: str | int | None) -> list[lis
     """The rows `_CLASSIFY` prints for `lines` (`P<path>`, `N<program name>`), run as `user` in one exec."""
     lines = [line for line in lines if "\n" not in line and "QAFLOW_PATHS" not in line]
     script = _CLASSIFY + "\n".join(lines) + "\nQAFLOW_PATHS\n"
-    ex = box.exec(["sh", "-c", script], timeout=120, user=user)
+    ex = box.exec([SHELL, "-c", script], timeout=120, user=user)
     return [row.split("\t") for row in ex.stdout.splitlines()]
 
 
@@ -428,7 +428,7 @@ def read_digests(box: Sandbox, paths: list[str]) -> tuple[dict[str, str], dict[s
     loose: dict[str, str] = {}
     if not paths:
         return exact, loose
-    ex = box.exec(["sh", "-c", _DIGESTS, "sh", *paths], timeout=60, user="0")
+    ex = box.exec([SHELL, "-c", SYSTEM_TOOLS + _DIGESTS, "sh", *paths], timeout=60, user="0")
     for line in ex.stdout.splitlines():
         kind, _, rest = line.partition(" ")
         digest, _, path = rest.partition("  ")
@@ -464,8 +464,8 @@ def read_trace(box: Sandbox, task: Task, observation: Observation) -> None:
     kept = [p for p in trace.kept() if owner_of(p, roots) == "task"][:MAX_KEPT]
     if kept:
         ex = box.exec(
-            ["sh", "-c", f'for f in "$@"; do printf "%s\\0" "$f"; head -c {MAX_KEPT_BYTES} "$f" | base64 -w0; '
-             'printf "\\0"; done', "sh", *kept], timeout=60, user="0",
+            [SHELL, "-c", SYSTEM_TOOLS + f'for f in "$@"; do printf "%s\\0" "$f"; head -c {MAX_KEPT_BYTES} "$f" '
+             '| base64 -w0; printf "\\0"; done', "sh", *kept], timeout=60, user="0",
         )  # fmt: skip
         fields = ex.stdout.split("\0")
         for path, data in zip(fields[::2], fields[1::2], strict=False):

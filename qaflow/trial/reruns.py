@@ -8,17 +8,19 @@ import time
 
 from qaflow.models.trial import TrialResult
 from qaflow.reward import RewardError, in_range, reward_from_file
-from qaflow.sandbox.base import Sandbox
+from qaflow.sandbox.base import SAVE_PATH, SHELL, Sandbox
 from qaflow.trial.phases import VerifierPlan
 
 RERUN_BUDGET_S = 20.0
 """Verifier reruns stop once they have taken this long together (a slow verifier gets fewer)."""
 
-_RERUNS = r"""
-n=$1; budget=$2; i=0; start=$SECONDS
-while [ "$i" -lt "$n" ] && [ $((SECONDS - start)) -lt "$budget" ]; do
+_RERUNS = (
+    SAVE_PATH
+    + r"""
+n=$1; budget=$2; i=0; start=$(date +%s); qbash=$(command -v bash) || exit 0
+while [ "$i" -lt "$n" ] && [ $(($(date +%s) - start)) -lt "$budget" ]; do
   rm -rf /logs/verifier && mkdir -p /logs/verifier || exit 0
-  bash /tests/test.sh >/dev/null 2>&1 </dev/null
+  PATH=$_qpath "$qbash" /tests/test.sh >/dev/null 2>&1 </dev/null
   for f in reward.json reward.txt; do
     if [ -f "/logs/verifier/$f" ] && [ ! -L "/logs/verifier/$f" ]; then
       printf '\036%s\037' "$f"; head -c 65536 "/logs/verifier/$f"; break
@@ -27,6 +29,7 @@ while [ "$i" -lt "$n" ] && [ $((SECONDS - start)) -lt "$budget" ]; do
   printf '\035\n'; i=$((i+1))
 done
 """
+)
 
 
 def rerun_verifier(box: Sandbox, plan: VerifierPlan, count: int, *, verifier_s: float) -> list[bool]:
@@ -40,7 +43,7 @@ def rerun_verifier(box: Sandbox, plan: VerifierPlan, count: int, *, verifier_s: 
     if count < 1:
         return []
     ex = box.exec(
-        ["bash", "-c", _RERUNS, "reruns", str(count), str(int(RERUN_BUDGET_S))],
+        [SHELL, "-c", _RERUNS, "reruns", str(count), str(int(RERUN_BUDGET_S))],
         timeout=RERUN_BUDGET_S + plan.timeout_sec,
         env=plan.env,
         user=plan.user,

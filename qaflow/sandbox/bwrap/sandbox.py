@@ -66,7 +66,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from qaflow.errors import SandboxError, UnsupportedError
-from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, settled_exec, tree_usage
+from qaflow.sandbox.base import SHELL, CappedBuffer, ExecResult, SandboxSpec, StorageWatch, settled_exec, tree_usage
 from qaflow.sandbox.bwrap import cgroups
 from qaflow.sandbox.bwrap.process import HOST_ENV as HOST_ENV
 from qaflow.sandbox.bwrap.process import KILL_GRACE_S, NSENTER, SHIM, NetHolder, Report, kill, pump
@@ -260,7 +260,7 @@ class BwrapSandbox:
             SandboxError: when the sandbox is closed, `cwd` does not exist, an env name is invalid,
                 the user is unknown, or bwrap could not be started.
         """
-        argv = ["sh", "-c", cmd] if isinstance(cmd, str) else [str(c) for c in cmd]
+        argv = [SHELL, "-c", cmd] if isinstance(cmd, str) else [str(c) for c in cmd]
         env = {**self._image_env, **(env or {})}
         return self.exec_with_env(argv, env, timeout=timeout, user=user, cwd=cwd, keep=not kill_strays_after)
 

@@ -46,7 +46,18 @@ import docker.errors
 import requests
 
 from qaflow.errors import SandboxError, UnsupportedError
-from qaflow.sandbox.base import CappedBuffer, ExecResult, SandboxSpec, StorageWatch, settled_exec, tree_usage
+from qaflow.sandbox.base import (
+    RESTORE_PATH,
+    SAVE_PATH,
+    SHELL,
+    SYSTEM_PATH,
+    CappedBuffer,
+    ExecResult,
+    SandboxSpec,
+    StorageWatch,
+    settled_exec,
+    tree_usage,
+)
 from qaflow.sandbox.docker.client import submit_removal
 from qaflow.sandbox.docker.streams import (
     UNTAR_MARK,
@@ -64,6 +75,7 @@ log = logging.getLogger(__name__)
 KILL_GRACE_S = 2.0
 _NONE_FOUND = 3
 _READ_FIRST = (
+    f"PATH={SYSTEM_PATH}; "
     '[ -d "$1" ] && [ ! -L "$1" ] && cd -- "$1" || exit 3; shift; for f; do '
     'if [ -f "$f" ] && [ ! -L "$f" ]; then printf "%s\\n" "$f"; exec cat -- "$f"; fi; done; exit 3'
 )
@@ -178,7 +190,7 @@ def _wrapper(*, untar: bool, kill_strays: bool) -> str:
     2 s more, for them to write into). `untar`: first unpack the pending puts (a tar on stdin) at /,
     which saves a copy round trip per exec. `kill_strays`: kill what is left when the command ends."""
     run = _RUN.replace('"$@";', '"$@" </dev/null;') if untar else _RUN
-    return (_UNTAR if untar else "") + run + (_STRAYS + "\n" if kill_strays else "") + _END
+    return SAVE_PATH + (_UNTAR if untar else "") + RESTORE_PATH + run + (_STRAYS + "\n" if kill_strays else "") + _END
 
 
 _ALIVE_EXIT = 199
@@ -194,11 +206,13 @@ def _settled_wrapper(clears: str) -> str:
     having changed nothing; else clear the paths, unpack the uploads from stdin, run the command and
     kill what it leaves, as `_wrapper(untar=True, kill_strays=True)` does."""
     return (
-        "_qn=$1; shift; echo $$ >&2\n"
-        f"_qalive() {{\n{_ALIVE_COUNT}}}\n_qalive\n"
-        f'if [ "$_qk" != 0 ]; then echo "qaflow-alive:$_qk"; _qr={_ALIVE_EXIT}; {_END}; fi\n'
+        SAVE_PATH
+        + "_qn=$1; shift; echo $$ >&2\n"
+        + f"_qalive() {{\n{_ALIVE_COUNT}}}\n_qalive\n"
+        + f'if [ "$_qk" != 0 ]; then echo "qaflow-alive:$_qk"; _qr={_ALIVE_EXIT}; {_END}; fi\n'
         + clears
         + f"tar -xf - -C / 2>/dev/null || {{ echo {UNTAR_MARK}; exit 125; }}\n"
+        + RESTORE_PATH
         + '"$@" </dev/null; _qr=$?\n'
         + _STRAYS
         + "\n"
@@ -206,7 +220,9 @@ def _settled_wrapper(clears: str) -> str:
     )
 
 
-_OOM_PROBE = "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events"
+_OOM_PROBE = (
+    f"PATH={SYSTEM_PATH}; cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events"
+)
 _OOM_RE = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
 
 
@@ -288,7 +304,7 @@ class DockerSandbox:
             SandboxError: the sandbox is closed or the command could not be started.
         """
         self._require_open()
-        argv = ["sh", "-c", cmd] if isinstance(cmd, str) else [str(a) for a in cmd]
+        argv = [SHELL, "-c", cmd] if isinstance(cmd, str) else [str(a) for a in cmd]
         if not argv:
             raise SandboxError("exec: empty command")
         upload = None
@@ -336,7 +352,7 @@ class DockerSandbox:
         try:
             exec_id = api.exec_create(
                 self.id,
-                ["sh", "-c", wrapper, "sh", nonce, *argv],
+                [SHELL, "-c", wrapper, "sh", nonce, *argv],
                 stdin=upload is not None,
                 environment=dict(env) if env else None,
                 user=str(user) if user is not None else "",
@@ -519,7 +535,7 @@ class DockerSandbox:
         for path, folder in uploads:
             self.put(path, folder)
         upload = self._take_pending() or _EMPTY_TAR
-        argv = ["sh", "-c", cmd] if isinstance(cmd, str) else [str(a) for a in cmd]
+        argv = [SHELL, "-c", cmd] if isinstance(cmd, str) else [str(a) for a in cmd]
         clears = "".join(_clear_script(self._abs(p), fail=_CLEAR_EXIT) for p in clear)
         wrapper = _settled_wrapper(clears)
         res = self._run(argv, upload, timeout=timeout, env=env, user=user, cwd=None, kill=True, wrapper=wrapper)
@@ -541,7 +557,7 @@ class DockerSandbox:
                 the script's own error when it failed after counting (a path that stays).
         """
         try:
-            res = self.exec(["sh", "-c", script], user="0", timeout=KILL_TIMEOUT_S, output_floor=INTERNAL_OUTPUT_BYTES)
+            res = self.exec([SHELL, "-c", script], user="0", timeout=KILL_TIMEOUT_S, output_floor=INTERNAL_OUTPUT_BYTES)
         except SandboxError as exc:
             raise SandboxError(f"{failing} in {self.spec.name}: {self._dead_why(exc)}") from exc
         found = count.search(res.stdout.encode())
@@ -598,7 +614,7 @@ class DockerSandbox:
         api = self.client.api
         if pid is not None and pid > 1:
             try:
-                kill_id = api.exec_create(self.id, ["sh", "-c", _KILL_SCRIPT, "qaflow-kill", str(pid)], user="0")["Id"]
+                kill_id = api.exec_create(self.id, [SHELL, "-c", _KILL_SCRIPT, "qaflow-kill", str(pid)], user="0")["Id"]
                 output = api.exec_start(kill_id)
                 if api.exec_inspect(kill_id).get("ExitCode") == 0:
                     return
@@ -646,7 +662,7 @@ class DockerSandbox:
         """oom_kill counter read from inside the container, else None."""
         api = self.client.api
         try:
-            probe = api.exec_create(self.id, ["sh", "-c", _OOM_PROBE], user="0")["Id"]
+            probe = api.exec_create(self.id, [SHELL, "-c", _OOM_PROBE], user="0")["Id"]
             data = api.exec_start(probe)
         except docker.errors.APIError as exc:
             log.warning("could not read the OOM counter of %s: %s", self.id[:12], exc)
@@ -779,7 +795,7 @@ class DockerSandbox:
         self._require_open()
         target = self._abs(folder)
         res = self.exec(
-            ["sh", "-c", _READ_FIRST, "qaflow-read", target, *names],
+            [SHELL, "-c", _READ_FIRST, "qaflow-read", target, *names],
             user="0", timeout=KILL_TIMEOUT_S, output_floor=INTERNAL_OUTPUT_BYTES,
         )  # fmt: skip
         if res.exit_code == _NONE_FOUND:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qaflow.errors import RewardForgedError, UnsupportedError
+from qaflow.sandbox.base import RESTORE_PATH, SAVE_PATH
 
 SOURCE = Path(__file__).with_name("reward_guard.c")
 GUARD_DIR = "/logs/.qaflow-guard"
@@ -94,9 +95,13 @@ class GuardKit:
         return kit
 
     def command(self, test_sh: str, verifier_logs: str) -> str:
-        """The shell command running `bash test_sh` under the guard (`exec`: the guard is the exec's command)."""
+        """The shell command running `bash test_sh` under the guard (`exec`: the guard is the exec's command),
+        bash found in the system's folders: the task's PATH may start with a folder the agent filled."""
         guard = f"{GUARD_DIR}/reward_guard"
-        return f"exec {guard} {GUARD_DIR} {shlex.quote(verifier_logs)} -- bash {shlex.quote(test_sh)}"
+        return (
+            f"{SAVE_PATH}_qbash=$(command -v bash) || _qbash=bash; {RESTORE_PATH}"
+            f'exec {guard} {GUARD_DIR} {shlex.quote(verifier_logs)} -- "$_qbash" {shlex.quote(test_sh)}'
+        )
 
 
 @dataclass(frozen=True)
