@@ -331,6 +331,33 @@ def test_same_bytes_under_an_answer_name_or_unnamed_are_a_leak(tmp_path: Path) -
     assert codes(lint(write_task(tmp_path, "b", dockerfile=dockerfile, files=files))) == [("leak", "error")]
 
 
+def test_the_verifier_copy_of_files_the_instruction_hands_over_by_folder_is_not_a_leak(tmp_path: Path) -> None:
+    cases = "".join(f"{i} + {i}\n" for i in range(100, 130))
+    sums = "".join(f"{2 * i}\n" for i in range(100, 130))
+    test_py = "def test_sum():\n" + "".join(f"    assert calc({i}, {i}) == {2 * i}\n" for i in range(1, 8))
+    dockerfile = "FROM python:3.11-slim\nWORKDIR /app\nCOPY examples/ /app/examples/\nCOPY repo/ /app/\n"
+    files = {
+        "environment/examples/basic.in": cases,
+        "environment/examples/basic.out": sums,
+        "environment/repo/tests/test_calc.py": test_py,
+        "tests/cases/basic.in": cases,
+        "tests/cases/basic.out": sums,
+        "tests/test_calc.py": test_py,
+    }
+    handed = "Write /app/calc.py. The pairs in `/app/examples` are the acceptance cases; `/app/tests` has its tests.\n"
+    assert lint(write_task(tmp_path, instruction=handed, dockerfile=dockerfile, files=files)) == []
+    # unnamed, or named only through the workdir, they are the verifier's hidden cases in the image
+    for name, instruction in [("b", "Write /app/calc.py.\n"), ("c", "Write the program in `/app`.\n")]:
+        found = lint(write_task(tmp_path, name, instruction=instruction, dockerfile=dockerfile, files=files))
+        assert {f.evidence["file"] for f in found if f.code is FindingCode.LEAK} == {
+            "environment/examples/basic.in", "environment/examples/basic.out", "environment/repo/tests/test_calc.py"
+        }  # fmt: skip
+    # an answer's name in a folder the instruction names is still a leak
+    answers = {"environment/examples/expected.txt": sums, "tests/expected.txt": sums}
+    found = lint(write_task(tmp_path, "d", instruction=handed, dockerfile=dockerfile, files=answers))
+    assert codes(found) == [("leak", "error")]
+
+
 def test_tiny_and_binary_files_are_ignored(tmp_path: Path) -> None:
     binary = "\x00\x01PNG" + "x" * 100
     task = write_task(

@@ -36,8 +36,10 @@ from qaflow.audit.lint.similarity import (
     similarity,
 )
 from qaflow.audit.lint.verifier import verifier_findings
+from qaflow.errors import QaflowError
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode, Severity
+from qaflow.sandbox.dockerfile import Copy, plan_build
 from qaflow.task import Task, _walk_files
 from qaflow.text import dockerfile_logical_lines, utf8_text
 
@@ -298,6 +300,42 @@ def _kept_input(env: _File, hidden: _File, role: str, named: str, instruction: s
     return role == "solution" or MANIFEST_RE.fullmatch(env.name) is not None or _names(named, env.name)
 
 
+def _handed_over(task: Task, env: _Environment) -> set[str]:
+    """environment/ files the instruction hands the agent: the Dockerfile copies each to a path that is, or lies
+    in, a folder the instruction names (never the root, the workdir or a top-level folder), and its name is no
+    answer's. Visible by design, so never a leak of the verifier's files of the same kind (an answer's copy of one
+    still is): whether the verifier needs more than them is for its runs to show (mutants, instruction-overfit)."""
+    try:
+        plan = plan_build(task.dockerfile, task.environment_dir)
+    except (QaflowError, OSError):
+        return set()
+    root = task.environment_dir.resolve()
+    spots: dict[str, str] = {}
+    for step in plan.steps:
+        if not isinstance(step, Copy):
+            continue
+        for source in step.sources:
+            for file in env.files:
+                path = (task.path / file.rel).resolve()
+                if path == source and path.is_file():
+                    spots.setdefault(file.rel, posixpath.join(step.dest, path.name) if step.dest_is_dir else step.dest)
+                elif source.is_dir() and path.is_relative_to(source) and source.is_relative_to(root):
+                    spots.setdefault(file.rel, posixpath.join(step.dest, path.relative_to(source).as_posix()))
+    workdir = posixpath.normpath(plan.workdir)
+    given = set()
+    for rel, spot in spots.items():
+        name = posixpath.basename(spot)
+        if _answer_like(name) or name in SOLUTION_NAMES:
+            continue
+        folder = posixpath.normpath(spot)
+        while folder.count("/") >= 2 and folder != workdir:
+            if re.search(rf"(?<![\w/.-]){re.escape(folder)}(?![\w-])", task.instruction):
+                given.add(rel)
+                break
+            folder = posixpath.dirname(folder)
+    return given
+
+
 def _names(text: str, name: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
 
@@ -306,9 +344,15 @@ def _copied_hidden_files(
     task: Task, env: _Environment, hidden: list[tuple[str, _File]], config: LintConfig
 ) -> list[AuditFinding]:
     named = task.instruction + "".join(f.text or "" for role, f in hidden if role == "solution")
+    given = _handed_over(task, env)
     findings = []
     for file in env.compared():
-        matches = [(m, role, h) for role, h in hidden if (m := _match(file, h, role, named, task.instruction, config))]
+        matches = [
+            (m, role, h)
+            for role, h in hidden
+            if not (file.rel in given and not _answer_like(h.name))
+            and (m := _match(file, h, role, named, task.instruction, config))
+        ]
         if not matches:
             continue
         (score, how), role, best = max(matches, key=lambda x: x[0][0])
