@@ -54,13 +54,18 @@ config chain, a hidden file linked to, mutants of deliverables only; and the fix
 docker."""
 
 
+FROM_REWARDS_ALONE = {"broken_solution", "false_rejection", "flaky", "invalid_task", "unverified_requirement"}
+"""Codes judged from the task's files and the trials' rewards alone, the same on every backend: docker does not
+repeat a task for them (CI's time; its trials' rewards are checked by every task it does audit)."""
+
+
 def _docker_sample() -> list[str]:
-    """The tasks audited on docker as well: each finding code's first task, every task whose label depends
-    on the backend, the network or a warning, every twelfth control (sorted) and `DOCKER_TOO`. bwrap audits
-    them all."""
+    """The tasks audited on docker as well: the first task of each code a backend could decide otherwise,
+    every task whose label depends on the backend, the network or a warning, every twelfth control (sorted)
+    and `DOCKER_TOO`. bwrap audits them all."""
     names = sorted(LABELS)
     chosen = {n for n in names if {"backend_codes", "offline_codes", "warnings"} & set(LABELS[n])}
-    codes = sorted({c for label in LABELS.values() for c in label["codes"]})  # type: ignore[attr-defined]
+    codes = sorted({c for label in LABELS.values() for c in label["codes"]} - FROM_REWARDS_ALONE)  # type: ignore[attr-defined]
     for code in codes:
         chosen |= set([n for n in names if code in LABELS[n]["codes"]][:1])  # type: ignore[operator]
     chosen |= set([n for n in names if not LABELS[n]["codes"]][::12])
