@@ -168,21 +168,21 @@ def scope_of(nodeid: str) -> str:
 
 
 MEASURED_S = {
-    "labelled-docker": 480,
-    "labelled-bwrap": 450,
-    "tests/test_trust_matrix.py": 180,
-    "tests/test_repair_exploits.py": 215,
-    "tests/test_executors.py": 165,
-    "tests/test_audit_in_process.py": 150,
-    "tests/test_audit_steps.py": 150,
-    "tests/test_batch_job.py": 140,
-    "tests/test_fault_injection.py": 115,
-    "tests/test_repair_rounds.py": 115,
-    "tests/test_harden_process_chain.py": 100,
-    "tests/test_interrupts.py": 85,
-    "tests/test_pipeline.py": 75,
-    "tests/test_audit_data_forge.py": 70,
-    "tests/test_escape.py": 65,
+    "labelled-bwrap": 340,
+    "labelled-docker": 180,
+    "tests/test_repair_exploits.py": 140,
+    "tests/test_audit_in_process.py": 130,
+    "tests/test_batch_job.py": 130,
+    "tests/test_trust_matrix.py": 100,
+    "tests/test_executors.py": 90,
+    "tests/test_audit_steps.py": 80,
+    "tests/test_fault_injection.py": 80,
+    "tests/test_repair_rounds.py": 75,
+    "tests/test_interrupts.py": 65,
+    "tests/test_harden_process_chain.py": 65,
+    "tests/test_pipeline.py": 60,
+    "tests/test_audit_data_forge.py": 50,
+    "tests/test_escape.py": 50,
 }
 """Seconds the costliest scopes took in a full run on a 2-core machine (`--durations`, 2026-12-07): only their order
 matters. Any other scope counts three seconds for each test in a real sandbox."""
