@@ -23,20 +23,20 @@ log = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT_BYTES = 1024 * 1024
 DEFAULT_STORAGE_MB = 10240
+"""Disk the writable part of a sandbox may use when task.toml says nothing (Harbor's default)."""
 SHELL = "/bin/sh"
 """The shell every command string runs in, by absolute path: a folder the image puts first on PATH is the
 agent's to fill, so qaflow never looks its own programs up along the task's PATH."""
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-SAVE_PATH = f"_qpath=$PATH; PATH={SYSTEM_PATH}; "
-"""Shell that keeps the task's PATH in `$_qpath` and looks qaflow's own programs up in the system's folders;
-`RESTORE_PATH` gives the task's back before its command runs."""
-RESTORE_PATH = "PATH=$_qpath; "
 SYSTEM_TOOLS = f"PATH={SYSTEM_PATH}; "
 """Shell that looks qaflow's own programs up in the system's folders, for scripts that run nothing of the task's."""
+SAVE_PATH = "_qpath=$PATH; " + SYSTEM_TOOLS
+"""`SYSTEM_TOOLS` that keeps the task's PATH in `$_qpath`: `RESTORE_PATH` gives it back before the task's command
+runs."""
+RESTORE_PATH = "PATH=$_qpath; "
 OVER_LIMIT_HEADROOM = 32 * 2**20
 """Bytes an exec that starts with the sandbox already past its storage limit may add (the verifier's reward,
 its guard's report and trace) before it is blamed for the overflow an earlier exec left."""
-"""Disk the writable part of a sandbox may use when task.toml says nothing (Harbor's default)."""
 Runtime = Literal["runsc"]
 """An OCI runtime other than docker's default: `runsc` is gVisor (docker backend only)."""
 

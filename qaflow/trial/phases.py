@@ -16,7 +16,7 @@ from qaflow.healthcheck import wait_healthy
 from qaflow.models.trial import ExecResult, ExitStatus, PhaseResult, VerifierSandbox
 from qaflow.reward import REWARD_FILES, Reward, in_range, reward_from_file
 from qaflow.sandbox import open_sandbox
-from qaflow.sandbox.base import RESTORE_PATH, SAVE_PATH, Sandbox, SandboxSpec
+from qaflow.sandbox.base import Sandbox, SandboxSpec
 from qaflow.task import Task, VerifierEnvironmentMode, tree_hash
 from qaflow.trial.guard import GUARD_DIR, GUARD_FAILED, REPORT, GuardKit, GuardReport
 
@@ -129,11 +129,10 @@ def _verify(
     reward that a process test.sh no longer owned wrote is `RewardForgedError` (`qaflow.trial.guard`).
     """
     t0 = time.perf_counter()
-    logs = f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS}" if clear else f"mkdir -p {VERIFIER_LOGS}"
-    prepare = f"{SAVE_PATH}{logs} || exit $?; {RESTORE_PATH}"
+    prepare = f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS}" if clear else f"mkdir -p {VERIFIER_LOGS}"
     with tempfile.TemporaryDirectory(prefix="qaflow-guard-") as scratch:
         kit = GuardKit.make(Path(scratch), observe=plan.trace)
-        script = f"{prepare}{kit.command(f'{TESTS_DIR}/test.sh', VERIFIER_LOGS)}"
+        script = kit.command(f"{TESTS_DIR}/test.sh", VERIFIER_LOGS, prepare=prepare)
         uploads = [*((TESTS_DIR, folder) for folder in plan.tests), (GUARD_DIR, kit.folder)]
         if settle is not None:
             ran = box.exec_when_settled(

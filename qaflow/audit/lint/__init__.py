@@ -310,17 +310,17 @@ def _handed_over(task: Task, env: _Environment) -> set[str]:
     except (QaflowError, OSError):
         return set()
     root = task.environment_dir.resolve()
+    paths = {file.rel: (task.path / file.rel).resolve() for file in env.files}
     spots: dict[str, str] = {}
     for step in plan.steps:
         if not isinstance(step, Copy):
             continue
         for source in step.sources:
-            for file in env.files:
-                path = (task.path / file.rel).resolve()
+            for rel, path in paths.items():
                 if path == source and path.is_file():
-                    spots.setdefault(file.rel, posixpath.join(step.dest, path.name) if step.dest_is_dir else step.dest)
+                    spots.setdefault(rel, posixpath.join(step.dest, path.name) if step.dest_is_dir else step.dest)
                 elif source.is_dir() and path.is_relative_to(source) and source.is_relative_to(root):
-                    spots.setdefault(file.rel, posixpath.join(step.dest, path.relative_to(source).as_posix()))
+                    spots.setdefault(rel, posixpath.join(step.dest, path.relative_to(source).as_posix()))
     workdir = posixpath.normpath(plan.workdir)
     given = set()
     for rel, spot in spots.items():

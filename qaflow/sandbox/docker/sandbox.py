@@ -50,7 +50,7 @@ from qaflow.sandbox.base import (
     RESTORE_PATH,
     SAVE_PATH,
     SHELL,
-    SYSTEM_PATH,
+    SYSTEM_TOOLS,
     CappedBuffer,
     ExecResult,
     SandboxSpec,
@@ -75,8 +75,7 @@ log = logging.getLogger(__name__)
 KILL_GRACE_S = 2.0
 _NONE_FOUND = 3
 _READ_FIRST = (
-    f"PATH={SYSTEM_PATH}; "
-    '[ -d "$1" ] && [ ! -L "$1" ] && cd -- "$1" || exit 3; shift; for f; do '
+    SYSTEM_TOOLS + '[ -d "$1" ] && [ ! -L "$1" ] && cd -- "$1" || exit 3; shift; for f; do '
     'if [ -f "$f" ] && [ ! -L "$f" ]; then printf "%s\\n" "$f"; exec cat -- "$f"; fi; done; exit 3'
 )
 """Prints the name of the first argument after the folder that is a regular file there, then the file."""
@@ -221,7 +220,7 @@ def _settled_wrapper(clears: str) -> str:
 
 
 _OOM_PROBE = (
-    f"PATH={SYSTEM_PATH}; cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events"
+    SYSTEM_TOOLS + "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events"
 )
 _OOM_RE = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
 

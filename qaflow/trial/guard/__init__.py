@@ -94,12 +94,13 @@ class GuardKit:
             (folder / "observe").write_text("")
         return kit
 
-    def command(self, test_sh: str, verifier_logs: str) -> str:
-        """The shell command running `bash test_sh` under the guard (`exec`: the guard is the exec's command),
-        bash found in the system's folders: the task's PATH may start with a folder the agent filled."""
+    def command(self, test_sh: str, verifier_logs: str, *, prepare: str = "true") -> str:
+        """The shell command running `prepare` (its failure is the command's), then `bash test_sh` under the guard
+        (`exec`: the guard is the exec's command); both find their programs in the system's folders, as the task's
+        PATH may start with a folder the agent filled, and test.sh gets the task's PATH back."""
         guard = f"{GUARD_DIR}/reward_guard"
         return (
-            f"{SAVE_PATH}_qbash=$(command -v bash) || _qbash=bash; {RESTORE_PATH}"
+            f"{SAVE_PATH}{prepare} || exit $?; _qbash=$(command -v bash) || _qbash=bash; {RESTORE_PATH}"
             f'exec {guard} {GUARD_DIR} {shlex.quote(verifier_logs)} -- "$_qbash" {shlex.quote(test_sh)}'
         )
 
