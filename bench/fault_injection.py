@@ -11,7 +11,7 @@ copy while faults land at random moments of the run (seeded):
 After the faults the audit runs to its end, then a plain rerun (no `--force`) writes the final report. Checked
 per round: each task's verdict and error codes equal the baseline's; the ledger passes SQLite's integrity check,
 every run is closed, every result belongs to a recorded run, and no result the final state keeps is a trial
-whose sandbox failed (`qaflow.audit.runner.failed_sandbox`: those are retried, never reused as outcomes), and no
+whose sandbox failed (`qaflow.audit.recorded.failed_sandbox`: those are retried, never reused as outcomes), and no
 container of its runs is left (paused or not).
 
 Usage: python bench/fault_injection.py [--backend docker] [--rounds 3] [--faults 4] [--seed 7] [--tasks a,b]
@@ -129,7 +129,7 @@ def faulted_round(pool: Path, backend: str, faults: int, span: float, rng: rando
 
 def ledger_problems(pool: Path) -> list[str]:
     from qaflow.audit.probe_run import ProbeRun
-    from qaflow.audit.runner import failed_sandbox
+    from qaflow.audit.recorded import failed_sandbox
     from qaflow.ledger import Ledger
     from qaflow.models.probe_key import ProbeKey, ProbeKind
 

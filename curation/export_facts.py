@@ -1,8 +1,8 @@
 """What a pool's ledger knows about each task version an export writes: status, audit verdict and run, source,
 licence; and the gate that keeps rows of unaccepted tasks and of attempts that were not correctly graded out.
 
-The audit verdict is the reason the last audit recorded when it set the version's status ("clean", or the
-error codes it found, e.g. "false_pass, weak_verifier"), with that audit's run id. The licence is the task's
+The audit verdict is the last audit the ledger records of the version (its `audits` table): "clean", or the
+error codes it found, e.g. "false_pass, weak_verifier", with that audit's run id. The licence is the task's
 `task.toml` `[metadata] licence` (or `license`), unless the caller knows better (a pipeline source's
 configured licence).
 """
@@ -27,9 +27,6 @@ from qaflow.models.records import VersionStatus
 from qaflow.models.rollout import ExitStatus, is_scripted
 from qaflow.pool import Pool
 from qaflow.rollouts.hacks import rewarded_hack
-
-AUDIT_PREFIX = "audit: "
-"""How the audit starts the reason of the status it sets (`qaflow.audit.runner`)."""
 
 FACT_FEATURES = {
     "licence": Value("string"),
@@ -98,12 +95,8 @@ def _toml_licence(pool: Pool, path: str) -> str | None:
 
 
 def audit_verdicts(pool: Pool) -> dict[str, tuple[str, str | None]]:
-    """The latest audit verdict per task version, as its status log has it: (codes or "clean", run id)."""
-    verdicts: dict[str, tuple[str, str | None]] = {}
-    for change in pool.ledger.status_log():
-        if change.reason.startswith(AUDIT_PREFIX):
-            verdicts[change.version] = (change.reason[len(AUDIT_PREFIX) :], change.run_id)
-    return verdicts
+    """The latest audit verdict per task version: (codes or "clean", run id)."""
+    return {version: (a.summary, a.run_id) for version, a in pool.ledger.latest_audits().items()}
 
 
 def pool_facts(pool: Pool, licences: Mapping[str, str | None] | None = None) -> dict[str, TaskFacts]:

@@ -36,6 +36,7 @@ from curation.filter_structure import structure_reasons
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.cli import app
 from qaflow.ledger.status import StatusWriter
+from qaflow.models.audit import AuditRecord, Verdict
 from qaflow.models.frame import records_to_frame, write_shard
 from qaflow.models.records import RunKind, VersionStatus
 from qaflow.models.rollout import RolloutRecord, normalize_message
@@ -715,16 +716,13 @@ def test_sft_export_from_a_pool_keeps_only_accepted_graded_model_rows_split_by_t
     known = versions(pool_dir)
     with Pool.open(pool_dir, create=False) as pool:
         names = {row.path: row.name for row in pool.list()}
-        audit_run = pool.ledger.start_run(RunKind.AUDIT).run_id
         csv = known["real/csv-sum"]
-        pool.ledger.set_status(csv, VersionStatus.NEEDS_REPAIR, by=StatusWriter.AUDIT, reason="audit: false_pass")
-        pool.ledger.set_status(
-            known["real/csv-sum"],
-            VersionStatus.ACCEPTED,
-            by=StatusWriter.AUDIT,
-            reason="audit: clean",
-            run_id=audit_run,
+        audit_run = pool.ledger.start_run(RunKind.AUDIT).run_id
+        first_run = pool.ledger.start_run(RunKind.AUDIT).run_id
+        pool.ledger.record_audit(
+            AuditRecord(task_version=csv, run_id=first_run, verdict=Verdict.NEEDS_REPAIR, codes=["false_pass"])
         )
+        pool.ledger.record_audit(AuditRecord(task_version=csv, run_id=audit_run, verdict=Verdict.ACCEPTED))
 
     def on(path: str, **fields: Any) -> RolloutRecord:
         return make_record(task=names[path], task_version=known[path], **fields)

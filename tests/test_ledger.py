@@ -18,6 +18,8 @@ import pytest
 
 from qaflow.ledger import Ledger, LedgerError, StatusWriter
 from qaflow.ledger import db as ledger_module
+from qaflow.ledger.schema import MIGRATIONS
+from qaflow.models.audit import AuditRecord, Verdict
 from qaflow.models.records import (
     Finding,
     FindingCode,
@@ -107,6 +109,69 @@ def test_migrations_apply_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         columns = [r["name"] for r in led._reader().execute("PRAGMA table_info(extra)")]
         assert columns == ["id", "task_version", "effort"]
         assert led.get_version(vid("a")) is not None
+
+
+def _ledger_at_schema(path: Path, schema: int) -> sqlite3.Connection:
+    """A ledger file as a release whose last migration was `schema` wrote it."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    for number in range(1, schema + 1):
+        for statement in MIGRATIONS[number]:
+            conn.execute(statement)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(schema),))
+    return conn
+
+
+def test_audits_kept_only_as_status_reasons_by_older_ledgers_become_audit_rows(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    conn = _ledger_at_schema(path, 2)
+    for label in "abc":
+        conn.execute(
+            "INSERT INTO task_versions VALUES (?, 't', 'local', NULL, 't', 'new', NULL, '2026-01-01T00:00:00')",
+            (vid(label),),
+        )
+    logged = [
+        ("a", "audit: false_pass, weak_verifier", "r1"),
+        ("a", "audit: clean", "r2"),
+        ("b", "audit: reward_tamper", None),
+        ("b", "repair: round 1", "r3"),
+        ("c", "pipeline: status in OUT/pool", None),
+        ("c", "Audit: clean (typed by hand)", "r4"),
+    ]
+    for n, (label, reason, run) in enumerate(logged):
+        conn.execute(
+            "INSERT INTO status_log(version, old_status, new_status, reason, run_id, created_at)"
+            " VALUES (?, 'new', 'accepted', ?, ?, ?)",
+            (vid(label), reason, run, f"2026-01-01T00:00:0{n}"),
+        )
+    conn.commit()
+    conn.close()
+    with Ledger(path) as led:
+        assert led.schema_version == ledger_module.LATEST_VERSION
+        got = [(a.task_version, a.run_id, a.verdict, a.codes, a.harness) for a in led.audits()]
+        assert got == [
+            (vid("a"), "r1", Verdict.NEEDS_REPAIR, ["false_pass", "weak_verifier"], None),
+            (vid("a"), "r2", Verdict.ACCEPTED, [], None),
+            (vid("b"), None, Verdict.NEEDS_REPAIR, ["reward_tamper"], None),
+        ]
+        latest = led.latest_audits()
+        assert {v: (a.summary, a.run_id) for v, a in latest.items()} == {vid("a"): ("clean", "r2"), vid("b"): (
+            "reward_tamper", None)}  # fmt: skip
+
+
+def test_every_audit_is_a_row_even_one_that_leaves_the_status_as_it_was(ledger: Ledger) -> None:
+    ledger.add_version(version("a"))
+    runs = [ledger.start_run(RunKind.AUDIT).run_id for _ in range(3)]
+    verdicts = [(Verdict.ACCEPTED, []), (Verdict.ACCEPTED, []), (Verdict.NEEDS_REPAIR, ["leak", "flaky"])]
+    for run, (verdict, codes) in zip(runs, verdicts, strict=True):
+        audit = AuditRecord(task_version=vid("a"), run_id=run, verdict=verdict, codes=codes, harness=["h"])
+        ledger.record_audit(audit)
+    assert [(a.run_id, a.summary, a.harness) for a in ledger.audits(task_version=vid("a"))] == [
+        (runs[0], "clean", ["h"]), (runs[1], "clean", ["h"]), (runs[2], "flaky, leak", ["h"])
+    ]  # fmt: skip
+    assert [c.reason for c in ledger.status_log(vid("a"))] == ["recorded", "audit: clean", "audit: flaky, leak"]
+    assert ledger.get_version(vid("a")).status is VersionStatus.NEEDS_REPAIR
+    assert ledger.frame("audits").height == 3
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
@@ -478,5 +543,7 @@ def test_findings_and_verdict_are_one_transaction(ledger: Ledger) -> None:
         finding = Finding(task_version=vid("a"), run_id=run.run_id, code=FindingCode.FLAKY, severity=Severity.ERROR,
                           message="m")  # fmt: skip
         with pytest.raises(LedgerError):
-            ledger.record_audit(vid("a"), [finding], clean=False, reason="audit: flaky", run_id=run.run_id)
+            audit = AuditRecord(task_version=vid("a"), run_id=run.run_id, verdict=Verdict.NEEDS_REPAIR, codes=["flaky"])
+            ledger.record_audit(audit, [finding])
     assert ledger.findings() == [], "findings stayed without their verdict"
+    assert ledger.audits() == [], "the audit stayed without its verdict"

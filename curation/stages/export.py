@@ -126,9 +126,8 @@ def final_pool(ctx: StageContext, tasks: pl.DataFrame, exposed: list[str] | None
     candidates), with the status it earned in OUT/pool recorded in its own ledger (an accepted version a proven
     harness hole reaches is a candidate there, unless `export.allow_harness_holes`; its name is appended to
     `exposed`). Where that status came
-    from an audit, its reason and run id (of OUT/pool's ledger) are carried over: the exports read the audit
-    verdict from them."""
-    from curation.export_facts import AUDIT_PREFIX, audit_verdicts
+    from an audit, that audit (of OUT/pool's ledger, with its run id there) is carried over: the exports read the
+    audit verdict from it."""
     from qaflow.harden.gate import clean_reason, harness_exposure
 
     final = ctx.out / "final"
@@ -142,7 +141,7 @@ def final_pool(ctx: StageContext, tasks: pl.DataFrame, exposed: list[str] | None
         shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".qaflow"))
         wanted[row["version"]] = row.get("status") or "accepted"
     with Pool.open(ctx.pool_dir, create=False) as working:
-        audits = {v: (AUDIT_PREFIX + verdict, run) for v, (verdict, run) in audit_verdicts(working).items()}
+        audits = working.ledger.latest_audits()
         exposure = harness_exposure(working.ledger, wanted)  # the evidence stays in OUT/pool's ledger
     allowed = ctx.config.export.allow_harness_holes
     with Pool.open(final) as pool:
@@ -150,7 +149,11 @@ def final_pool(ctx: StageContext, tasks: pl.DataFrame, exposed: list[str] | None
         for version in pool.ledger.versions():
             status = wanted.get(version.version)
             if status is not None and status != version.status.value:
-                reason, run_id = audits.get(version.version, ("pipeline: status in OUT/pool", None))
+                audit = audits.get(version.version)
+                reason, run_id = ("pipeline: status in OUT/pool", None) if audit is None else (
+                    f"audit: {audit.summary}", audit.run_id)  # fmt: skip
+                if audit is not None:
+                    pool.ledger.add_audit(audit.model_copy(update={"id": None}))
                 pool.ledger.set_status(
                     version.version, VersionStatus(status), by=StatusWriter.PIPELINE, reason=reason, run_id=run_id
                 )

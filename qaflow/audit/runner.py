@@ -16,7 +16,6 @@ flight as a generator that yields the work items its probes need and receives th
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import tempfile
 import threading
@@ -30,8 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from qaflow import interrupts
 from qaflow.audit.config import DEFAULT_REPEATS, AuditConfig, ProgressFn, repeats_for
-from qaflow.audit.infra import sandbox_failed
-from qaflow.audit.judge import effect_lost
 from qaflow.audit.lint import lint_task
 from qaflow.audit.probe_run import ProbeRun, recorded_network
 from qaflow.audit.probes.build import build_finding
@@ -40,6 +37,7 @@ from qaflow.audit.probes.exploit_battery import HarnessTries, battery_probe
 from qaflow.audit.probes.machine import name_stand_ins, owner_changes_on_bwrap
 from qaflow.audit.probes.multi_step import audit_task_steps
 from qaflow.audit.probes.single_step import single_step_probe
+from qaflow.audit.recorded import at_home, failed_sandbox, record_audit, relative
 from qaflow.audit.replay import replay_command
 from qaflow.audit.work_items import BuildResult, RunContext, build_item, trial_item
 from qaflow.errors import QaflowError, TaskError
@@ -48,7 +46,7 @@ from qaflow.executors.driver import Driver
 from qaflow.ledger import Ledger
 from qaflow.models.audit import AuditFinding, TaskAudit, Verdict, verdict_for
 from qaflow.models.probe_key import ProbeKey, ProbeKind
-from qaflow.models.records import Finding, FindingCode, Result, ResultKey, Severity
+from qaflow.models.records import FindingCode, Result, ResultKey, Severity
 from qaflow.models.trial import ExitStatus
 from qaflow.sandbox import resolve_backend
 from qaflow.sandbox.choice import backend_for_task, run_label
@@ -193,8 +191,8 @@ class Auditor:
         except TaskError as e:
             finding = AuditFinding(
                 code=FindingCode.INVALID_TASK,
-                message=f"{_rel(e.path, folder)}: {e.reason}",
-                evidence={"file": _rel(e.path, folder), "reason": e.reason},
+                message=f"{relative(e.path, folder)}: {e.reason}",
+                evidence={"file": relative(e.path, folder), "reason": e.reason},
             )
             self.progress(f"{folder.name}: invalid")
             return TaskAudit(
@@ -237,7 +235,7 @@ class Auditor:
                 finding, str(folder), backend=audit.backend or self.config.backend, offline=self.config.offline,
                 network=self.config.network.value,
             )  # fmt: skip
-        self._record(task, audit)
+        record_audit(self.ledger, self.run_id, task, audit)
         codes = sorted({f.code.value for f in audit.findings if f.severity is Severity.ERROR})
         shown = f" ({', '.join(codes)})" if codes else ""
         self.progress(f"{task.name}: {audit.verdict.value}{shown}, {audit.timings['total']:.1f} s")
@@ -386,45 +384,3 @@ class Auditor:
 
     def _put(self, result: Result) -> None:
         self.ledger.put_result(result, force=True)
-
-    def _record(self, task: Task, audit: TaskAudit) -> None:
-        if self.ledger.get_version(task.version) is None:
-            return
-        findings = [
-            Finding(task_version=task.version, run_id=self.run_id, code=f.code, severity=f.severity,
-                    message=f.message, evidence=f.evidence)
-            for f in audit.findings
-        ]  # fmt: skip
-        codes = sorted({f.code.value for f in audit.findings if f.severity is Severity.ERROR})
-        self.ledger.record_audit(
-            task.version,
-            findings,
-            clean=audit.verdict is Verdict.ACCEPTED,
-            reason="audit: " + (", ".join(codes) or "clean"),
-            run_id=self.run_id,
-        )
-
-
-def at_home(value: Any, task: Task) -> Any:
-    """`value` (JSON data) with the path of the task's snapshot replaced by its folder's, so that messages,
-    evidence and recorded results name the files the user has (a snapshot is gone after its audit)."""
-    if task.origin is None or task.path == task.origin:
-        return value
-    copy, home = json.dumps(str(task.path))[1:-1], json.dumps(str(task.origin))[1:-1]
-    return json.loads(json.dumps(value).replace(copy, home))
-
-
-def failed_sandbox(run: ProbeRun) -> bool:
-    """Whether a recorded trial's sandbox failed it (or lost the oracle's effect): it is run again, as rollouts
-    redo infrastructure errors, instead of reused."""
-    if run.effect is not None and effect_lost([run]):
-        return True
-    outputs = f"{run.agent_output}\n{run.verifier_output}"
-    return not run.full and sandbox_failed(run.error_kind, run.error or "", outputs)
-
-
-def _rel(path: Path, folder: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(folder.resolve()))
-    except ValueError:
-        return str(path)

@@ -143,22 +143,28 @@ def proven_harness_holes(results: Iterable[Result]) -> dict[str, str]:
 
 def harness_exposure(ledger: Ledger, versions: Iterable[str] | None = None) -> dict[str, list[str]]:
     """Per task version (of `versions`, or every version the ledger knows): the proven harness holes
-    (`proven_harness_holes`, proven on any task of the pool) that its latest observed verifier has;
-    versions no proven hole reaches are left out."""
+    (`proven_harness_holes`, proven on any task of the pool) that its latest observed verifier has (as its latest
+    audit recorded them; for audits that recorded none, as its latest observe result shows); versions no proven
+    hole reaches are left out."""
     results = ledger.results()
     proven = proven_harness_holes(results)
     if not proven:
         return {}
     wanted = set(versions) if versions is not None else None
-    by_version: dict[str, list[Result]] = {}
+    has: dict[str, list[str]] = {
+        version: audit.harness
+        for version, audit in ledger.latest_audits().items()
+        if audit.harness is not None and (wanted is None or version in wanted)
+    }
+    unrecorded: dict[str, list[Result]] = {}
     for r in results:
-        if r.probe == "observe" and (wanted is None or r.task_version in wanted):
-            by_version.setdefault(r.task_version, []).append(r)
+        if r.probe == "observe" and r.task_version not in has and (wanted is None or r.task_version in wanted):
+            unrecorded.setdefault(r.task_version, []).append(r)
+    has.update((version, list(observed_harness_exploits(observed))) for version, observed in unrecorded.items())
     exposure = {}
-    for version, observed in by_version.items():
-        holes = sorted(set(observed_harness_exploits(observed)) & set(proven))
-        if holes:
-            exposure[version] = holes
+    for version, holes in has.items():
+        if reached := sorted(set(holes) & set(proven)):
+            exposure[version] = reached
     return exposure
 
 
@@ -220,10 +226,9 @@ def harness_evidence(exposed_by: Sequence[str], config: GateConfig) -> Evidence:
 
 def audit_evidence(ledger: Ledger, version: str, results: list[Result], findings: list[Finding]) -> Evidence:
     probes = [r for r in results if r.probe in AUDIT_PROBES or name_of(r.probe, ProbeKind.MUTANT) is not None]
-    audit_changes = [c for c in ledger.status_log(version) if c.reason.startswith("audit:") and c.run_id]
     stamped = [(r.created_at, r.run_id) for r in probes]
     stamped += [(f.created_at, f.run_id) for f in findings]
-    stamped += [(c.created_at, c.run_id) for c in audit_changes if c.run_id]
+    stamped += [(a.created_at, a.run_id) for a in ledger.audits(task_version=version) if a.run_id]
     if not stamped:
         return Evidence(kind=EvidenceKind.AUDIT, ok=False, summary="no audit of this version (run `qaflow audit`)")
     run_id = max(stamped, key=lambda s: s[0])[1]

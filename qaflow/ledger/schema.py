@@ -118,9 +118,39 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX rollouts_task ON rollouts(task_version, model, effort)",
         "CREATE INDEX rollouts_run ON rollouts(run_id)",
     ),
+    3: (
+        """
+        CREATE TABLE audits (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            task_version TEXT NOT NULL REFERENCES task_versions(version),
+            run_id       TEXT NULL,
+            verdict      TEXT NOT NULL,
+            codes_json   TEXT NOT NULL,
+            harness_json TEXT NULL,
+            created_at   TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX audits_version ON audits(task_version)",
+        "CREATE INDEX audits_run ON audits(run_id)",
+        # run_id names no row of this ledger's runs where an audit was carried over from another ledger
+        # (a pipeline's OUT/final keeps the audits of OUT/pool), as status_log's run_id may not.
+        # Ledgers before this table kept an audit only as the reason of the status it set ("audit: clean" or
+        # "audit: code, code"), and only when the status changed: those rows become the audits they record.
+        """
+        INSERT INTO audits(task_version, run_id, verdict, codes_json, harness_json, created_at)
+        SELECT version, run_id,
+               CASE WHEN reason = 'audit: clean' THEN 'accepted' ELSE 'needs_repair' END,
+               CASE WHEN reason = 'audit: clean' THEN '[]'
+                    ELSE '["' || replace(substr(reason, 8), ', ', '","') || '"]' END,
+               NULL, created_at
+        FROM status_log WHERE substr(reason, 1, 7) = 'audit: ' ORDER BY id
+        """,
+    ),
 }
 
 LATEST_VERSION = max(MIGRATIONS)
 
-TABLES = ("task_versions", "tasks", "heads", "status_log", "runs", "results", "findings", "rollouts")
+TABLES = (
+    "task_versions", "tasks", "heads", "status_log", "runs", "results", "findings", "audits", "rollouts",
+)  # fmt: skip
 """Names `Ledger.frame` accepts (tables and views)."""

@@ -1,4 +1,4 @@
-"""The ledger: a SQLite (WAL) store of task versions, runs, results and findings.
+"""The ledger: a SQLite (WAL) store of task versions, runs, results, findings and audits.
 
 Append-only in spirit: rows are inserted; a version's status changes only through
 `set_status`, which also appends to `status_log`. Work items are keyed
@@ -24,6 +24,7 @@ from qaflow.ledger.db import LedgerDB, LedgerError, to_json, ts, where
 from qaflow.ledger.lock import run_lock
 from qaflow.ledger.rollouts import RolloutLedger
 from qaflow.ledger.status import StatusWriter, allowed, status_after_audit
+from qaflow.models.audit import AuditRecord, Verdict
 from qaflow.models.records import (
     Finding,
     Head,
@@ -192,19 +193,50 @@ class Ledger(RolloutLedger, LedgerDB):
         status = status_after_audit(current, clean)
         return self.set_status(version, status, by=StatusWriter.AUDIT, reason=reason, run_id=run_id)
 
-    def record_audit(
-        self, version: str, findings: Sequence[Finding], *, clean: bool, reason: str, run_id: str | None = None
-    ) -> TaskVersion:
-        """An audit's `findings` on `version` and its verdict (`record_verdict`) in one transaction: a process
-        killed between them, or a verdict refused, leaves neither.
+    def record_audit(self, audit: AuditRecord, findings: Sequence[Finding] = ()) -> TaskVersion:
+        """An audit of `audit.task_version`: its row in `audits`, its `findings` and its verdict as the version's
+        status (`record_verdict`, the reason naming its codes), in one transaction: a process killed between
+        them, or a verdict refused, leaves none of them.
 
         Raises:
             LedgerError: as `record_verdict` (nothing is recorded then).
         """
         with self.transaction():
+            self.add_audit(audit)
             for finding in findings:
                 self.add_finding(finding)
-            return self.record_verdict(version, clean=clean, reason=reason, run_id=run_id)
+            return self.record_verdict(
+                audit.task_version,
+                clean=audit.verdict is Verdict.ACCEPTED,
+                reason=f"audit: {audit.summary}",
+                run_id=audit.run_id,
+            )
+
+    def add_audit(self, audit: AuditRecord) -> AuditRecord:
+        """Keep `audit` in `audits` alone (no status, no findings): an audit carried over from another ledger."""
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO audits(task_version, run_id, verdict, codes_json, harness_json, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    audit.task_version,
+                    audit.run_id,
+                    audit.verdict.value,
+                    to_json(audit.codes),
+                    None if audit.harness is None else to_json(audit.harness),
+                    ts(audit.created_at),
+                ),
+            )
+        return audit.model_copy(update={"id": cursor.lastrowid})
+
+    def audits(self, *, task_version: str | None = None, run_id: str | None = None) -> list[AuditRecord]:
+        """Recorded audits, oldest first."""
+        clause, args = where(task_version=task_version, run_id=run_id)
+        return [_audit(r) for r in self._reader().execute("SELECT * FROM audits" + clause + " ORDER BY id", args)]
+
+    def latest_audits(self) -> dict[str, AuditRecord]:
+        """The latest recorded audit of each task version audited."""
+        return {a.task_version: a for a in self.audits()}
 
     def _log_status(
         self,
@@ -403,6 +435,14 @@ def _result(row: sqlite3.Row) -> Result:
     data = dict(row)
     data["payload"] = json.loads(data.pop("payload_json"))
     return Result.model_validate(data)
+
+
+def _audit(row: sqlite3.Row) -> AuditRecord:
+    data = dict(row)
+    data["codes"] = json.loads(data.pop("codes_json"))
+    harness = data.pop("harness_json")
+    data["harness"] = None if harness is None else json.loads(harness)
+    return AuditRecord.model_validate(data)
 
 
 def _finding(row: sqlite3.Row) -> Finding:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from qaflow.models.records import FindingCode, Severity
+from qaflow.models.records import FindingCode, Severity, utcnow
 
 
 class Verdict(StrEnum):
@@ -50,6 +51,35 @@ class AuditFinding(BaseModel):
     replay: str | None = None
     """The `qaflow run` command that replays the trial behind the finding (`qaflow.audit.replay`); None for
     findings of the files alone."""
+
+
+class AuditRecord(BaseModel):
+    """One audit of a task version as the ledger's `audits` table keeps it: what the export's and the gate's
+    facts read, instead of the reason text of the status the audit set."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int | None = None
+    task_version: str
+    run_id: str | None = None
+    """The audit's run; None only for an audit migrated from a status change recorded without one."""
+    verdict: Verdict
+    codes: list[str] = Field(default_factory=list)
+    """The error codes it found, sorted, once each (text, so that codes of older releases read back)."""
+    harness: list[str] | None = None
+    """The harness holes its observed verifier has (proven or not: `qaflow.harden.gate.harness_exposure` keeps
+    the proven ones); None where the audit recorded none (no observation, or migrated from an older ledger)."""
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("codes", "harness")
+    @classmethod
+    def _sorted(cls, names: list[str] | None) -> list[str] | None:
+        return None if names is None else sorted(set(names))
+
+    @property
+    def summary(self) -> str:
+        """`clean`, or its codes joined: the export's `audit_verdict` column."""
+        return ", ".join(self.codes) or "clean"
 
 
 class TaskAudit(BaseModel):
