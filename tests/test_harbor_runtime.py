@@ -11,6 +11,7 @@ import pytest
 from qaflow.agents import NopAgent, OracleAgent
 from qaflow.audit.judge import judge
 from qaflow.audit.probe_run import ProbeRun
+from qaflow.harden.observe import observe
 from qaflow.models.records import FindingCode
 from qaflow.models.trial import ErrorKind
 from qaflow.sandbox.docker.images import without_buildkit_copy_flags
@@ -110,3 +111,13 @@ def test_buildkit_copy_flags_become_plain_copies_and_a_chmod(tmp_path: Path):
         "USER root\nRUN chmod -R 0640 /opt/a.txt /opt/bin\nUSER app\n"
         'COPY ["j.sh", "/j.sh"]\nRUN echo --chmod=1\n'
     )
+
+
+@pytest.mark.docker
+def test_hardening_observes_the_oracle_after_the_environment_is_up(tmp_path: Path):
+    """Hardening's observation opens the task's sandbox as a trial does: the healthcheck first, so a reference
+    solution that needs the environment's service finds it (it started too early and failed before)."""
+    require_backend("docker")
+    seen = observe(_service_task(tmp_path), backend="docker")
+    assert seen.oracle_exit == 0, seen.oracle_output
+    assert seen.contents["out.txt"].strip() == b"ready"

@@ -19,11 +19,12 @@ from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
 from qaflow.errors import BaseImageUnavailableError, BuildError, UnsupportedError
 from qaflow.executors import TaskRef, resolve_task
 from qaflow.models.probe_key import ProbeKey
-from qaflow.sandbox import backend_class, open_sandbox
+from qaflow.sandbox import backend_class
 from qaflow.sandbox.image_names import declared_python
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, spec_for_task
 from qaflow.task import Task
 from qaflow.trial import run_trial
+from qaflow.trial.task_sandbox import task_sandbox
 
 
 class RunContext(BaseModel):
@@ -145,7 +146,7 @@ def differential_item(task: Task | TaskRef, base: Mutant, config: str, context: 
     oracle's and a code mutant's functions on the tests' inputs (`differential.DIFF_SCRIPT`, `config`)."""
     loaded = resolve_task(task)
     spec = spec_for_task(loaded, run_id=context.run_id, network=context.network)
-    with open_sandbox(spec, context.backend) as box:
+    with task_sandbox(loaded, spec, context.backend) as box:
         MutantAgent(base).run(loaded, box)
         box.put(f"{DIFF_DIR}/config.json", config.encode())
         box.put(f"{DIFF_DIR}/diff.py", DIFF_SCRIPT.encode())

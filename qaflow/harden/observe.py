@@ -15,11 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from qaflow.agents import OracleAgent
 from qaflow.harden.errors import HardenError
 from qaflow.harden.scripts import script_text
-from qaflow.sandbox import open_sandbox
 from qaflow.sandbox.base import Sandbox
-from qaflow.sandbox.choice import backend_for_task
-from qaflow.sandbox.spec import spec_for_task
 from qaflow.task import Task
+from qaflow.trial.task_sandbox import sandbox_plan, task_sandbox
 
 SNAPSHOT_SCRIPT = "/tmp/qaflow_workstate.py"
 CONTENT_CAP = 1 << 20
@@ -75,9 +73,10 @@ def observe(
     Raises:
         HardenError: the snapshot cannot run, or the oracle fails (a transform needs a working solution).
         SandboxError: the sandbox cannot start (the environment does not build, for one).
+        SetupError: the environment's healthcheck never passed.
     """
-    spec = spec_for_task(task, run_id=run_id)
-    with open_sandbox(spec, backend_for_task(task, spec, backend)) as box:
+    spec, chosen = sandbox_plan(task, backend=backend, run_id=run_id)
+    with task_sandbox(task, spec, chosen) as box:
         box.put(SNAPSHOT_SCRIPT, script_text("workstate.py").encode())
         workdir = box.workdir.rstrip("/") or "/"
         seen = WorkdirSnapshots(workdir=workdir, folder=folder, initial=_snapshot(box, workdir, folder))

@@ -24,19 +24,14 @@ from qaflow.agents.base import Agent
 from qaflow.errors import QaflowError
 from qaflow.healthcheck import SetupError
 from qaflow.models.trial import ErrorInfo, ErrorKind, ExitStatus, TrialResult, VerifierSandbox
-from qaflow.sandbox import Limits, open_sandbox
-from qaflow.sandbox.choice import backend_for_task
-from qaflow.sandbox.spec import RunNetwork, spec_for_task
+from qaflow.sandbox import Limits
+from qaflow.sandbox.spec import RunNetwork
 from qaflow.task import Task
 from qaflow.trial.hooks import TrialHooks, hooked_phases
-from qaflow.trial.phases import (
-    TESTS_DIR,
-    VERIFIER_LOGS,
-    VerifierPlan,
-    environment_healthcheck,
-)
+from qaflow.trial.phases import TESTS_DIR, VERIFIER_LOGS, VerifierPlan
 from qaflow.trial.reruns import rerun_after
 from qaflow.trial.steps import run_steps
+from qaflow.trial.task_sandbox import sandbox_plan, task_sandbox
 
 __all__ = ["TESTS_DIR", "VERIFIER_LOGS", "TrialHooks", "VerifierPlan", "run_trial"]
 
@@ -68,10 +63,8 @@ def run_trial(
     run_id = run_id or uuid.uuid4().hex[:12]
     result = TrialResult(task=task.name, version=task.version, agent=agent.name, backend=backend, run_id=run_id)
     try:
-        spec = spec_for_task(task, run_id=run_id, defaults=limits, network=network)
-        result.backend = backend_for_task(task, spec, backend)
-        with open_sandbox(spec, result.backend) as box:
-            environment_healthcheck(task, box)
+        spec, result.backend = sandbox_plan(task, backend=backend, run_id=run_id, limits=limits, network=network)
+        with task_sandbox(task, spec, result.backend) as box:
             result.timings["setup"] = time.perf_counter() - started
             if task.config.steps:
                 run_steps(task, agent, box, spec, result, clear=clear_verifier_logs, last_step=last_step, hooks=hooks)

@@ -12,7 +12,6 @@ from pydantic import BaseModel, Field
 
 from qaflow.agents.base import Agent
 from qaflow.errors import RewardError, SandboxError, TaskError, UnsupportedError
-from qaflow.healthcheck import wait_healthy
 from qaflow.models.trial import ExecResult, ExitStatus, PhaseResult, VerifierSandbox
 from qaflow.reward import REWARD_FILES, Reward, in_range, reward_from_file
 from qaflow.sandbox import open_sandbox
@@ -59,17 +58,6 @@ class VerifierPlan(BaseModel):
             separate_context=task.tests_dir,
             artifacts=[ARTIFACTS_DIR, *task.config.artifact_paths()],
         )
-
-
-def environment_healthcheck(task: Task, box: Sandbox) -> None:
-    """`[environment.healthcheck]` (Harbor): the environment's own services are up before the agent starts.
-
-    Raises:
-        SetupError: it never passed.
-    """
-    check = task.config.environment.healthcheck
-    if check:
-        wait_healthy(box, check, user=task.config.agent.user, toml=task.path / "task.toml", what="[environment]")
 
 
 def agent_phase(task: Task, agent: Agent, box: Sandbox, result: PhaseResult) -> None:
