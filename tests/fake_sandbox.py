@@ -2731,6 +2731,11 @@ class FakeSandbox:
         self._closed = False
         _OPEN.add(self)
 
+    @property
+    def writable_roots(self) -> list[str]:
+        """The whole in-memory file system."""
+        return ["/"]
+
     # -- exec ---------------------------------------------------------------------------------------
 
     def exec(
@@ -3028,6 +3033,12 @@ class FakeBackend:
         """Build the image of `spec` (checks it builds); returns a name for it. Raises as `open`."""
         self.image(spec)
         return f"fake:{spec.env_hash}"
+
+    def stand_ins(self, spec: SandboxSpec) -> dict[str, str]:
+        return {}
+
+    def python_version(self, ref: str) -> str | None:
+        return None
 
     def open(self, spec: SandboxSpec) -> FakeSandbox:
         """Build the image of `spec` and start a sandbox from it.

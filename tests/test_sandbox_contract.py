@@ -5,12 +5,30 @@ escapes, /proc) are in tests/test_sandbox_conformance.py."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from qaflow.errors import BuildError
-from qaflow.sandbox import Limits
+from qaflow.sandbox import Limits, backend_class
+from qaflow.sandbox.base import Sandbox, SandboxBackend
+
+
+def test_the_backend_and_its_sandboxes_have_every_member_of_the_protocols(make_any_sandbox, any_backend: str):
+    box = make_any_sandbox()
+    assert isinstance(box, Sandbox)
+    roots = box.writable_roots
+    assert roots and all(r.startswith("/") for r in roots)
+    assert any(box.workdir == r or box.workdir.startswith(r.rstrip("/") + "/") for r in roots), roots
+    backends = backend_class(any_backend)()
+    assert isinstance(backends, SandboxBackend)
+    stand_ins = backends.stand_ins(box.spec)  # type: ignore[attr-defined]
+    pythons = {ref: backends.python_version(local) for ref, local in stand_ins.items()}
+    if any_backend == "docker":  # no registry here: python:3.11-slim is built from a local stand-in with a python3
+        assert list(pythons) == ["python:3.11-slim"] and re.fullmatch(r"3\.\d+", pythons["python:3.11-slim"] or "")
+    else:
+        assert stand_ins == {}
 
 
 def test_exec_reports_exit_code_streams_env_and_cwd(make_any_sandbox):

@@ -247,7 +247,7 @@ class RecordingAgent:
     def run(self, task: Task, sandbox: Sandbox) -> ExecResult | None:
         self.effect = None
         state = STATE_PREFIX + uuid.uuid4().hex[:12]
-        roots = [r for r in getattr(sandbox, "writable_roots", None) or ["/"] if not self._excluded(r)]
+        roots = [r for r in sandbox.writable_roots or ["/"] if not self._excluded(r)]
         t0 = time.perf_counter()
         error = self._start(sandbox, state, roots)
         spent = time.perf_counter() - t0

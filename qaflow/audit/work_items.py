@@ -117,15 +117,13 @@ def build_item(task: Task | TaskRef, context: RunContext) -> BuildOutcome:
         spec = spec_for_task(loaded, run_id=context.run_id, network=context.network)
         sandboxes = backend_class(context.backend)()
         sandboxes.build(spec)
-        stand_ins = getattr(sandboxes, "stand_ins", None)
-        if stand_ins is not None and (used := stand_ins(spec)):
+        if used := sandboxes.stand_ins(spec):
             result.stand_ins = dict(used)
             # the stand-in's own python3 (one short container per stand-in and process), not each task image's
             declared = {(v, local) for ref, local in used.items() if (v := declared_python(ref)) is not None}
-            python_of = getattr(sandboxes, "python_version", None)
-            if len(declared) == 1 and python_of is not None:
+            if len(declared) == 1:
                 version, local = declared.pop()
-                if (found := python_of(local)) is not None:
+                if (found := sandboxes.python_version(local)) is not None:
                     result.python = PythonCheck(declared=version, found=found)
     except BuildError as e:
         result = BuildResult(

@@ -11,10 +11,14 @@ from __future__ import annotations
 import importlib
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from qaflow.errors import SandboxUnavailableError, UnsupportedError
-from qaflow.sandbox.base import ExecResult, Limits, Runtime, Sandbox, SandboxSpec, parse_runtime
+from qaflow.sandbox.base import ExecResult, Limits, Runtime, Sandbox, SandboxBackend, SandboxSpec, parse_runtime
+
+if TYPE_CHECKING:
+    from qaflow.sandbox.bwrap.backend import BwrapBackend
+    from qaflow.sandbox.docker.backend import DockerBackend
 
 BackendName = Literal["auto", "docker", "bwrap"]
 
@@ -29,8 +33,7 @@ _BUILTIN_BACKENDS = frozenset(_BACKENDS)
 
 def register_backend(name: str, target: str) -> None:
     """Register the backend class at `target` ("module:attr", imported when first used) under `name`: test
-    doubles and plugins. The class needs the classmethods `check() -> (ok, reason)` and `reap(run_id) -> int`
-    and the methods `build(spec)` and `open(spec) -> Sandbox` (see BwrapBackend).
+    doubles and plugins. The class is a `SandboxBackend` (`qaflow.sandbox.base`).
 
     Raises:
         ValueError: `name` is docker or bwrap (never replaced), or not a plain name, or `target` is not "module:attr".
@@ -77,13 +80,28 @@ def with_runtime(backend: str, runtime: str | None) -> str:
     return f"{RUNTIME_BACKEND}:{wanted}"
 
 
-def backend_class(name: str) -> Any:
+def backend_class(name: str) -> type[SandboxBackend]:
     """The backend class registered under `name` (a `:runtime` suffix is ignored)."""
     base = name.partition(":")[0]
     if base not in _BACKENDS:
         raise SandboxUnavailableError(f"unknown sandbox backend {name!r}; choose one of {sorted(_BACKENDS)}")
     module_name, _, attr = _BACKENDS[base].partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    found: type[SandboxBackend] = getattr(importlib.import_module(module_name), attr)
+    return found
+
+
+def docker_backend() -> type[DockerBackend]:
+    """The docker backend's class, for what only it does (runtimes, stand-ins' userlands)."""
+    from qaflow.sandbox.docker.backend import DockerBackend
+
+    return DockerBackend
+
+
+def bwrap_backend() -> type[BwrapBackend]:
+    """The bwrap backend's class, for what only it does (declining a task, the host's Python)."""
+    from qaflow.sandbox.bwrap.backend import BwrapBackend
+
+    return BwrapBackend
 
 
 def check_backend(name: str) -> tuple[bool, str]:
@@ -96,7 +114,7 @@ def check_backend(name: str) -> tuple[bool, str]:
 
 def check_runtime(runtime: str) -> tuple[bool, str]:
     """(works, reason): does the docker backend work and start containers under `runtime`?"""
-    return backend_class(RUNTIME_BACKEND).check_runtime(runtime)
+    return docker_backend().check_runtime(runtime)
 
 
 def resolve_backend(name: str = "auto", runtime: str | None = None) -> str:

@@ -201,6 +201,11 @@ class Sandbox(Protocol):
         """
         ...
 
+    @property
+    def writable_roots(self) -> list[str]:
+        """The folders of this sandbox a process in it can write (`/` where the whole file system is)."""
+        ...
+
     def verifier_view(self) -> Sandbox:
         """A new sandbox for the verifier: a copy of this sandbox's files as they are now, sharing
         its network namespace (the agent's servers answer on 127.0.0.1), running none of its
@@ -219,6 +224,39 @@ class Sandbox(Protocol):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
+
+
+@runtime_checkable
+class SandboxBackend(Protocol):
+    """A sandbox backend, registered by name (`qaflow.sandbox.register_backend`): builds images, opens sandboxes.
+    `tests/test_sandbox_contract.py` holds docker, bwrap and the test fake to it."""
+
+    @classmethod
+    def check(cls) -> tuple[bool, str]:
+        """(works, reason) on this machine."""
+        ...
+
+    @classmethod
+    def reap(cls, run_id: str | None = None) -> int:
+        """Remove what sandboxes of `run_id` (all runs when None) left; how many things went."""
+        ...
+
+    def build(self, spec: SandboxSpec) -> str:
+        """Build (or find cached) the image of `spec`; its name. Raises BuildError, UnsupportedError."""
+        ...
+
+    def open(self, spec: SandboxSpec) -> Sandbox:
+        """Build (cached) and start a sandbox of `spec`."""
+        ...
+
+    def stand_ins(self, spec: SandboxSpec) -> dict[str, str]:
+        """Each `FROM` image of `spec` missing here -> the local stand-in its built image used (empty where the
+        backend builds from no stand-ins)."""
+        ...
+
+    def python_version(self, ref: str) -> str | None:
+        """The `python3` version (`3.11`) of image `ref`, or None when it has none or the backend cannot tell."""
+        ...
 
 
 def settled_exec(

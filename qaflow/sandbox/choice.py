@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 
 from qaflow.errors import QaflowError
-from qaflow.sandbox import backend_class, check_backend, resolve_backend, split_backend, with_runtime
+from qaflow.sandbox import bwrap_backend, check_backend, docker_backend, resolve_backend, split_backend, with_runtime
 from qaflow.sandbox.base import SandboxSpec
 from qaflow.sandbox.dockerfile import plan_build
 from qaflow.sandbox.userland import host_only, host_userland, task_uses
@@ -95,7 +95,7 @@ def docker_reason(task: Task, spec: SandboxSpec) -> str | None:
     """Why bwrap cannot stand for docker's run of `task` (None: it can)."""
     if task.verifier_mode is VerifierEnvironmentMode.SEPARATE:
         return "the verifier runs in its own image"
-    bwrap = backend_class("bwrap")
+    bwrap = bwrap_backend()
     declined: str | None = bwrap.declines(spec)
     if declined is not None:
         return declined
@@ -105,7 +105,7 @@ def docker_reason(task: Task, spec: SandboxSpec) -> str | None:
         return str(e).splitlines()[0]
     if base is None:
         return "the Dockerfile names no FROM image"
-    docker = backend_class("docker")()
+    docker = docker_backend()()
     target = docker.from_target(base)
     if target is None:
         return None  # docker cannot build it at all here; bwrap can

@@ -156,6 +156,14 @@ class BwrapBackend:
             raise SandboxUnavailableError(reason)
         return str(self._image(spec)[1])
 
+    def stand_ins(self, spec: SandboxSpec) -> dict[str, str]:
+        """None: a bwrap sandbox runs the host's userland for its `FROM`, never a stand-in image."""
+        return {}
+
+    def python_version(self, ref: str) -> str | None:
+        """None: bwrap images have no Python of their own (the host's runs in every sandbox)."""
+        return None
+
     def open(self, spec: SandboxSpec) -> BwrapSandbox:
         """Build the image for `spec` (once per env_hash) and start a sandbox from it.
 
