@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from qaflow.audit.differential import DIFF_SCRIPT
-from qaflow.audit.effects import Effect
+from qaflow.audit.effects import RecordingAgent
 from qaflow.audit.mutants import Mutant, MutantAgent
 from qaflow.audit.observe import observe_trial
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
@@ -195,12 +195,9 @@ def trial_item(task: Task | TaskRef, request: TrialRequest, context: RunContext)
     run = ProbeRun.of(probe, attempt, result)
     if run_network.network is not RuntimeNetwork.TASK:
         run.network = run_network.network.value
-    effect = getattr(built, "effect", None)
-    if isinstance(effect, Effect):
-        run.effect = effect
-    effects = getattr(built, "effects", None)
-    if effects:
-        run.effects = dict(effects)
+    if isinstance(built, RecordingAgent):
+        run.effect = built.effect
+        run.effects = dict(built.effects)
     return run
 
 
