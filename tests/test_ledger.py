@@ -111,6 +111,9 @@ def test_migrations_apply_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert led.get_version(vid("a")) is not None
 
 
+STAMP = "2026-01-01T00:00:00.000000+00:00"
+
+
 def _ledger_at_schema(path: Path, schema: int) -> sqlite3.Connection:
     """A ledger file as a release whose last migration was `schema` wrote it."""
     conn = sqlite3.connect(path)
@@ -127,8 +130,8 @@ def test_audits_kept_only_as_status_reasons_by_older_ledgers_become_audit_rows(t
     conn = _ledger_at_schema(path, 2)
     for label in "abc":
         conn.execute(
-            "INSERT INTO task_versions VALUES (?, 't', 'local', NULL, 't', 'new', NULL, '2026-01-01T00:00:00')",
-            (vid(label),),
+            "INSERT INTO task_versions VALUES (?, 't', 'local', NULL, 't', 'new', NULL, ?)",
+            (vid(label), STAMP),
         )
     logged = [
         ("a", "audit: false_pass, weak_verifier", "r1"),
@@ -142,7 +145,7 @@ def test_audits_kept_only_as_status_reasons_by_older_ledgers_become_audit_rows(t
         conn.execute(
             "INSERT INTO status_log(version, old_status, new_status, reason, run_id, created_at)"
             " VALUES (?, 'new', 'accepted', ?, ?, ?)",
-            (vid(label), reason, run, f"2026-01-01T00:00:0{n}"),
+            (vid(label), reason, run, f"2026-01-01T00:00:0{n}.000000+00:00"),
         )
     conn.commit()
     conn.close()
@@ -157,6 +160,38 @@ def test_audits_kept_only_as_status_reasons_by_older_ledgers_become_audit_rows(t
         latest = led.latest_audits()
         assert {v: (a.summary, a.run_id) for v, a in latest.items()} == {vid("a"): ("clean", "r2"), vid("b"): (
             "reward_tamper", None)}  # fmt: skip
+
+
+def test_results_carry_their_probe_as_typed_columns_older_ledgers_included(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    conn = _ledger_at_schema(path, 2)
+    conn.execute(
+        "INSERT INTO task_versions VALUES (?, 't', 'local', NULL, 't', 'new', NULL, ?)",
+        (vid("a"), STAMP),
+    )
+    conn.execute("INSERT INTO runs VALUES ('r1', 'audit', '2026-01-01T00:00:00.000000+00:00', NULL, '{}', 'h')")
+    old = ["nop", "mutant:empty:app/out.txt", "2/exploit:always-equal", "enabled:mutant:m1", "somebody-elses"]
+    for probe in old:
+        conn.execute(
+            "INSERT INTO results VALUES (?, ?, 0, 'r1', 'bwrap', 'ok', 0.0, '{}', 0.1, ?)",
+            (vid("a"), probe, STAMP),
+        )
+    conn.commit()
+    conn.close()
+    typed = "SELECT probe, probe_kind, probe_name, probe_step FROM results ORDER BY rowid"
+    with Ledger(path) as led:
+        led.put_result(result("r1", probe="3/mutant:wrong-value:out.json"))
+        rows = [tuple(r) for r in led._reader().execute(typed)]
+        assert rows == [
+            ("nop", "nop", None, None),
+            ("mutant:empty:app/out.txt", "mutant", "empty:app/out.txt", None),
+            ("2/exploit:always-equal", "exploit", "always-equal", "2"),
+            ("enabled:mutant:m1", "enabled:mutant", "m1", None),
+            ("somebody-elses", None, None, None),
+            ("3/mutant:wrong-value:out.json", "mutant", "wrong-value:out.json", "3"),
+        ]
+        assert [r.probe for r in led.results()] == [row[0] for row in rows], "results read back as written"
+        assert led.frame("results").filter(pl.col("probe_kind") == "mutant").height == 2
 
 
 def test_every_audit_is_a_row_even_one_that_leaves_the_status_as_it_was(ledger: Ledger) -> None:

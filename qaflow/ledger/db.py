@@ -173,8 +173,11 @@ class LedgerDB:
                     f"schema version {current} is newer than this qaflow knows ({LATEST_VERSION}); upgrade qaflow",
                 )
             for version in range(current + 1, LATEST_VERSION + 1):
-                for statement in MIGRATIONS[version]:
-                    conn.execute(statement)
+                for step in MIGRATIONS[version]:
+                    if isinstance(step, str):
+                        conn.execute(step)
+                    else:
+                        step(conn)
             if current < LATEST_VERSION:
                 conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(LATEST_VERSION),)

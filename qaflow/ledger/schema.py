@@ -7,7 +7,29 @@ refuses a file whose version is newer than the last one known here.
 
 from __future__ import annotations
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {
+import sqlite3
+from collections.abc import Callable
+
+from qaflow.models.probe_key import ProbeKey
+
+Migration = str | Callable[[sqlite3.Connection], None]
+"""An SQL statement, or a step that rewrites rows with Python (run in the migration's transaction)."""
+
+
+def _typed_probe_keys(conn: sqlite3.Connection) -> None:
+    """Fill the probe's kind, name and step of every result recorded before those columns (NULL where its probe
+    is not a `ProbeKey`'s text: results written by other tools)."""
+    rows = conn.execute("SELECT rowid, probe FROM results").fetchall()
+    for rowid, probe in rows:
+        key = ProbeKey.read(probe)
+        if key is not None:
+            conn.execute(
+                "UPDATE results SET probe_kind = ?, probe_name = ?, probe_step = ? WHERE rowid = ?",
+                (key.kind.value, key.name, key.step, rowid),
+            )
+
+
+MIGRATIONS: dict[int, tuple[Migration, ...]] = {
     1: (
         """
         CREATE TABLE task_versions (
@@ -145,6 +167,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
                NULL, created_at
         FROM status_log WHERE substr(reason, 1, 7) = 'audit: ' ORDER BY id
         """,
+        # A result's probe as typed columns beside its text (`qaflow.models.probe_key`): KIND, NAME, STEP.
+        "ALTER TABLE results ADD COLUMN probe_kind TEXT NULL",
+        "ALTER TABLE results ADD COLUMN probe_name TEXT NULL",
+        "ALTER TABLE results ADD COLUMN probe_step TEXT NULL",
+        _typed_probe_keys,
+        "CREATE INDEX results_kind ON results(task_version, probe_kind)",
     ),
 }
 

@@ -341,13 +341,18 @@ class Ledger(RolloutLedger, LedgerDB):
         """Record a work item's result. Returns False (and writes nothing) when the key is already
         recorded, unless `force`, which replaces it."""
         verb = "INSERT OR REPLACE" if force else "INSERT OR IGNORE"
+        key = result.probe_key
         with self.transaction() as conn:
             cursor = conn.execute(
-                f"{verb} INTO results(task_version, probe, attempt, run_id, backend, status, reward, payload_json,"
-                " duration_s, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"{verb} INTO results(task_version, probe, probe_kind, probe_name, probe_step, attempt, run_id,"
+                " backend, status, reward, payload_json, duration_s, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     result.task_version,
                     result.probe,
+                    None if key is None else key.kind.value,
+                    None if key is None else key.name,
+                    None if key is None else key.step,
                     result.attempt,
                     result.run_id,
                     result.backend,
@@ -434,6 +439,8 @@ def _run(row: sqlite3.Row) -> Run:
 def _result(row: sqlite3.Row) -> Result:
     data = dict(row)
     data["payload"] = json.loads(data.pop("payload_json"))
+    for typed in ("probe_kind", "probe_name", "probe_step"):  # the probe's text holds them (`Result.probe_key`)
+        data.pop(typed, None)
     return Result.model_validate(data)
 
 

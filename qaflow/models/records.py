@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qaflow.models.probe_key import ProbeKey
 from qaflow.models.trial import ExitStatus
 
 
@@ -181,6 +182,11 @@ class Result(_Row):
     @property
     def key(self) -> ResultKey:
         return ResultKey(task_version=self.task_version, probe=self.probe, attempt=self.attempt)
+
+    @property
+    def probe_key(self) -> ProbeKey | None:
+        """The probe typed (kind, name, step); None where `probe` is not a probe key (written by other tools)."""
+        return ProbeKey.read(self.probe)
 
 
 class Finding(_Row):
