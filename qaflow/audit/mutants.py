@@ -66,6 +66,8 @@ class MutantKind(StrEnum):
     """One change to Python code the oracle wrote (`qaflow.audit.code_mutants`)."""
     OVERFIT = "overfit"
     """A Python file of the work answering only the instruction's examples (`qaflow.audit.overfit`)."""
+    OUTPUT = "output"
+    """A program of the work printing a wrong answer built from its recorded output (`qaflow.audit.output_mutants`)."""
 
 
 class Mutant(BaseModel):

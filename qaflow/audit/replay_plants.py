@@ -44,6 +44,7 @@ there); a program or module there, and system folders, are the harness note's.
 from __future__ import annotations
 
 import base64
+import os
 import pickle
 import posixpath
 import re
@@ -84,13 +85,14 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode("utf-8", "surrogateescape")).decode("ascii")
 
 
-def program_shim(runs: list[TracedRun], real: str | None) -> str:
+def program_shim(runs: list[TracedRun], real: str | None, *, skip: int = 1) -> str:
     """A sh script that, for the arguments of one of `runs`, prints its stdout (and stderr) and exits as it did; else
-    runs `real` (or, with none left to run, exits as the last of `runs` did)."""
+    runs `real` (or, with none left to run, exits as the last of `runs` did). `skip`: the words of a run's argv
+    before its arguments (1, the program; 2 for a script a shell runs: the shell and the script)."""
     lines = ["#!/bin/sh", "u=$(printf '\\037'); k=; for a; do k=$k$a$u; done"]
     seen: set[str] = set()
     for run in runs[-MAX_VARIANTS:]:
-        key = "".join(f"{a}\x1f" for a in run.argv[1:])
+        key = "".join(f"{a}\x1f" for a in run.argv[skip:])
         if key in seen or "\n" in key:
             continue
         seen.add(key)
@@ -285,8 +287,29 @@ def program_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> li
         if same:
             plants.append(Plant(path=path, content=program_shim(same, None), why="a program the verifier ran",
                                 group=f"program:{path}"))  # fmt: skip
+    plants += [p for p in script_plants(obs, trace, work) if not any(q.path == p.path for q in plants)]
     unique = {p.path: p for p in plants}
     return list(unique.values())[:MAX_PROGRAMS]
+
+
+def script_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list[Plant]:
+    """Each script a shell or Python of the verifier ran (`bash helper.sh`, `python3 check.py`) that the agent can
+    replace and the reference solution left alone: a script in the same language that prints what that run printed
+    for the same arguments and exits as it did. The interpreter is the system's; the program is the agent's."""
+    scripts: dict[str, list[TracedRun]] = {}
+    for run in trace.executed():
+        script = _script_arg(run)
+        if script is None or run.exit is None or runs_the_work(run, work) or script in work:
+            continue
+        shell = posixpath.basename(run.exe) in SHELLS
+        if (shell or is_python(run)) and script.startswith("/") and _can_plant(obs, script, work):
+            scripts.setdefault(script, []).append(run)
+    plants = []
+    for script, runs in scripts.items():
+        python = is_python(runs[0])
+        content = verdict_code(runs) if python else program_shim(runs, None, skip=2)
+        plants.append(Plant(path=script, content=content, why="a script the verifier ran", group=f"program:{script}"))
+    return plants
 
 
 REWARD_FILES = {"/logs/verifier/reward.txt": "1", "/logs/verifier/reward.json": '{"reward": 1.0}'}
@@ -454,29 +477,70 @@ def scratch_plants(obs: Observation, work: set[str]) -> list[Plant]:
     return plants
 
 
+def link_plants(obs: Observation, trace: VerifierTrace, work: set[str]) -> list[Plant]:
+    """Files the verifier wrote afresh (created or truncated) at places the agent can create first, two or more in
+    one folder: all but the first made symlinks to the first, so every write lands in one file and whatever the
+    verifier compares among them is the same file."""
+    fresh = {e.path for e in trace.events if e.writes and (e.flags or 0) & (os.O_CREAT | os.O_TRUNC) and not e.appends}
+    by_folder: dict[str, list[str]] = {}
+    for path in trace.written():
+        if path not in fresh or path in work or "/__pycache__/" in path or path.endswith(".pyc"):
+            continue
+        if _can_plant(obs, path, work):
+            by_folder.setdefault(posixpath.dirname(path), []).append(path)
+    plants = []
+    for folder, paths in by_folder.items():
+        first, *rest = paths
+        for path in rest[:MAX_VARIANTS]:
+            why = f"a file the verifier writes, made one with {posixpath.basename(first)}"
+            plants.append(Plant(path=path, content="", link_to=posixpath.basename(first), why=why,
+                                group=f"links:{folder}"))  # fmt: skip
+    return plants
+
+
 WRONG_STATE = "replay-control"
 WORK_GROUP = "wrong-state"
 
 
-def exit_stub(runs: list[TracedRun], *, python: bool, prints: str = "") -> str:
+def exit_stub(runs: list[TracedRun], *, python: bool, prints: str = "", outputs: Iterable[int] = ()) -> str:
     """A program of the work that prints nothing and, for the arguments of one of `runs`, exits as it did
     (else as the last did): a wrong solution that keeps only the exit statuses, so a verifier that also
     checks an exit status (a refused bad input) reaches the checks of the output. `python`: for a script
     an interpreter runs (`python3 prog.py ARGS`, or by its `#!` line), else a sh program; `prints`: what
-    it prints instead of nothing."""
+    it prints instead of nothing; `outputs`: the positions (0 the first argument) of arguments that name a
+    file the program wrote, which it creates empty (a wrong answer in the right place)."""
     table = {"".join(f"{a}\x1f" for a in r.argv[2 if python else 1 :]): min(max(r.exit or 0, 0), 255) for r in runs}
     default = min(max(runs[-1].exit or 0, 0), 255)
+    positions = sorted(set(outputs))
     if python:
         say = f"sys.stdout.write({prints!r})\nsys.stdout.flush()\n" if prints else ""
+        make = (
+            f"for _i in {positions!r}:\n    try:\n        open(sys.argv[1 + _i], 'w').close()\n"
+            "    except (IndexError, OSError):\n        pass\n"
+        ) if positions else ""  # fmt: skip
         leave = f"sys.exit({table!r}.get(''.join(a + chr(31) for a in sys.argv[1:]), {default}))"
-        return f"#!/usr/bin/env python3\nimport sys\n{say}{leave}\n"
+        return f"#!/usr/bin/env python3\nimport sys\n{say}{make}{leave}\n"
     lines = ["#!/bin/sh", "u=$(printf '\\037'); k=; for a; do k=$k$a$u; done"]
+    for i in positions:
+        lines.append(f'[ "$#" -gt {i} ] && : > "${{{i + 1}}}" 2>/dev/null')
     if prints:
         lines.append(f"printf %s {_b64(prints)} | base64 -d")
     for key, code in list(table.items())[-MAX_VARIANTS:]:
         if "\n" not in key:
             lines.append(f'[ "$k" = {shlex.quote(key)} ] && exit {code}')
     return "\n".join([*lines, f"exit {default}"]) + "\n"
+
+
+def output_positions(trace: VerifierTrace | None, runs: list[TracedRun], python: bool) -> list[int]:
+    """Positions (0 the first argument) of the arguments of `runs` that name a file that run wrote."""
+    if trace is None:
+        return []
+    skip = 2 if python else 1
+    found: set[int] = set()
+    for run in runs:
+        wrote = {e.path for e in trace.events if e.pid == run.pid and e.writes}
+        found |= {i for i, arg in enumerate(run.argv[skip:]) if arg in wrote}
+    return sorted(found)
 
 
 def _work_runs(trace: VerifierTrace | None, path: str) -> tuple[list[TracedRun], bool]:
@@ -525,7 +589,7 @@ def spoof_plants(trace: VerifierTrace, files: list[str]) -> list[Plant]:
     for path in files:
         runs, python = _work_runs(trace, path)
         if runs:
-            content = exit_stub(runs, python=python, prints=prints)
+            content = exit_stub(runs, python=python, prints=prints, outputs=output_positions(trace, runs, python))
             why = "the work, printing the verifier's recorded verdict"
             plants.append(Plant(path=path, content=content, why=why, group=f"spoof:{path}"))
     return plants[:MAX_PROGRAMS]
@@ -552,7 +616,7 @@ def wrong_state(work: Iterable[str], trace: VerifierTrace | None = None) -> list
         if path.startswith(("/tmp/", "/logs/", "/tests/")):
             continue
         runs, python = _work_runs(trace, path)
-        content = exit_stub(runs, python=python) if runs else ""
+        content = exit_stub(runs, python=python, outputs=output_positions(trace, runs, python)) if runs else ""
         why = "the work, printing nothing, exiting as it did" if runs else "the work, left empty (a wrong solution)"
         plants.append(Plant(path=path, content=content, why=why, group=WORK_GROUP))
     return plants[:MAX_PROGRAMS]
@@ -594,6 +658,7 @@ def plan_replay(
         + shell_plants(obs, trace, done)
         + python_plants(obs, trace, done)
         + scratch_plants(obs, done)
+        + link_plants(obs, trace, done)
     )
     plants += pickle_plants(trace, pickles)
     planted = {p.path for p in plants}

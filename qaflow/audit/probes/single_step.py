@@ -11,6 +11,7 @@ from qaflow.audit.judge import effect_lost, judge
 from qaflow.audit.mutant_lookup import focus_text
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
 from qaflow.audit.observation import Observation
+from qaflow.audit.output_mutants import output_mutants
 from qaflow.audit.overfit import overfit_mutants
 from qaflow.audit.probe_run import ProbeAgent, ProbeRun
 from qaflow.audit.probes.code_mutants import code_mutant_probe
@@ -103,5 +104,6 @@ def _mutants(run: TaskRun, effect: Effect, observation: Observation | None, prob
         effect, limit=run.config.max_mutants, focus=focus, deliverable=deliverables(observation, focus)
     )
     mutants += overfit_mutants(effect, observation, run.task.instruction)
+    mutants += output_mutants(effect, observation)
     probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
     return mutants
