@@ -28,7 +28,7 @@ from qaflow.pool import Pool
 
 if TYPE_CHECKING:
     from curation.export import FunnelStep
-    from curation.export_common import SplitSpec
+    from curation.export.common import SplitSpec
 
 
 class ExportStep(PipelineStep):
@@ -37,8 +37,8 @@ class ExportStep(PipelineStep):
 
     def run(self, ctx: StageContext, tasks: pl.DataFrame, info: StageInfo) -> tuple[StageResult, None]:
         from curation.export import NothingToExport, export_sft
-        from curation.export_rl import export_rl
-        from curation.export_tasks import export_tasks
+        from curation.export.rl import export_rl
+        from curation.export.tasks import export_tasks
 
         datasets = ctx.out / "datasets"
         written: dict[str, Any] = {}
@@ -97,7 +97,7 @@ class ExportStep(PipelineStep):
     @staticmethod
     def split(ctx: StageContext, tasks: pl.DataFrame, pool: Pool) -> SplitSpec:
         """The mix's eval tasks (by the task names they have in the final pool), else a fraction of all tasks."""
-        from curation.export_common import SplitSpec
+        from curation.export.common import SplitSpec
 
         eval_file = ctx.stage_dir("mix") / "eval.parquet"
         if not eval_file.is_file():
@@ -128,7 +128,7 @@ def final_pool(ctx: StageContext, tasks: pl.DataFrame, exposed: list[str] | None
     `exposed`). Where that status came
     from an audit, its reason and run id (of OUT/pool's ledger) are carried over: the exports read the audit
     verdict from them."""
-    from curation.export_facts import AUDIT_PREFIX, audit_verdicts
+    from curation.export.facts import AUDIT_PREFIX, audit_verdicts
     from qaflow.harden.gate import clean_reason, harness_exposure
 
     final = ctx.out / "final"
