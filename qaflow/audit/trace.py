@@ -5,7 +5,7 @@ starts at the system-call level: each program executed (and each failed try alon
 opened, looked up (stat, access) or created, with its result, what each process wrote to its stdout,
 and how it exited. This module reads that trace (pure, offline) into `VerifierTrace`: the runs (one
 per program a process executed: its argv, stdout and exit status, what the record-and-replay plants
-of `qaflow.audit.replay_plants` replay) and the path events (what the verifier read, wrote, and looked
+of `qaflow.audit.exploits.replay_plants` replay) and the path events (what the verifier read, wrote, and looked
 for without finding: where an agent's file would have been taken).
 """
 
@@ -121,6 +121,20 @@ class VerifierTrace(BaseModel):
 
     def read(self) -> list[str]:
         return list(dict.fromkeys(e.path for e in self.events if e.reads))
+
+
+INTERPRETERS = ("python", "bash", "sh", "dash", "zsh", "node", "perl", "ruby", "php", "Rscript", "java")
+
+
+def is_python(run: TracedRun) -> bool:
+    return posixpath.basename(run.exe).startswith("python")
+
+
+def script_of(run: TracedRun) -> str | None:
+    """The script an interpreter run runs (its first argument that is not an option); None otherwise."""
+    if not posixpath.basename(run.exe).startswith(INTERPRETERS):
+        return None
+    return next((a for a in run.argv[1:] if not a.startswith("-")), None)
 
 
 def _field(text: str) -> str:

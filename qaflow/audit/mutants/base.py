@@ -63,9 +63,9 @@ class MutantKind(StrEnum):
     TRUNCATE = "truncate"
     SHUFFLE = "shuffle"
     CODE = "code"
-    """One change to Python code the oracle wrote (`qaflow.audit.code_mutants`)."""
+    """One change to Python code the oracle wrote (`qaflow.audit.mutants.code`)."""
     OVERFIT = "overfit"
-    """A Python file of the work answering only the instruction's examples (`qaflow.audit.overfit`)."""
+    """A Python file of the work answering only the instruction's examples (`qaflow.audit.mutants.overfit`)."""
 
 
 class Mutant(BaseModel):
