@@ -301,8 +301,8 @@ def _harbor(spec: HarborSource) -> Iterator[SourcedTask | SourceProblem]:
 
 
 def _tasks_export(spec: TasksExportSource) -> Iterator[SourcedTask | SourceProblem]:
-    from curation.export_common import ExportError, load_export
-    from curation.export_tasks import rows_to_task_dir
+    from curation.export.common import ExportError, load_export
+    from curation.export.tasks import rows_to_task_dir
 
     try:
         splits = load_export(spec.path)

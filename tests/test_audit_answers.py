@@ -1,4 +1,4 @@
-"""Answers baked into the image, proven by copying them: the `answer-copy` exploit (`qaflow.audit.answers`).
+"""Answers baked into the image, proven by copying them: the `answer-copy` exploit (`qaflow.audit.exploits.answers`).
 
 The planning and judging are pure; the audit of two labelled fixtures (an expected list the verifier
 compares with, shipped in the image; expected totals the reference solution copies out of the
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.answers import ANSWER_COPY, READ_BY_REFERENCE, judge_answer_copy, named_in, plan_answer_copy
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.exploits import Exploit, Plant
+from qaflow.audit.exploits.answers import ANSWER_COPY, READ_BY_REFERENCE, judge_answer_copy, named_in, plan_answer_copy
 from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.cli import app

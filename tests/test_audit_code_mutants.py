@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from qaflow.audit.code_mutants import code_mutants
-from qaflow.audit.differential import DIFF_SCRIPT, diff_config, inputs_from_tests, public_functions
+from qaflow.audit.mutants.code import code_mutants
+from qaflow.audit.mutants.differential import DIFF_SCRIPT, diff_config, inputs_from_tests, public_functions
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.cli import app
 from qaflow.models.records import FindingCode, RunKind

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from qaflow.audit.data_forge import DATA_EMPTY, DATA_ZERO, ZERO_SED, plan_data_forge, zero_numbers
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
+from qaflow.audit.exploits.data_forge import DATA_EMPTY, DATA_ZERO, ZERO_SED, plan_data_forge, zero_numbers
 from qaflow.audit.observation import Access, Observation
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.models.records import RunKind

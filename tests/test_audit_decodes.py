@@ -1,4 +1,4 @@
-"""Answers shipped encoded in the image (`qaflow.audit.decodes`): which traced commands decode, what the
+"""Answers shipped encoded in the image (`qaflow.audit.exploits.decodes`): which traced commands decode, what the
 replay plans, and audits on bwrap of generated tasks: the answer packed in a tarball or base64 beside the
 workspace is `leak`; a task whose instruction asks for the unpacking, and one whose reference solution decodes
 data to compute from it, are accepted."""
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.decodes import (
+from qaflow.audit.effects import ChangeKind, Effect, FileChange
+from qaflow.audit.exploits.decodes import (
     DECODE_COPY,
     REFED,
     decode_steps,
@@ -20,7 +21,6 @@ from qaflow.audit.decodes import (
     plan_decode_copy,
     reads_stdin,
 )
-from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.observation import DecodeStep, Observation
 from qaflow.audit.observer_files import BASH_ENV_FILE, SEP
 from qaflow.cli import app

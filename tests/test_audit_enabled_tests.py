@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.brace_mutants import brace_mutants
-from qaflow.audit.skipped_tests import enable_c_guards, unskipped
+from qaflow.audit.mutants.brace import brace_mutants
+from qaflow.audit.mutants.skipped_tests import enable_c_guards, unskipped
 from qaflow.cli import app
 from tests.conftest import require_backend
 from tests.taskfactory import write_task
@@ -182,7 +182,8 @@ def test_a_verifier_that_runs_one_of_its_tests_is_weak_and_one_that_runs_them_al
 def test_a_code_mutant_trial_runs_its_verifier_under_a_cap_not_the_tasks_whole_timeout(
     fake_backend: str, tmp_path: Path
 ):
-    from qaflow.audit.probe_run import ProbeAgent, ProbeRun
+    from qaflow.audit.probe_agent import ProbeAgent
+    from qaflow.audit.probe_run import ProbeRun
     from qaflow.audit.work_items import RunContext, TrialRequest, mutant_timeout, trial_item
     from qaflow.models.probe_key import ProbeKey, ProbeKind
     from qaflow.task import Task

@@ -1,4 +1,4 @@
-"""Expected values the agent can rewrite: the `expected-rewrite` exploit (`qaflow.audit.expected`).
+"""Expected values the agent can rewrite: the `expected-rewrite` exploit (`qaflow.audit.exploits.expected`).
 
 Planning is pure and tested here on hand-made observations; the labelled fixture `dedupe-contacts`
 and its control `filter-contacts-allowlist` (the instruction names the file) run in the labels test on
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.answers import plan_answer_copy
 from qaflow.audit.effects import MIN_LOOSE_BYTES, ChangeKind, Effect, FileChange, loose_bytes
-from qaflow.audit.expected import EXPECTED_REWRITE, MAX_REWRITES, plan_expected_rewrite
+from qaflow.audit.exploits.answers import plan_answer_copy
+from qaflow.audit.exploits.expected import EXPECTED_REWRITE, MAX_REWRITES, plan_expected_rewrite
 from qaflow.audit.observation import Access, Observation, PytestRun
 from qaflow.cli import app
 from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, audit_fixtures

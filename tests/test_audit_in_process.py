@@ -19,7 +19,7 @@ import pytest
 
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.exploits import HARNESS_PYTEST, HARNESS_USER_SITE, PATH_SHIM
-from qaflow.audit.inprocess import (
+from qaflow.audit.exploits.inprocess import (
     ALWAYS_EQUAL,
     CLOCK_PATCH,
     EXIT_AT_IMPORT,

@@ -98,7 +98,7 @@ def test_make_mutants_is_deterministic_and_names_are_unique() -> None:
 
 def test_every_kind_is_made() -> None:
     mutants = {m.name: m for m in make_mutants(_effect(), limit=50)}
-    # code: code_mutants.py; overfit: overfit.py
+    # code: mutants/code.py; overfit: mutants/overfit.py
     assert {m.kind for m in mutants.values()} == set(MutantKind) - {MutantKind.CODE, MutantKind.OVERFIT}
     assert mutants["empty:app/out.txt"].writes["/app/out.txt"] == b""
     assert mutants["corrupt-line:app/input.txt"].writes["/app/input.txt"] in (

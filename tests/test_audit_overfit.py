@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
+from qaflow.audit.mutants.overfit import instruction_examples, overfit_module, overfit_mutants, overfit_script
 from qaflow.audit.observation import Observation
-from qaflow.audit.overfit import instruction_examples, overfit_module, overfit_mutants, overfit_script
 from qaflow.audit.trace import parse_trace
 
 INSTRUCTION = (

@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from curation.export_facts import GateOptions, TaskFacts, check_task
-from curation.export_guard import Rejected
+from curation.export.facts import GateOptions, TaskFacts, check_task
+from curation.export.guard import Rejected
 from curation.stages.base import StageContext
 from curation.stages.config import PipelineConfig
 from curation.stages.export import final_pool

@@ -8,7 +8,7 @@ template, tool calls are never double-encoded and never silently dropped (`sft.t
 Harness-shaped rows (one turn with text, reasoning and a call; one with text, reasoning and parallel calls) and
 rows imported from a Harbor job (`tests/data/harbor_job`: tools without descriptions, as Harbor writes them) are
 rendered under every bundled template that knows tool calls, as exported and after the template-safe transforms
-`curation.export_transforms` picks for it: which templates render them right is measured, and must equal that
+`curation.export.transforms` picks for it: which templates render them right is measured, and must equal that
 module's tables (`AS_IS`, `FOR_TEMPLATE`, `UNFIXABLE`). The Harbor rows are also exported with `for_template` for
 every such template and rendered as loaded, or the export is refused with the reason.
 """
@@ -25,8 +25,8 @@ import datasets
 import pytest
 
 from curation.export import GateOptions, export_sft
-from curation.export_common import ExportError
-from curation.export_transforms import (
+from curation.export.common import ExportError
+from curation.export.transforms import (
     AS_IS,
     FOR_TEMPLATE,
     TRANSFORMS,

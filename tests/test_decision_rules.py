@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.data_forge import CONTROL, judge_data_forge
 from qaflow.audit.exploits import FORCE_CONFTEST, Exploit, Plant
+from qaflow.audit.exploits.data_forge import CONTROL, judge_data_forge
 from qaflow.audit.judge import judge
 from qaflow.audit.mutants import Mutant, MutantKind
+from qaflow.audit.mutants.skipped_tests import Enabled, judge_enabled
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.settle import escalations
-from qaflow.audit.skipped_tests import Enabled, judge_enabled
 from qaflow.cli import app
 from qaflow.harden.gate import Band
 from qaflow.models.records import FindingCode as C

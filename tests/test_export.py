@@ -31,7 +31,7 @@ from curation.export import (
     rows_to_task_dir,
     sft_rows,
 )
-from curation.export_sharegpt import to_sharegpt
+from curation.export.sharegpt import to_sharegpt
 from curation.filter_structure import structure_reasons
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.cli import app

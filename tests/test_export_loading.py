@@ -13,9 +13,9 @@ import datasets
 import pytest
 
 from curation.export import export_sft
-from curation.export_common import SplitSpec, load_export
-from curation.export_rl import export_rl
-from curation.export_tasks import export_tasks
+from curation.export.common import SplitSpec, load_export
+from curation.export.rl import export_rl
+from curation.export.tasks import export_tasks
 from qaflow.models.frame import records_to_frame
 from qaflow.pool import Pool
 from tests.test_export import OPEN, make_pool, versions

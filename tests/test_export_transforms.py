@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from curation.export import GateOptions, export_sft, load_export
-from curation.export_transforms import (
+from curation.export.transforms import (
     TRANSFORMS,
     TransformName,
     apply_tool_transforms,

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from curation.export import GateOptions, NothingToExport, export_sft, load_export
-from curation.export_common import RemovalReason
+from curation.export.common import RemovalReason
 from curation.filters import BUILTIN_RULES, FilterConfig, FilterResult, MinTurns, VerifierPassed, apply_filters
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.importers.atif import AtifError, atif_to_messages, atif_tools

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from qaflow.audit.inprocess import EXIT_AT_IMPORT
+from qaflow.audit.exploits.inprocess import EXIT_AT_IMPORT
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode, Severity
 from qaflow.repair.rules import RULES, RuleRepairer, read_rule_files

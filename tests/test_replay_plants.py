@@ -14,10 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qaflow.audit.exploits import Exploit, Plant
-from qaflow.audit.minimise import ddmin, groups_of, only
+from qaflow.audit.exploits.minimise import ddmin, groups_of, only
+from qaflow.audit.exploits.replay_plants import (
+    exit_stub,
+    forger_module,
+    plan_replay,
+    program_shim,
+    wrong_state,
+)
 from qaflow.audit.observation import Access, Observation
-from qaflow.audit.replay_plants import exit_stub, forger_module, plan_replay, program_shim, runs_the_work, wrong_state
-from qaflow.audit.trace import TracedRun, parse_trace
+from qaflow.audit.trace import TracedRun, parse_trace, runs_the_work
 from qaflow.trial.guard import GuardKit
 
 

@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from curation.export_common import RemovalReason
-from curation.export_facts import GateOptions, check_hack
-from curation.export_guard import Rejected
+from curation.export.common import RemovalReason
+from curation.export.facts import GateOptions, check_hack
+from curation.export.guard import Rejected
 from curation.filters import FilterConfig, RewardHack, apply_filters
 from qaflow.audit.exploits import FORCE_CONFTEST
 from qaflow.audit.observation import Access, Observation, PythonRun

@@ -14,8 +14,8 @@ import polars as pl
 import typer
 from rich.markup import escape
 
-from curation.export_limits import DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_MAX_TASK_FILE_BYTES
-from curation.export_transforms import TransformName, chosen_transforms
+from curation.export.limits import DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_MAX_TASK_FILE_BYTES
+from curation.export.transforms import TransformName, chosen_transforms
 from qaflow.cli.options import JsonOpt, PrivateOpt, PushOpt
 from qaflow.cli.output import console, emit_json, usage_error
 from qaflow.harden.gate import ALLOW_HOLES_FLAG
@@ -25,7 +25,7 @@ from qaflow.task import find_task_dirs
 
 if TYPE_CHECKING:
     from curation.export import ExportReport, FunnelStep, Removed
-    from curation.export_common import SplitSpec
+    from curation.export.common import SplitSpec
 
 # `curation.export` (datasets, pyarrow) is imported by the commands, not here: `qaflow --help` stays fast.
 
@@ -350,7 +350,7 @@ def tasks(
 
 def _check_before(out: Path, force: bool, push: str | None) -> str | None:
     """What can fail before any work: the output folder, and the token when pushing."""
-    from curation.export_common import prepare_out_dir, require_hub_token
+    from curation.export.common import prepare_out_dir, require_hub_token
 
     _guard(lambda: prepare_out_dir(out, overwrite=force))
     return _guard(lambda: require_hub_token(push)) if push else None
@@ -368,7 +368,7 @@ def _guard(action: Callable[[], T]) -> T:
 def _statuses(status: str) -> list[str] | None:
     if status.strip() == "all":
         return None
-    from curation.export_common import parse_statuses
+    from curation.export.common import parse_statuses
 
     names = [s.strip() for s in status.split(",") if s.strip()]
     _guard(lambda: parse_statuses(names))
@@ -432,7 +432,7 @@ def _rollouts_and_pool(rollouts: Path, pool: Path | None) -> tuple[pl.DataFrame,
 
 
 def _split(test_fraction: float, test_tasks: Path | None, seed: int) -> SplitSpec | None:
-    from curation.export_common import SplitSpec
+    from curation.export.common import SplitSpec
 
     if test_tasks is not None and test_fraction:
         usage_error("--test-tasks and --test-fraction: give one")

@@ -28,7 +28,7 @@ from qaflow.pool import Pool
 
 if TYPE_CHECKING:
     from curation.export import FunnelStep
-    from curation.export_common import SplitSpec
+    from curation.export.common import SplitSpec
 
 
 class ExportStep(PipelineStep):
@@ -37,8 +37,8 @@ class ExportStep(PipelineStep):
 
     def run(self, ctx: StageContext, tasks: pl.DataFrame, info: StageInfo) -> tuple[StageResult, None]:
         from curation.export import NothingToExport, export_sft
-        from curation.export_rl import export_rl
-        from curation.export_tasks import export_tasks
+        from curation.export.rl import export_rl
+        from curation.export.tasks import export_tasks
 
         datasets = ctx.out / "datasets"
         written: dict[str, Any] = {}
@@ -97,7 +97,7 @@ class ExportStep(PipelineStep):
     @staticmethod
     def split(ctx: StageContext, tasks: pl.DataFrame, pool: Pool) -> SplitSpec:
         """The mix's eval tasks (by the task names they have in the final pool), else a fraction of all tasks."""
-        from curation.export_common import SplitSpec
+        from curation.export.common import SplitSpec
 
         eval_file = ctx.stage_dir("mix") / "eval.parquet"
         if not eval_file.is_file():

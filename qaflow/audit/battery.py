@@ -6,10 +6,10 @@ observation (`Auditor._battery`), one trial per planned exploit, named `exploit:
 Registered here, in this order (the order their findings are listed): `answer-copy`, `decode-copy`,
 `hidden-link`, `always-equal`, `clock`, `data-forge`, `trust-boundary` (the planted inputs of
 `exploits.plan_exploits`, `expected-rewrite` and `exit-at-import`, judged together), `replay` (record
-and replay from the traced verifier, `qaflow.audit.replay_plants`). A probe with `kitchen_sink = True`
+and replay from the traced verifier, `qaflow.audit.exploits.replay_plants`). A probe with `kitchen_sink = True`
 (and a `control(evidence, exploit)`: its wrong state alone) is played after the others, only where none
 proved `reward_tamper` or `leak` and the nop fails; each of its exploits that gets full reward is cut down by the
-battery to the smallest set of plant groups that still does (`qaflow.audit.minimise`), its control run
+battery to the smallest set of plant groups that still does (`qaflow.audit.exploits.minimise`), its control run
 beside the first round, before it is judged. A probe of one's
 own is registered with `register_probe`; the harness holes (`exploits.harness_exploits`) are proven
 once per run and stay with the auditor.
@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol, TypeGuard
 
-from qaflow.audit.answers import judge_answer_copy, plan_answer_copy
-from qaflow.audit.data_forge import judge_data_forge, plan_data_forge
-from qaflow.audit.decodes import judge_decode_copy, plan_decode_copy
 from qaflow.audit.effects import ChangeKind, Effect
-from qaflow.audit.expected import plan_expected_rewrite
 from qaflow.audit.exploits import Exploit, plan_exploits
-from qaflow.audit.hidden_links import judge_hidden_link, plan_hidden_link
-from qaflow.audit.inprocess import (
+from qaflow.audit.exploits.answers import judge_answer_copy, plan_answer_copy
+from qaflow.audit.exploits.data_forge import judge_data_forge, plan_data_forge
+from qaflow.audit.exploits.decodes import judge_decode_copy, plan_decode_copy
+from qaflow.audit.exploits.expected import plan_expected_rewrite
+from qaflow.audit.exploits.hidden_links import judge_hidden_link, plan_hidden_link
+from qaflow.audit.exploits.inprocess import (
     ALWAYS_EQUAL,
     EXIT_AT_IMPORT,
     judge_always_equal,
@@ -37,10 +37,10 @@ from qaflow.audit.inprocess import (
     plan_clock,
     plan_in_process,
 )
+from qaflow.audit.exploits.replay_plants import WORK_GROUP, WRONG_STATE, plan_replay
 from qaflow.audit.judge import judge_exploits
 from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
-from qaflow.audit.replay_plants import WORK_GROUP, WRONG_STATE, plan_replay
 from qaflow.models.audit import AuditFinding
 from qaflow.task import Task
 

@@ -60,6 +60,18 @@ class Access(BaseModel):
     """task: under the workdir or a Dockerfile COPY/ADD destination (or outside the system folders)."""
 
 
+def is_answer_candidate(access: Access) -> bool:
+    """A task-owned file the verifier read (or named as an argument) that the agent can read."""
+    return (
+        access.exists
+        and not access.is_dir
+        and access.readable
+        and access.owner == "task"
+        and bool({"read", "arg"} & set(access.how))
+        and not access.path.startswith(("/solution/", "/tests/", "/logs/"))
+    )
+
+
 class PytestRun(BaseModel):
     rootdir: str
     inifile: str | None = None
@@ -106,7 +118,7 @@ MAX_REPLAY_BYTES = 16 * 1024
 
 
 class DecodeStep(BaseModel):
-    """A decoding command the reference solution ran (`qaflow.audit.decodes`), as traced (words expanded), and
+    """A decoding command the reference solution ran (`qaflow.audit.exploits.decodes`), as traced (words expanded), and
     where."""
 
     command: str
@@ -148,7 +160,7 @@ class Observation(BaseModel):
     digests: dict[str, str] = Field(
         default_factory=dict,
         description="sha256 of the task-owned files the verifier read (as the oracle left them): a reference "
-        "output equal to one of them is an answer baked into the image (`qaflow.audit.answers`)",
+        "output equal to one of them is an answer baked into the image (`qaflow.audit.exploits.answers`)",
     )
     loose_digests: dict[str, str] = Field(
         default_factory=dict,

@@ -37,7 +37,8 @@ from typing import Literal, NamedTuple
 
 from qaflow.agents import OracleAgent
 from qaflow.agents.base import Agent
-from qaflow.audit.decodes import decode_steps
+from qaflow.audit.exploits.decodes import decode_steps
+from qaflow.audit.exploits.replay_plants import REWARD_FILES
 from qaflow.audit.git_history import GitLeak, git_leaks, mentions_git
 from qaflow.audit.observation import (
     MAX_PATHS,
@@ -48,10 +49,10 @@ from qaflow.audit.observation import (
     Observation,
     Replay,
     Seen,
+    is_answer_candidate,
     parse_logs,
 )
 from qaflow.audit.observer_files import FILES, LOG_DIR, OBSERVE_DIR, verifier_env
-from qaflow.audit.replay_plants import REWARD_FILES
 from qaflow.audit.trace import VerifierTrace, parse_trace
 from qaflow.models.trial import PhaseResult, TrialResult, VerifierSandbox
 from qaflow.sandbox.base import SHELL, SYSTEM_TOOLS, Sandbox
@@ -396,18 +397,6 @@ def read_observation(box: Sandbox, task: Task) -> Observation:
         )
     obs.digests, obs.loose_digests = read_digests(box, [a.path for a in obs.accesses if is_answer_candidate(a)])
     return obs
-
-
-def is_answer_candidate(access: Access) -> bool:
-    """A task-owned file the verifier read (or named as an argument) that the agent can read."""
-    return (
-        access.exists
-        and not access.is_dir
-        and access.readable
-        and access.owner == "task"
-        and bool({"read", "arg"} & set(access.how))
-        and not access.path.startswith(("/solution/", "/tests/", "/logs/"))
-    )
 
 
 MAX_DIGESTS = 64

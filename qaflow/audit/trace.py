@@ -5,7 +5,7 @@ starts at the system-call level: each program executed (and each failed try alon
 opened, looked up (stat, access) or created, with its result, what each process wrote to its stdout,
 and how it exited. This module reads that trace (pure, offline) into `VerifierTrace`: the runs (one
 per program a process executed: its argv, stdout and exit status, what the record-and-replay plants
-of `qaflow.audit.replay_plants` replay) and the path events (what the verifier read, wrote, and looked
+of `qaflow.audit.exploits.replay_plants` replay) and the path events (what the verifier read, wrote, and looked
 for without finding: where an agent's file would have been taken).
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from typing import Literal
 from urllib.parse import unquote_to_bytes
 
@@ -121,6 +122,76 @@ class VerifierTrace(BaseModel):
 
     def read(self) -> list[str]:
         return list(dict.fromkeys(e.path for e in self.events if e.reads))
+
+
+INTERPRETERS = ("python", "bash", "sh", "dash", "zsh", "node", "perl", "ruby", "php", "Rscript", "java")
+
+
+def is_python(run: TracedRun) -> bool:
+    return posixpath.basename(run.exe).startswith("python")
+
+
+def script_of(run: TracedRun) -> str | None:
+    """The script an interpreter run runs (its first argument that is not an option); None otherwise."""
+    if not posixpath.basename(run.exe).startswith(INTERPRETERS):
+        return None
+    return next((a for a in run.argv[1:] if not a.startswith("-")), None)
+
+
+SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "ash", "busybox"})
+
+
+def runs_the_work(run: TracedRun, work: set[str]) -> bool:
+    """The run executes a program the reference solution wrote (as the program, or the script or module an
+    interpreter runs): its output is the answer, which an agent does not have, so it is never replayed.
+    A program that only reads the work (`diff out.txt expected.txt`) prints a verdict, and is replayed."""
+    if run.exe in work:
+        return True
+    if not posixpath.basename(run.exe).startswith(INTERPRETERS):
+        return False
+    names = {posixpath.basename(w) for w in work}
+    stems = {posixpath.splitext(n)[0] for n in names}
+    args = run.argv[1:]
+    for i, arg in enumerate(args):
+        if arg == "-m":
+            return i + 1 < len(args) and args[i + 1].split(".")[0] in stems
+        if arg == "-c":
+            return i + 1 < len(args) and _code_mentions_work(args[i + 1], work)
+        if not arg.startswith("-"):
+            return arg in work or posixpath.basename(arg) in names
+    return False
+
+
+CODE_SUFFIXES = (".py", ".sh", ".bash", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".R", ".jar")
+"""Files of the work that are code: inline code that names one (by path, or a Python module by name) runs it."""
+
+
+def _code_mentions_work(code: str, work: set[str]) -> bool:
+    """Whether inline code (`-c CODE`) loads a program or module the reference solution wrote: by its path, or
+    (Python) by importing its module name. A check that only reads the work's data files is not running it."""
+    programs = [w for w in work if w.endswith(CODE_SUFFIXES)]
+    if any(w in code for w in programs):
+        return True
+    modules = {posixpath.splitext(posixpath.basename(w))[0] for w in programs if w.endswith(".py")}
+    imported = set(re.findall(r"(?:^|[\s;])(?:from|import)\s+([A-Za-z_][A-Za-z0-9_]*)", code))
+    return bool(modules & imported)
+
+
+def script_arg(run: TracedRun) -> str | None:
+    """The script a Python run runs when it is its first argument (`python3 prog.py ARGS`, no options)."""
+    return run.argv[1] if len(run.argv) > 1 and not run.argv[1].startswith("-") else None
+
+
+def output_positions(trace: VerifierTrace | None, runs: list[TracedRun], python: bool) -> list[int]:
+    """Positions (0 the first argument) of the arguments of `runs` that name a file that run wrote."""
+    if trace is None:
+        return []
+    skip = 2 if python else 1
+    found: set[int] = set()
+    for run in runs:
+        wrote = {e.path for e in trace.events if e.pid == run.pid and e.writes}
+        found |= {i for i, arg in enumerate(run.argv[skip:]) if arg in wrote}
+    return sorted(found)
 
 
 def _field(text: str) -> str:

@@ -11,11 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from qaflow.audit.differential import DIFF_SCRIPT
 from qaflow.audit.effects import RecordingAgent
 from qaflow.audit.mutants import Mutant, MutantAgent
+from qaflow.audit.mutants.differential import DIFF_SCRIPT
 from qaflow.audit.observe import observe_trial
-from qaflow.audit.probe_run import ProbeAgent, ProbeRun, tail
+from qaflow.audit.probe_agent import ProbeAgent
+from qaflow.audit.probe_run import ProbeRun, tail
 from qaflow.errors import BaseImageUnavailableError, BuildError, UnsupportedError
 from qaflow.executors import TaskRef, resolve_task
 from qaflow.models.probe_key import ProbeKey

@@ -12,8 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from qaflow.agents import Agent, agent_by_name
-from qaflow.audit.exploit_lookup import ExploitLookupError, exploit_name, find_exploit
 from qaflow.audit.exploits import ExploitAgent
+from qaflow.audit.exploits.lookup import ExploitLookupError, exploit_name, find_exploit
 from qaflow.audit.mutant_lookup import MutantLookupError, find_mutant, mutant_name
 from qaflow.audit.mutants import MutantAgent
 from qaflow.audit.replay import TAMPER, rerun_count, tamper_agent

@@ -29,8 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from qaflow.audit.exploit_lookup import observed_harness_exploits
 from qaflow.audit.exploits import HARNESS_EXPLOITS
+from qaflow.audit.exploits.lookup import observed_harness_exploits
 from qaflow.harden.versions import author_of
 from qaflow.ledger import Ledger, StatusWriter
 from qaflow.models.probe_key import ProbeKind, name_of, probe_name

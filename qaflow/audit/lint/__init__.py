@@ -5,7 +5,7 @@
 - leaks (`leak`): files the image gets from environment/ (COPY/ADD, step workdirs) that equal or nearly
   equal a file of tests/ or solution/; a Dockerfile copying the task's tests or solution; configured
   canary strings where the agent can see them; and, as warnings, an instruction naming /tests or
-  /solution paths (a leak only when the hidden-link exploit uses it, `qaflow.audit.hidden_links`) and
+  /solution paths (a leak only when the hidden-link exploit uses it, `qaflow.audit.exploits.hidden_links`) and
   expected values of the tests quoted in the instruction;
 - requirements declared in `[metadata.qaflow]` that no check reaches (`unverified_requirement`, see coverage.py).
 """

@@ -1,15 +1,15 @@
 """Code mutants: one-change mutants of the Python modules the oracle wrote and the verifier imported, each run
 like a mutant; a survivor counts only where it computes something else than the oracle on the tests' inputs
-(`qaflow.audit.differential`)."""
+(`qaflow.audit.mutants.differential`)."""
 
 from __future__ import annotations
 
-from qaflow.audit.differential import diff_config, judge_code_mutants, plan_code_mutants
 from qaflow.audit.effects import Effect
-from qaflow.audit.inprocess import imported_modules
+from qaflow.audit.exploits.inprocess import imported_modules
 from qaflow.audit.mutants import Mutant, MutantKind, oracle_state
+from qaflow.audit.mutants.differential import diff_config, judge_code_mutants, plan_code_mutants
 from qaflow.audit.observation import Observation
-from qaflow.audit.probe_run import ProbeAgent
+from qaflow.audit.probe_agent import ProbeAgent
 from qaflow.audit.probes.context import Probe, TaskRun, TrialRequest
 from qaflow.audit.work_items import differential_item
 from qaflow.models.audit import AuditFinding

@@ -1,6 +1,6 @@
 """Enabled tests: code mutants of C-family files the oracle wrote, where the tests disable some of their own
 tests; the survivors, and the oracle, run again on a copy of the task with those tests enabled
-(`qaflow.audit.skipped_tests`). A survivor the enabled tests reject is a wrong answer the verifier takes."""
+(`qaflow.audit.mutants.skipped_tests`). A survivor the enabled tests reject is a wrong answer the verifier takes."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import tempfile
 from pathlib import Path
 
 from qaflow.audit.effects import Effect
-from qaflow.audit.probe_run import ProbeAgent
+from qaflow.audit.mutants.skipped_tests import judge_enabled, plan_enabled_mutants, write_enabled
+from qaflow.audit.probe_agent import ProbeAgent
 from qaflow.audit.probes.context import Probe, TaskRun, TrialRequest
-from qaflow.audit.skipped_tests import judge_enabled, plan_enabled_mutants, write_enabled
 from qaflow.errors import QaflowError
 from qaflow.models.audit import AuditFinding
 from qaflow.models.probe_key import ProbeKey, ProbeKind

@@ -25,7 +25,8 @@ from typing import Any, Protocol
 from qaflow.audit.effects import Effect
 from qaflow.audit.judge import SETUP_FAILED, judge
 from qaflow.audit.mutants import Mutant, make_mutants
-from qaflow.audit.probe_run import ProbeAgent, ProbeRun
+from qaflow.audit.probe_agent import ProbeAgent
+from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.probes.context import Probe, TrialRequest, Trials
 from qaflow.audit.probes.step_views import step_view, step_views
 from qaflow.audit.tamper import trusted_paths

@@ -10,10 +10,11 @@ from qaflow.audit.effects import Effect
 from qaflow.audit.judge import effect_lost, judge
 from qaflow.audit.mutant_lookup import focus_text
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
+from qaflow.audit.mutants.output import output_mutants
+from qaflow.audit.mutants.overfit import overfit_mutants
 from qaflow.audit.observation import Observation
-from qaflow.audit.output_mutants import output_mutants
-from qaflow.audit.overfit import overfit_mutants
-from qaflow.audit.probe_run import ProbeAgent, ProbeRun
+from qaflow.audit.probe_agent import ProbeAgent
+from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.probes.code_mutants import code_mutant_probe
 from qaflow.audit.probes.context import Probe, TaskRun, TrialRequest
 from qaflow.audit.probes.enabled_tests import enabled_tests_probe

@@ -21,7 +21,7 @@ from typing import Any
 
 from datasets import Features, List, Value
 
-from curation.export_common import dumps
+from curation.export.common import dumps
 from qaflow.models.rollout import arguments_object
 
 SHAREGPT_DIR = "sharegpt"

@@ -1,6 +1,6 @@
 """Is a surviving code mutant a wrong solution? Run it beside the oracle's code on the tests' own inputs.
 
-A code mutant (`qaflow.audit.code_mutants`) that the verifier accepts is a weak test only if it behaves
+A code mutant (`qaflow.audit.mutants.code`) that the verifier accepts is a weak test only if it behaves
 differently from the reference: an equivalent mutant (the same results on every input) is no wrong
 solution. The inputs come from the task's tests: the literal arguments of every call in tests/ that can
 be a call of one of the module's public functions and fits its arity (`f(3, [1, 2])`, `solution.f(3)`,
@@ -27,9 +27,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from qaflow.audit.code_mutants import MAX_PER_FILE, code_mutants
 from qaflow.audit.effects import Effect
-from qaflow.audit.mutants import Mutant, MutantKind, oracle_state
+from qaflow.audit.mutants.base import Mutant, MutantKind, oracle_state
+from qaflow.audit.mutants.code import MAX_PER_FILE, code_mutants
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode
 from qaflow.text import utf8_text

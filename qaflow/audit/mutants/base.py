@@ -63,11 +63,11 @@ class MutantKind(StrEnum):
     TRUNCATE = "truncate"
     SHUFFLE = "shuffle"
     CODE = "code"
-    """One change to Python code the oracle wrote (`qaflow.audit.code_mutants`)."""
+    """One change to Python code the oracle wrote (`qaflow.audit.mutants.code`)."""
     OVERFIT = "overfit"
-    """A Python file of the work answering only the instruction's examples (`qaflow.audit.overfit`)."""
+    """A Python file of the work answering only the instruction's examples (`qaflow.audit.mutants.overfit`)."""
     OUTPUT = "output"
-    """A program of the work printing a wrong answer built from its recorded output (`qaflow.audit.output_mutants`)."""
+    """A program of the work printing a wrong answer built from its recorded output (`qaflow.audit.mutants.output`)."""
 
 
 class Mutant(BaseModel):

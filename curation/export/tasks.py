@@ -17,8 +17,8 @@ from typing import Any
 
 from datasets import Features, List, Value
 
-from curation import dataset_card as cards
-from curation.export_common import (
+from curation.export import card as cards
+from curation.export.common import (
     DEFAULT_MAX_SHARD_BYTES,
     ExportError,
     ExportKind,
@@ -36,8 +36,8 @@ from curation.export_common import (
     value_counts,
     write_export,
 )
-from curation.export_facts import FACT_COLUMNS, pool_facts, with_default_licence, with_sources
-from curation.export_limits import DEFAULT_MAX_TASK_FILE_BYTES
+from curation.export.facts import FACT_COLUMNS, pool_facts, with_default_licence, with_sources
+from curation.export.limits import DEFAULT_MAX_TASK_FILE_BYTES
 from qaflow.errors import TaskError
 from qaflow.models.records import TaskRow
 from qaflow.pool import Pool

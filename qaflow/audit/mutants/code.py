@@ -10,7 +10,7 @@ kind first, then further places in source order.
 
 Which mutants are equivalent (no behaviour change) cannot be told from the text; `qaflow.audit.runner`
 reports a surviving mutant only where running it beside the oracle's code on inputs taken from the
-tests shows a different result (`qaflow.audit.differential`).
+tests shows a different result (`qaflow.audit.mutants.differential`).
 """
 
 from __future__ import annotations

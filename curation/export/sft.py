@@ -3,8 +3,8 @@
 - `export_sft`: one row per trajectory: `messages` (OpenAI chat format), `tools`, metadata; plus a
   ShareGPT variant. Rows that cannot be exported are left out with a reason (`RemovalReason`),
   never raised.
-- `export_rl` (`curation.export_rl`): one row per task version: prompt, tools, grouping keys, per-effort stats.
-- `export_tasks` (`curation.export_tasks`): a pool's tasks as rows with their files; `rows_to_task_dir` rebuilds one.
+- `export_rl` (`curation.export.rl`): one row per task version: prompt, tools, grouping keys, per-effort stats.
+- `export_tasks` (`curation.export.tasks`): a pool's tasks as rows with their files; `rows_to_task_dir` rebuilds one.
 
 `tools` is a `List(Json())` column (datasets >= 4.7): each tool definition is stored as JSON text
 in Arrow/parquet and decoded back to a dict, so `tokenizer.apply_chat_template(row["messages"],
@@ -23,8 +23,8 @@ import polars as pl
 from datasets import Features, Json, List, Value
 from pydantic import BaseModel, Field, ValidationError
 
-from curation import dataset_card as cards
-from curation.export_common import (
+from curation.export import card as cards
+from curation.export.common import (
     DEFAULT_MAX_SHARD_BYTES,
     MESSAGE_FEATURE,
     ExportError,
@@ -46,7 +46,7 @@ from curation.export_common import (
     value_counts,
     write_export,
 )
-from curation.export_facts import (
+from curation.export.facts import (
     FACT_COLUMNS,
     FACT_FEATURES,
     GateOptions,
@@ -61,11 +61,11 @@ from curation.export_facts import (
     with_default_licence,
     with_sources,
 )
-from curation.export_guard import DEFAULT_MAX_MESSAGE_CHARS, Rejected, guard_rollout, structure_faults
-from curation.export_rl import export_rl
-from curation.export_sharegpt import SHAREGPT_DIR, SHAREGPT_MAPPING, sharegpt_features, sharegpt_row
-from curation.export_tasks import export_tasks, rows_to_task_dir
-from curation.export_transforms import (
+from curation.export.guard import DEFAULT_MAX_MESSAGE_CHARS, Rejected, guard_rollout, structure_faults
+from curation.export.rl import export_rl
+from curation.export.sharegpt import SHAREGPT_DIR, SHAREGPT_MAPPING, sharegpt_features, sharegpt_row
+from curation.export.tasks import export_tasks, rows_to_task_dir
+from curation.export.transforms import (
     AppliedTransform,
     Transform,
     TransformName,
@@ -95,6 +95,7 @@ __all__ = [
     "push_export",
     "require_hub_token",
     "rows_to_task_dir",
+    "sft_rows",
 ]
 
 SFT_META = Features(
@@ -199,7 +200,7 @@ def sft_rows(
 ) -> tuple[list[dict[str, Any]], list[Removed]]:
     """The exportable rows of a rollout frame, and the removed ones with their reasons (`facts`: the pool's,
     by task version; None: no task is checked and the fact columns are null). Each row's messages go through
-    `transforms` (`curation.export_transforms`), and so do its tools; `counts` adds the assistant turns (or tool
+    `transforms` (`curation.export.transforms`), and so do its tools; `counts` adds the assistant turns (or tool
     definitions) each one changed."""
     gate = gate or GateOptions()
     rows: list[dict[str, Any]] = []
@@ -261,13 +262,13 @@ def export_sft(
     transforms: Sequence[str] = (),
     for_template: str | None = None,
 ) -> ExportReport:
-    """Write the SFT dataset of a rollout frame to `out_dir` (layout in `curation.export_common`).
+    """Write the SFT dataset of a rollout frame to `out_dir` (layout in `curation.export.common`).
 
     With `tokenizer` (a model folder or hub id), every exported session is counted in its tokens and the card
     states the distribution and the `max_length` TRL's SFTTrainer needs (`sft.lengths`).
 
     `transforms` (names) and `for_template` (a TRL-bundled chat template: the transforms it needs) rewrite each
-    session into a shape that template renders (`curation.export_transforms`); the card names what ran and why.
+    session into a shape that template renders (`curation.export.transforms`); the card names what ran and why.
 
     `sources` (task version -> source name, as a pipeline knows it) wins over the pool's source (task.toml's, else
     `local`); every licence is written as the Hub spells it (`apache-2.0`).
@@ -419,7 +420,7 @@ def _transforms_section(report: ExportReport) -> str:
     steps = [(f"`{t.name.value}`", t.turns_changed, t.tools_changed, t.why) for t in report.transforms]
     return (
         head
-        + "Every session went through these, in this order, before it was written (`curation/export_transforms.py`); "
+        + "Every session went through these, in this order, before it was written (`curation/export/transforms.py`); "
         "every call keeps its id, arguments and result, and `turns` still counts the agent's turns as collected.\n\n"
         + cards.table(("transform", "assistant turns changed", "tool definitions changed", "what and why"), steps)
     )

@@ -9,7 +9,7 @@ comparison swapped (`<` and `<=`, `>` and `>=`, `==` and `!=`, `===` and `!==`),
 brackets and the stream and shift operators. A bounded, deterministic sample per file: one of each kind first,
 then the rest in source order.
 
-Which of these change behaviour cannot be told from the text: `qaflow.audit.skipped_tests` counts a surviving
+Which of these change behaviour cannot be told from the text: `qaflow.audit.mutants.skipped_tests` counts a surviving
 mutant only where the task's own disabled tests, enabled, reject it and pass the reference solution.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from qaflow.audit.code_mutants import MAX_PER_FILE, CodeMutant, TextEdit, every_kind_first, mutant_of
+from qaflow.audit.mutants.code import MAX_PER_FILE, CodeMutant, TextEdit, every_kind_first, mutant_of
 
 SUFFIXES = frozenset(
     {".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".js", ".mjs", ".cjs", ".ts", ".java", ".go", ".rs", ".cs"}

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import yaml
 from datasets import Features, List, Value
 
-from curation.export_common import Provenance
+from curation.export.common import Provenance
 from curation.licences import hub_licence
 from qaflow.models.export import TokenLengths
 
@@ -110,7 +110,7 @@ def files_list(files: Sequence[str]) -> str:
 
 
 def audit_section(summary: Mapping[str, Mapping[str, int]]) -> str:
-    """Task versions by status and audit verdict (`curation.export_facts.audit_summary`)."""
+    """Task versions by status and audit verdict (`curation.export.facts.audit_summary`)."""
     text = (
         "Task versions behind the rows, by their status in the pool's ledger and the verdict of their last "
         "audit (`clean`, or the error codes it found; `None`: not known to the pool).\n\n"

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from qaflow.audit.brace_mutants import SUFFIXES, brace_mutants
 from qaflow.audit.effects import Effect
-from qaflow.audit.mutants import Mutant, MutantKind, oracle_state
+from qaflow.audit.mutants.base import Mutant, MutantKind, oracle_state
+from qaflow.audit.mutants.brace import SUFFIXES, brace_mutants
 from qaflow.models.audit import AuditFinding, FindingCode
 from qaflow.text import utf8_text
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from curation.export_limits import DEFAULT_MAX_MESSAGE_CHARS
+from curation.export.limits import DEFAULT_MAX_MESSAGE_CHARS
 from curation.filter_structure import structure_problems
 from curation.removal_reasons import RemovalReason
 

@@ -36,7 +36,7 @@ from datasets import Dataset, Features, Json, List, Value
 from pydantic import BaseModel, Field, computed_field
 
 import qaflow
-from curation.export_transforms import AppliedTransform
+from curation.export.transforms import AppliedTransform
 from curation.removal_reasons import RemovalReason
 from qaflow.errors import PathError
 from qaflow.ledger import LedgerError

@@ -1,7 +1,7 @@
 """Template-safe shapes for exported SFT sessions: named transforms that `qaflow export sft` applies when asked.
 
 Some chat templates refuse, or silently drop, a shape the agent harness (or Harbor) records. Each transform
-rewrites a session's messages (rows as `curation.export_common.message_row` builds them) or its tool definitions
+rewrites a session's messages (rows as `curation.export.common.message_row` builds them) or its tool definitions
 into a shape those templates render, keeping every call, its id, its arguments and its result, in order:
 
 - `split-parallel-calls`: an assistant turn with N tool calls becomes N consecutive assistant turns of one call

@@ -22,10 +22,9 @@ import posixpath
 import shlex
 
 from qaflow.audit.effects import Effect
-from qaflow.audit.mutants import Mutant, MutantKind, oracle_state
+from qaflow.audit.mutants.base import Mutant, MutantKind, oracle_state
 from qaflow.audit.observation import Observation
-from qaflow.audit.replay_plants import SHELLS, is_python, output_positions, runs_the_work, script_of
-from qaflow.audit.trace import TracedRun, VerifierTrace
+from qaflow.audit.trace import SHELLS, TracedRun, VerifierTrace, is_python, output_positions, runs_the_work, script_of
 
 MAX_OUTPUT_MUTANTS = 2
 MAX_PRINTED = 16384

@@ -18,8 +18,8 @@ from typing import Any
 from datasets import Value
 from pydantic import BaseModel
 
-from curation.export_common import ExportError, RemovalReason, open_pool
-from curation.export_guard import Rejected
+from curation.export.common import ExportError, RemovalReason, open_pool
+from curation.export.guard import Rejected
 from curation.licences import hub_licence
 from qaflow.agents.harness import StopReason
 from qaflow.harden.gate import clean_reason, harness_exposure

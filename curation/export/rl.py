@@ -20,8 +20,8 @@ from typing import Any
 import polars as pl
 from datasets import Features, Json, List, Value
 
-from curation import dataset_card as cards
-from curation.export_common import (
+from curation.export import card as cards
+from curation.export.common import (
     DEFAULT_MAX_SHARD_BYTES,
     MESSAGE_FEATURE,
     ExportKind,
@@ -41,7 +41,7 @@ from curation.export_common import (
     value_counts,
     write_export,
 )
-from curation.export_facts import (
+from curation.export.facts import (
     FACT_COLUMNS,
     FACT_FEATURES,
     GateOptions,
@@ -56,7 +56,7 @@ from curation.export_facts import (
     with_default_licence,
     with_sources,
 )
-from curation.export_guard import Rejected, parse_tools
+from curation.export.guard import Rejected, parse_tools
 from qaflow.agents.tool_specs import TOOLS
 from qaflow.errors import TaskError
 from qaflow.models.rollout import EFFORT_RANK
