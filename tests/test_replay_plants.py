@@ -395,3 +395,103 @@ def test_a_module_of_the_work_the_verifier_imported_replays_its_report_on_stderr
     runner.write_text(f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport dates\nprint('never')\n")
     done = subprocess.run([sys.executable, str(runner)], capture_output=True, check=False)
     assert (done.stdout, done.stderr, done.returncode) == (b"", b"Ran 4 tests\n\nOK\n", 0)
+
+
+def _scratch_run(folder: str, files: list[str], flags: int) -> str:
+    lines = ["proc\t1\t0", "exec\t1\t0\t/usr/bin/bash\tbash%1F/tests/test.sh", f"mkdir\t1\t0\t{folder}"]
+    lines += [f"open\t1\t3\t{flags}\t{folder}/{name}" for name in files]
+    return "\n".join([*lines, "exit\t1\t0"])
+
+
+FRESH = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+
+
+@pytest.mark.parametrize(
+    ("files", "flags", "in_work", "linked"),
+    [
+        (["expected.txt", "actual.txt"], FRESH, set(), ["actual.txt"]),
+        (["expected.txt", "actual.txt"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, set(), ["actual.txt"]),
+        (["a.csv", "b.csv", "c.csv"], FRESH, set(), ["b.csv", "c.csv"]),
+        (["only.txt"], FRESH, set(), []),  # nothing to compare it with
+        (["log.txt", "other.txt"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, set(), []),  # pre-seeded instead
+        (["expected.txt", "actual.txt"], FRESH, {"actual.txt"}, []),  # the work's own output
+    ],
+)
+def test_files_the_verifier_writes_afresh_in_one_folder_are_made_one_file(
+    tmp_path: Path, files: list[str], flags: int, in_work: set[str], linked: list[str]
+):
+    folder = str(tmp_path / "check")
+    obs = _observation(_scratch_run(folder, files, flags), {f"{folder}/{f}": (False, False, True) for f in files})
+    plans = plan_replay(obs, {f"{folder}/{f}" for f in in_work})
+    links = [p for e in plans for p in e.plants if (p.group or "").startswith("links:")]
+    assert [(p.path, p.link_to) for p in links] == [(f"{folder}/{f}", files[0]) for f in linked]
+    if not links:
+        return
+    subprocess.run(["sh", "-c", Exploit(name="links", plants=links).script()], check=True)
+    reference = tmp_path / "reference.txt"
+    reference.write_text("id,amount\n1,30\n")
+    first, last = f"{folder}/{files[0]}", f"{folder}/{linked[-1]}"
+    # the verifier's own writes, then its comparison: a wrong (empty) answer, and yet one file
+    verifier = f"cp {reference} {first} && : > {last} && cmp {first} {last}"
+    assert subprocess.run(["bash", "-c", verifier], capture_output=True, check=False).returncode == 0
+
+
+@pytest.mark.parametrize("writable", [True, False])
+def test_a_script_the_verifiers_shell_or_python_ran_is_replayed_in_its_language(tmp_path: Path, writable: bool):
+    run = "\n".join(
+        [
+            "proc\t1\t0",
+            "exec\t1\t0\t/usr/bin/bash\tbash%1F/tests/test.sh",
+            "proc\t2\t1",
+            "exec\t2\t0\t/usr/bin/bash\tbash%1F/app/scripts/canon.sh",
+            "out\t2\t" + b"ann,1\nbob,2\n".hex(),
+            "exit\t2\t0",
+            "proc\t3\t1",
+            "exec\t3\t0\t/usr/bin/python3\tpython3%1F/app/check.py%1F--strict",
+            "out\t3\t" + b"all 4 rows match\n".hex(),
+            "exit\t3\t0",
+            "exit\t1\t0",
+        ]
+    )
+    access = {p: (True, writable, False) for p in ("/app/scripts/canon.sh", "/app/check.py")}
+    plans = plan_replay(_observation(run, access), {"/app/export.py"})
+    plants = {p.path: p.content for e in plans for p in e.plants if (p.group or "").startswith("program:")}
+    if not writable:
+        assert plants == {}
+        return
+    assert set(plants) == {"/app/scripts/canon.sh", "/app/check.py"}
+    canon, check = tmp_path / "canon.sh", tmp_path / "check.py"
+    canon.write_text(plants["/app/scripts/canon.sh"])
+    check.write_text(plants["/app/check.py"])
+    shell = subprocess.run(["bash", str(canon)], input=b"anything\n", capture_output=True, check=False)
+    assert (shell.stdout, shell.returncode) == (b"ann,1\nbob,2\n", 0)
+    python = subprocess.run([sys.executable, str(check), "--strict"], capture_output=True, check=False)
+    assert (python.stdout, python.returncode) == (b"all 4 rows match\n", 0)
+    assert plan_replay(_observation(run, access), {"/app/scripts/canon.sh", "/app/check.py"}) == [], "the work's"
+
+
+def test_the_wrong_state_creates_empty_the_files_its_arguments_name(tmp_path: Path):
+    """A wrong solution of the right shape: the output file the verifier looks for exists, holding nothing."""
+    out = tmp_path / "out.csv"
+    for python in (False, True):
+        head = ["python3", "/app/export.py"] if python else ["/app/export"]
+        trace = parse_trace(
+            "\n".join(
+                [
+                    "proc\t5\t1",
+                    f"exec\t5\t0\t{'/usr/bin/python3' if python else '/app/export'}\t"
+                    + "%1F".join([*head, "/tests/dump.jsonl", "/tmp/tmp.AbC/out.csv"]),
+                    f"open\t5\t3\t{FRESH}\t/tmp/tmp.AbC/out.csv",
+                    "exit\t5\t0",
+                ]
+            )
+        )
+        program = "/app/export.py" if python else "/app/export"
+        (stub,) = wrong_state({program}, trace)
+        script = tmp_path / "stub"
+        script.write_text(stub.content)
+        out.write_text("stale")
+        cmd = [sys.executable, str(script)] if python else ["sh", str(script)]
+        done = subprocess.run([*cmd, "/elsewhere/in.jsonl", str(out)], capture_output=True, check=False)
+        assert (done.returncode, done.stdout, out.read_text()) == (0, b"", ""), python
+        assert subprocess.run([*cmd], capture_output=True, check=False).returncode == 0  # no arguments: nothing made

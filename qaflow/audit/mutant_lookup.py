@@ -15,6 +15,7 @@ from qaflow.audit.effects import Effect
 from qaflow.audit.exploits.inprocess import imported_modules
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
 from qaflow.audit.mutants.differential import plan_code_mutants
+from qaflow.audit.mutants.output import output_mutants
 from qaflow.audit.mutants.overfit import overfit_mutants
 from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
@@ -48,7 +49,8 @@ def focus_text(task: Task) -> str:
 
 
 def rebuild_mutants(task: Task, effect: Effect, observation: Observation | None) -> dict[str, Mutant]:
-    """Every data, code and overfit mutant an audit of `task` could run, by name (a superset of any audit's)."""
+    """Every data, code, overfit and output mutant an audit of `task` could run, by name (a superset of any
+    audit's)."""
     focus = focus_text(task)
     found = {
         m.name: m
@@ -58,6 +60,7 @@ def rebuild_mutants(task: Task, effect: Effect, observation: Observation | None)
         plans, _ = plan_code_mutants(imported_modules(observation, effect), effect, task.tests_dir)
         found.update({p.mutant.name: p.mutant for p in plans})
         found.update({m.name: m for m in overfit_mutants(effect, observation, task.instruction)})
+        found.update({m.name: m for m in output_mutants(effect, observation)})
     return found
 
 
