@@ -1,5 +1,5 @@
-"""The audit plan of a single-step task, fed canned probe runs: which trials it asks for in each round, and
-what it judges from their runs.
+"""The audit plan of a task, fed canned probe runs: which trials it asks for in each round, and what it judges
+from their runs (a single-step task's `single_step_probe`; a multi-step task's `audit_steps`).
 
 No sandbox runs here. The task's `trials` is a double that records every list of `TrialRequest`s a probe
 asks for and answers each request at once (it yields no work item) with a canned `ProbeRun` from the test's
@@ -25,12 +25,15 @@ from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.probes.context import Probe, TaskRun, Work
 from qaflow.audit.probes.exploit_battery import HarnessTries
+from qaflow.audit.probes.multi_step import audit_steps
 from qaflow.audit.probes.single_step import single_step_probe
 from qaflow.audit.work_items import RunContext, TrialRequest
 from qaflow.executors import Resources
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode
 from qaflow.task import Task
+from qaflow.task_steps import StepTask
+from tests.stepfactory import write_stock_task
 from tests.taskfactory import write_task
 
 T = TypeVar("T")
@@ -496,3 +499,97 @@ def test_the_judge_on_the_canned_runs(settings: dict[str, Any], canned: Canned, 
     assert done.probes["mutant_rewards"] == {
         m.removeprefix("mutant:"): (1.0 if m in canned.passing else 0.0) for m in mutants
     }
+
+
+# -- a multi-step task: the same plan at each step ----------------------------------------------------
+
+STEPS = ["counter", "restock", "total"]
+STEP_OUTPUTS = {"counter": "/app/counter.sh", "restock": "/app/restock.txt", "total": "/app/total.txt"}
+
+
+def _step_effect(step: str) -> Effect:
+    path = STEP_OUTPUTS[step]
+    change = FileChange(path=path, kind=ChangeKind.CREATED, content=b"two lines\nof output\n", mode=0o644, size=20)
+    return Effect(changes=[change], workdir="/app", roots=["/app"], method="find")
+
+
+@dataclass(frozen=True)
+class CannedSteps:
+    """A multi-step task's canned runs: the oracle passes every step but those `oracle_fails` names (attempt ->
+    step, where the run ends), the nop of every step fails, each run has a view per step it reached."""
+
+    oracle_fails: dict[int, str] = field(default_factory=dict)
+
+    def answer(self, request: TrialRequest) -> ProbeRun:
+        agent, attempt = request.agent, request.attempt
+        last = STEPS.index(agent.step) if agent.step is not None else len(STEPS) - 1
+        failed_at = self.oracle_fails.get(attempt) if agent.kind == "oracle" else None
+        views = []
+        for name in STEPS[: last + 1]:
+            full = name != failed_at and (name != agent.step or agent.kind == "observe")
+            views.append(
+                ProbeRun(probe=f"{name}/{agent.kind}", step=name, attempt=attempt, reward=float(full), full=full)
+            )
+            if name == failed_at:
+                break
+        run = ProbeRun(probe=request.probe, attempt=attempt, steps=views, full=all(v.full for v in views))
+        if agent.record:
+            run.effects = {name: _step_effect(name) for name in STEPS}
+        return run
+
+
+class StepTrials(CannedTrials):
+    def __init__(self, canned: CannedSteps):
+        super().__init__(Canned())
+        self.steps = canned
+
+    def __call__(
+        self, requests: list[TrialRequest], *, shared: Any | None = None
+    ) -> Generator[list[Work], list[Any], list[ProbeRun]]:
+        self.requests.append(list(requests))
+        yield from ()
+        return [self.steps.answer(r) for r in requests]
+
+
+@dataclass
+class BatteryCalls:
+    """The battery as `audit_steps` calls it: records the step and the observed run's view, finds nothing."""
+
+    seen: list[tuple[str | None, str, bool]] = field(default_factory=list)
+
+    def __call__(
+        self,
+        observe_run: ProbeRun,
+        effect: Effect | None,
+        by_probe: dict[str, list[ProbeRun]],
+        probes: dict[str, object],
+        step: StepTask | None = None,
+    ) -> Probe[list[AuditFinding]]:
+        self.seen.append((step.step_name if step else None, observe_run.probe, observe_run.full))
+        yield from ()
+        return []
+
+
+@pytest.mark.parametrize(
+    ("oracle_fails", "sound"),
+    [
+        pytest.param({}, STEPS, id="the oracle passes every step"),
+        pytest.param({1: "restock"}, ["counter"], id="an oracle run stops at restock: no later step is sound"),
+        pytest.param({0: "counter"}, [], id="the first step failed once: none is"),
+    ],
+)
+def test_a_multi_step_task_is_planned_per_step(oracle_fails: dict[int, str], sound: list[str], tmp_path: Path):
+    task = Task.load(write_stock_task(tmp_path))
+    trials, battery = StepTrials(CannedSteps(oracle_fails)), BatteryCalls()
+    drive(audit_steps(task, trials, repeats=2, max_mutants=1, battery=battery))
+    first, second = trials.rounds
+    assert first == [Asked("oracle", 0, "oracle", record=True), Asked("oracle", 1, "oracle")] + [
+        Asked(f"{name}/nop", i, "nop") for name in STEPS for i in range(2)
+    ]
+    expected = []
+    for name in STEPS:
+        expected.append(Asked(f"{name}/tamper", 0, "tamper", clear_logs=False))
+        if name in sound:
+            expected += [Asked(f"{name}/mutant:empty-all", 0, "mutant"), Asked(f"{name}/observe", 0, "observe")]
+    assert second == expected
+    assert battery.seen == [(name, "observe", True) for name in sound]
