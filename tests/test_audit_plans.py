@@ -10,7 +10,7 @@ disabled tests)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -132,10 +132,11 @@ class Asked:
 
 
 class CannedTrials:
-    """`TaskRun.trials`: records each round of requests and answers it from `canned`, without a work item."""
+    """`TaskRun.trials`: records each round of requests and answers each request with `answer`'s canned run,
+    without a work item."""
 
-    def __init__(self, canned: Canned):
-        self.canned = canned
+    def __init__(self, answer: Callable[[TrialRequest], ProbeRun]):
+        self.answer = answer
         self.requests: list[list[TrialRequest]] = []
 
     def __call__(
@@ -143,7 +144,7 @@ class CannedTrials:
     ) -> Generator[list[Work], list[Any], list[ProbeRun]]:
         self.requests.append(list(requests))
         yield from ()
-        return [self.canned.answer(r) for r in requests]
+        return [self.answer(r) for r in requests]
 
     @property
     def rounds(self) -> list[list[Asked]]:
@@ -179,12 +180,12 @@ class Audited:
         return sorted({f.code.value for f in self.findings})
 
 
-def audit(task: Task, config: AuditConfig, canned: Canned, harness: HarnessTries | None = None) -> Audited:
-    trials = CannedTrials(canned)
+def audit(task: Task, config: AuditConfig, canned: Canned) -> Audited:
+    trials = CannedTrials(canned.answer)
     context = RunContext(backend="bwrap", run_id="plans")
     run = TaskRun(task, task, Resources(), context, config, trials, lambda t: t)
     probes: dict[str, object] = {}
-    findings = drive(single_step_probe(run, harness or HarnessTries(), probes))
+    findings = drive(single_step_probe(run, HarnessTries(), probes))
     return Audited(findings, probes, trials)
 
 
@@ -197,11 +198,6 @@ def config(**settings: Any) -> AuditConfig:
 @pytest.fixture
 def task(tmp_path: Path) -> Task:
     return Task.load(write_task(tmp_path))
-
-
-@pytest.fixture
-def separate_task(tmp_path: Path) -> Task:
-    return Task.load(write_task(tmp_path, "separate", files={"tests/Dockerfile": "FROM python:3.11-slim\n"}))
 
 
 # -- the first round: nop and oracle ------------------------------------------------------------------
@@ -246,9 +242,12 @@ def separate_task(tmp_path: Path) -> Task:
     ],
 )
 def test_the_first_round_is_nop_and_oracle(
-    settings: dict[str, Any], separate: bool, expected: list[Asked], task: Task, separate_task: Task
+    settings: dict[str, Any], separate: bool, expected: list[Asked], task: Task, tmp_path: Path
 ):
-    done = audit(separate_task if separate else task, config(**settings), Canned())
+    if separate:  # tests/Dockerfile: the verifier runs in an environment of its own
+        task = Task.load(write_task(tmp_path, "separate", files={"tests/Dockerfile": "FROM python:3.11-slim\n"}))
+        assert task.verifier_mode.value == "separate"
+    done = audit(task, config(**settings), Canned())
     assert done.trials.rounds[0] == expected
 
 
@@ -458,21 +457,25 @@ FORGED, SINK = f"exploit:{ForgedReward.name}", f"exploit:{Sink.name}"
 
 @pytest.mark.usefixtures("battery")
 @pytest.mark.parametrize(
-    ("canned", "played"),
+    ("canned", "played", "codes"),
     [
-        pytest.param(Canned(), [[FORGED], [SINK]], id="the oracle passed observed: the probes, then the sink"),
-        pytest.param(Canned(observe=Outcome(False, (True,) * 8)), [], id="the observed oracle failed: none"),
-        pytest.param(Canned(passing=frozenset({FORGED})), [[FORGED]], id="a proven reward_tamper: no sink"),
-        pytest.param(Canned(nop_default=PASS), [[FORGED]], id="the nop passes: no sink"),
+        pytest.param(Canned(), [[FORGED], [SINK]], [], id="the oracle passed observed: the probes, then the sink"),
+        pytest.param(Canned(observe=Outcome(False, (True,) * 8)), [], [], id="the observed oracle failed: none"),
+        pytest.param(
+            Canned(passing=frozenset({FORGED})), [[FORGED]], ["reward_tamper"], id="a proven reward_tamper: no sink"
+        ),
+        pytest.param(Canned(nop_default=PASS), [[FORGED]], ["false_pass"], id="the nop passes: no sink"),
     ],
 )
 def test_the_battery_runs_on_an_observed_pass_and_the_sink_only_where_nothing_is_proven(
-    canned: Canned, played: list[list[str]], task: Task
+    canned: Canned, played: list[list[str]], codes: list[str], task: Task
 ):
     done = audit(task, config(max_mutants=0), canned)
     rounds = done.trials.keys()
     assert [[a.kind for a in r] for r in done.trials.rounds[:2]] == [["nop", "oracle"], ["tamper", "observe"]]
     assert rounds[2:] == [[f"{probe}#0" for probe in r] for r in played]
+    assert done.codes == codes
+    assert done.probes["observe"]["oracle_full"] is canned.observe.full  # type: ignore[index]
 
 
 # -- the judge on the canned runs ---------------------------------------------------------------------
@@ -538,19 +541,6 @@ class CannedSteps:
         return run
 
 
-class StepTrials(CannedTrials):
-    def __init__(self, canned: CannedSteps):
-        super().__init__(Canned())
-        self.steps = canned
-
-    def __call__(
-        self, requests: list[TrialRequest], *, shared: Any | None = None
-    ) -> Generator[list[Work], list[Any], list[ProbeRun]]:
-        self.requests.append(list(requests))
-        yield from ()
-        return [self.steps.answer(r) for r in requests]
-
-
 @dataclass
 class BatteryCalls:
     """The battery as `audit_steps` calls it: records the step and the observed run's view, finds nothing."""
@@ -580,7 +570,7 @@ class BatteryCalls:
 )
 def test_a_multi_step_task_is_planned_per_step(oracle_fails: dict[int, str], sound: list[str], tmp_path: Path):
     task = Task.load(write_stock_task(tmp_path))
-    trials, battery = StepTrials(CannedSteps(oracle_fails)), BatteryCalls()
+    trials, battery = CannedTrials(CannedSteps(oracle_fails).answer), BatteryCalls()
     drive(audit_steps(task, trials, repeats=2, max_mutants=1, battery=battery))
     first, second = trials.rounds
     assert first == [Asked("oracle", 0, "oracle", record=True), Asked("oracle", 1, "oracle")] + [
