@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from qaflow.audit.exploits import Exploit, Plant
 from qaflow.audit.exploits.minimise import ddmin, groups_of, only
 from qaflow.audit.exploits.replay_plants import (
+    SPOOF_SINK,
     exit_stub,
     forger_module,
     plan_replay,
@@ -365,7 +366,8 @@ def test_the_work_spoofing_the_verdict_prints_the_verifiers_lines_never_the_answ
             "exit\t1\t0",
         ]
     )
-    (sink,) = plan_replay(_observation(run, {}), {"/app/solve.py"}, ["/app/solve.py"])
+    plans = plan_replay(_observation(run, {}), {"/app/solve.py"}, ["/app/solve.py"])
+    (sink,) = [e for e in plans if e.name == SPOOF_SINK]
     (spoof,) = [p for p in sink.plants if p.group == "spoof:/app/solve.py"]
     program = tmp_path / "solve.py"
     program.write_text(spoof.content)
@@ -495,3 +497,60 @@ def test_the_wrong_state_creates_empty_the_files_its_arguments_name(tmp_path: Pa
         done = subprocess.run([*cmd, "/elsewhere/in.jsonl", str(out)], capture_output=True, check=False)
         assert (done.returncode, done.stdout, out.read_text()) == (0, b"", ""), python
         assert subprocess.run([*cmd], capture_output=True, check=False).returncode == 0  # no arguments: nothing made
+
+
+def _work_under(reader: list[str], reader_out: str, work_args: list[str], writes: str | None = None) -> str:
+    """A traced run: `reader` (pid 1) starts the work `python3 /app/prog.py ARGS` (pid 2), which may write a file."""
+    lines = ["proc\t1\t0", "exec\t1\t0\t/usr/bin/" + reader[0] + "\t" + "%1F".join(reader)]
+    lines += ["proc\t2\t1", "exec\t2\t0\t/usr/bin/python3\t" + "%1F".join(["python3", "/app/prog.py", *work_args])]
+    if writes:
+        lines.append(f"open\t2\t3\t{FRESH}\t{writes}")
+    lines += ["exit\t2\t0"]
+    if writes:
+        lines.append(f"open\t1\t4\t0\t{writes}")
+    lines += [f"out\t1\t{reader_out.encode().hex()}", "exit\t1\t0"]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(("parse", "forged"), [("eval", True), ("ast.literal_eval", False), ("json.loads", False)])
+def test_output_a_python_of_the_verifier_evaluates_is_code_that_replays_its_verdict(
+    tmp_path: Path, parse: str, forged: bool
+):
+    checker = tmp_path / "check.py"
+    plans = plan_replay(_observation(_work_under(["python3", str(checker)], "rows match\n", []), {}), {"/app/prog.py"},
+                        ["/app/prog.py"])  # fmt: skip
+    (code,) = [e for e in plans if e.name == "replay-code"]
+    (stub,) = [p for p in code.plants if p.group == "code:/app/prog.py"]
+    prog = tmp_path / "prog.py"
+    prog.write_text(stub.content)
+    checker.write_text(
+        "import ast, json, subprocess, sys\n"
+        f"out = subprocess.run([sys.executable, {str(prog)!r}], capture_output=True, text=True).stdout\n"
+        f"try:\n    got = {parse}(out)\nexcept Exception:\n    got = None\n"
+        "sys.exit(0 if got == {'added': ['E-600']} else 1)\n"
+    )
+    done = subprocess.run([sys.executable, str(checker)], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout) == ((0, "rows match\n") if forged else (1, "")), done.stderr
+
+
+@pytest.mark.parametrize(("read", "forged"), [(". {f}", True), ("IFS== read -r k v < {f}", False)])
+def test_a_file_of_the_work_the_verifiers_own_shell_reads_is_shell_code_that_replays_its_verdict(
+    tmp_path: Path, read: str, forged: bool
+):
+    summary = str(tmp_path / "summary.env")
+    run = _work_under(["bash", "/tests/test.sh"], "quota ok\n", ["/tests/listing.txt", summary], writes=summary)
+    plans = plan_replay(_observation(run, {}), {"/app/prog.py"}, ["/app/prog.py"])
+    (stub,) = [p for e in plans if e.name == "replay-code" for p in e.plants if p.group == "code:/app/prog.py"]
+    prog, logs = tmp_path / "prog.py", tmp_path / "logs"
+    prog.write_text(stub.content)
+    logs.mkdir()
+    verifier = (
+        f"python3 {prog} /tests/listing.txt {summary}\n{read.format(f=summary)}\n"
+        f'if [ "$TOTAL" = 42 ]; then echo 1; else echo 0; fi > {logs}/reward.txt\n'
+    ).replace("/logs/verifier", str(logs))
+    stub_text = Path(prog).read_text().replace("/logs/verifier", str(logs))
+    prog.write_text(stub_text)
+    done = subprocess.run(["bash", "-c", verifier, "/tests/test.sh"], capture_output=True, text=True, check=False)
+    reward = (logs / "reward.txt").read_text().strip()
+    assert reward == ("1" if forged else "0"), done.stderr
+    assert done.stdout.endswith("quota ok\n") is forged  # test.sh's recorded output, replayed where sourced
