@@ -554,3 +554,18 @@ def test_a_file_of_the_work_the_verifiers_own_shell_reads_is_shell_code_that_rep
     reward = (logs / "reward.txt").read_text().strip()
     assert reward == ("1" if forged else "0"), done.stderr
     assert done.stdout.endswith("quota ok\n") is forged  # test.sh's recorded output, replayed where sourced
+
+
+def test_modules_inline_code_imports_by_name_are_shadowed_first_however_many_load_at_start_up():
+    """A `python3 -c` check has no script: every module it opened looks like start-up; the ones its code imports
+    come first, so a Python whose start-up loads dozens (a site .pth) still gets its stdlib import shadowed."""
+    startup = [f"mod{i}" for i in range(50)]
+    code = "import hashlib, sys\nfrom json import loads\nprint(hashlib.sha256(b'').hexdigest())"
+    lines = ["proc\t1\t0", "exec\t1\t0\t/usr/bin/python3\tpython3%1F-c%1F" + _field(code)]
+    lines += [f"open\t1\t3\t0\t/usr/lib/python3.11/{m}.py" for m in [*startup, "json", "hashlib"]]
+    lines += ["stat\t1\t0\t/app", "exit\t1\t0"]
+    obs = _observation("\n".join(lines), {"/app": (True, True, False)})
+    obs.trace_access["/app"] = obs.trace_access["/app"].model_copy(update={"is_dir": True})
+    (sink,) = plan_replay(obs, set())
+    shadows = [p.path for p in sink.plants if p.path.startswith("/app/") and "customize" not in p.path]
+    assert shadows[:2] == ["/app/hashlib.py", "/app/json.py"] and len(shadows) == 30
