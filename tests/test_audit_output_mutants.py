@@ -3,6 +3,7 @@ verifier's traced run, run for real as the programs they replace."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.mutants.output import output_mutants
 from qaflow.audit.observation import Observation
-from qaflow.audit.trace import parse_trace
+from qaflow.audit.trace import PathEvent, parse_trace
 
 SCRIPT = "/app/triage.py"
 
@@ -63,15 +64,33 @@ def test_less_than_asked_leaves_out_the_first_line_of_what_the_same_arguments_pr
 @pytest.mark.parametrize(
     ("calls", "kinds"),
     [
-        ([([], "42\n")], []),  # one answer: printing it again is the right answer, no mutant
+        ([([], "42\n")], ["wrong-values"]),  # one answer: printing it again would be right, no more-than-asked
+        ([([], "forty-two\n")], []),  # and no digit to get wrong
         ([([], "42\n"), ([], "42\n")], []),
-        ([(["x"], "1\n2\n")], ["less-than-asked"]),
+        ([(["x"], "1\n2\n")], ["less-than-asked", "wrong-values"]),
         ([([], "1\n2\n"), ([], "3\n4\n")], ["more-than-asked"]),  # same arguments twice: which is which is unknown
-        ([(["a"], "1\n2\n"), (["b"], "3\n")], ["more-than-asked", "less-than-asked"]),
+        ([(["a"], "1\n2\n"), (["b"], "3\n")], ["more-than-asked", "less-than-asked", "wrong-values"]),
     ],
 )
 def test_a_mutant_is_made_only_where_it_is_a_wrong_answer_that_can_be_told_apart(calls, kinds):
     assert [m.name.split(":")[0] for m in output_mutants(_effect(), _trace(calls))] == kinds
+
+
+@pytest.mark.parametrize("python", [True, False])
+def test_wrong_values_get_every_figure_wrong_in_the_output_and_in_the_file_it_writes(tmp_path: Path, python: bool):
+    """The verifier runs the work with a fresh output path each time; the file it wrote there was kept."""
+    fresh = "/tmp/pytest-of-root/pytest-0/test_report0/report.html"
+    obs = _trace([(["/tests/sales.csv", fresh], "wrote 5 rows\n")], python)
+    head = ["python3", SCRIPT] if python else ["/app/triage"]
+    assert obs.trace is not None
+    obs.trace.events.append(PathEvent(op="open", path=fresh, result=3, flags=os.O_WRONLY | os.O_CREAT, pid=2))
+    obs.trace.runs[-1].argv = [*head, "/tests/sales.csv", fresh]
+    obs.outputs = {fresh: "<td>eu</td><td>120</td><td>3099.50</td>"}
+    (values,) = [m for m in output_mutants(_effect(python), obs) if m.name.startswith("wrong-values")]
+    elsewhere = tmp_path / "other-run" / "report.html"
+    elsewhere.parent.mkdir()
+    printed = _run(values.writes[values.targets[0]] or b"", ["/tests/sales.csv", str(elsewhere)], tmp_path, python)
+    assert (printed, elsewhere.read_text()) == ("wrote 6 rows\n", "<td>eu</td><td>231</td><td>4100.61</td>")
 
 
 def test_programs_the_reference_solution_did_not_write_and_untraced_verifiers_get_none():

@@ -211,6 +211,11 @@ class Observation(BaseModel):
         default_factory=dict,
         description="What the files the verifier appended to (or wrote without truncating) held after its run",
     )
+    outputs: dict[str, str] = Field(
+        default_factory=dict,
+        description="What the files a program the verifier started (not test.sh itself) wrote held after the run, "
+        "where they were left: what the work produced at verify time (`qaflow.audit.mutants.output`)",
+    )
 
     def get(self, path: str) -> Access | None:
         return next((a for a in self.accesses if a.path == path), None)

@@ -451,17 +451,30 @@ def read_trace(box: Sandbox, task: Task, observation: Observation) -> None:
                 path, facts = classified
                 observation.trace_access[path] = facts.access(path, owner_of(path, roots), [], [])
     kept = [p for p in trace.kept() if owner_of(p, roots) == "task"][:MAX_KEPT]
-    if kept:
-        ex = box.exec(
-            [SHELL, "-c", SYSTEM_TOOLS + f'for f in "$@"; do printf "%s\\0" "$f"; head -c {MAX_KEPT_BYTES} "$f" '
-             '| base64 -w0; printf "\\0"; done', "sh", *kept], timeout=60, user="0",
-        )  # fmt: skip
-        fields = ex.stdout.split("\0")
-        for path, data in zip(fields[::2], fields[1::2], strict=False):
-            try:
-                observation.kept[path] = base64.b64decode(data).decode("utf-8", "surrogateescape")
-            except ValueError:
-                continue
+    observation.kept = _file_texts(box, kept)
+    top = trace.executed()[0].pid if trace.executed() else None
+    written = [
+        e.path for e in trace.events if e.writes and e.pid != top and not e.path.startswith(("/logs/", "/tests/"))
+    ]
+    observation.outputs = _file_texts(box, [p for p in dict.fromkeys(written) if p not in kept][:MAX_KEPT])
+
+
+def _file_texts(box: Sandbox, paths: list[str]) -> dict[str, str]:
+    """What each of `paths` holds now (its first `MAX_KEPT_BYTES`), for those that are still there."""
+    if not paths:
+        return {}
+    ex = box.exec(
+        [SHELL, "-c", SYSTEM_TOOLS + f'for f in "$@"; do [ -f "$f" ] || continue; printf "%s\\0" "$f"; '
+         f'head -c {MAX_KEPT_BYTES} "$f" | base64 -w0; printf "\\0"; done', "sh", *paths], timeout=60, user="0",
+    )  # fmt: skip
+    fields = ex.stdout.split("\0")
+    texts: dict[str, str] = {}
+    for path, data in zip(fields[::2], fields[1::2], strict=False):
+        try:
+            texts[path] = base64.b64decode(data).decode("utf-8", "surrogateescape")
+        except ValueError:
+            continue
+    return texts
 
 
 def in_home(path: str) -> bool:
