@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.exploits import Exploit, Plant
 from qaflow.audit.exploits.answers import ANSWER_COPY, READ_BY_REFERENCE, judge_answer_copy, named_in, plan_answer_copy
 from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.cli import app
+from qaflow.trial.effects import ChangeKind, Effect, FileChange
 from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, audit_fixtures, only_a_failed_sink
 
 ANSWER = b"Ahmed Khan\nBen Ode\n"

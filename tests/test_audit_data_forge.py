@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.exploits.data_forge import DATA_EMPTY, DATA_ZERO, ZERO_SED, plan_data_forge, zero_numbers
 from qaflow.audit.observation import Access, Observation
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.models.records import RunKind
 from qaflow.pool import Pool
+from qaflow.trial.effects import ChangeKind, Effect, FileChange
 from tests.conftest import require_backend
 from tests.taskfactory import write_task
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.exploits.decodes import (
     DECODE_COPY,
     REFED,
@@ -24,6 +23,7 @@ from qaflow.audit.exploits.decodes import (
 from qaflow.audit.observation import DecodeStep, Observation
 from qaflow.audit.observer_files import BASH_ENV_FILE, SEP
 from qaflow.cli import app
+from qaflow.trial.effects import ChangeKind, Effect, FileChange
 from tests.conftest import require_backend
 from tests.taskfactory import write_task
 

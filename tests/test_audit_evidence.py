@@ -10,10 +10,10 @@ import hashlib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.settle import TIMEOUTS, Escalation, added_attempts, escalations
+from qaflow.trial.effects import ChangeKind, Effect, FileChange
 
 REPEATS = 6
 OUT = b"total: 42\n"

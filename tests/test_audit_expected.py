@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from qaflow.audit.effects import MIN_LOOSE_BYTES, ChangeKind, Effect, FileChange, loose_bytes
 from qaflow.audit.exploits.answers import plan_answer_copy
 from qaflow.audit.exploits.expected import EXPECTED_REWRITE, MAX_REWRITES, plan_expected_rewrite
 from qaflow.audit.observation import Access, Observation, PytestRun
 from qaflow.cli import app
+from qaflow.trial.effects import MIN_LOOSE_BYTES, ChangeKind, Effect, FileChange, loose_bytes
 from tests.audit_runs import LABELLED_AUDIT_TIMEOUT_S, audit_fixtures
 
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.exploits import HARNESS_PYTEST, HARNESS_USER_SITE, PATH_SHIM
 from qaflow.audit.exploits.inprocess import (
     ALWAYS_EQUAL,
@@ -35,6 +34,7 @@ from qaflow.audit.report import harness_note
 from qaflow.audit.runner import AuditConfig, Auditor
 from qaflow.models.records import FindingCode, RunKind
 from qaflow.pool import Pool
+from qaflow.trial.effects import ChangeKind, Effect, FileChange
 from tests.conftest import require_backend
 from tests.taskfactory import JUNIT_COUNTER, write_task
 

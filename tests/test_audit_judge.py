@@ -179,8 +179,8 @@ def test_trusted_paths_are_files_the_verifier_copies_into_the_reward(tmp_path):
 def test_an_effect_the_sandbox_failed_to_record_is_infra_error_not_silence():
     # issue 41, item 2: a container paused while the oracle's effect was listed left the oracle "ok, 1.0" and
     # every probe built on the effect skipped without a word: the task ended `accepted`
-    from qaflow.audit.effects import Effect
     from qaflow.audit.judge import effect_lost
+    from qaflow.trial.effects import Effect
 
     paused = Effect(error="could not list the sandbox after the agent: the sandbox died (paused from outside qaflow)")
     stalled = Effect(error="listing after the agent failed (timed out)")

@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qaflow.agents import OracleAgent
-from qaflow.audit.effects import ChangeKind, Effect, FileChange, RecordingAgent, parse_report
 from qaflow.audit.mutants import Mutant, MutantAgent, MutantKind, deliverables, in_dot_folder, is_scratch, make_mutants
 from qaflow.audit.observation import Access, Observation
 from qaflow.task import Task
 from qaflow.trial import run_trial
+from qaflow.trial.effects import ChangeKind, Effect, FileChange, RecordingAgent, parse_report
 from tests.taskfactory import write_task
 
 SOLVE = r"""#!/bin/bash

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.mutants.output import output_mutants
 from qaflow.audit.observation import Observation
 from qaflow.audit.trace import PathEvent, parse_trace
+from qaflow.trial.effects import ChangeKind, Effect, FileChange
 
 SCRIPT = "/app/triage.py"
 

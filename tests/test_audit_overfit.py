@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.mutants.overfit import instruction_examples, overfit_module, overfit_mutants, overfit_script
 from qaflow.audit.observation import Observation
 from qaflow.audit.trace import parse_trace
+from qaflow.trial.effects import ChangeKind, Effect, FileChange
 
 INSTRUCTION = (
     "Write `/app/roman.py`: `python3 /app/roman.py N` prints N in Roman numerals.\n"

@@ -19,7 +19,6 @@ import pytest
 
 from qaflow.audit.battery import Evidence, register_probe, unregister_probe
 from qaflow.audit.config import AuditConfig
-from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.exploits import Exploit, Plant
 from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
@@ -33,6 +32,7 @@ from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode
 from qaflow.task import Task
 from qaflow.task_steps import StepTask
+from qaflow.trial.effects import ChangeKind, Effect, FileChange
 from tests.stepfactory import write_stock_task
 from tests.taskfactory import write_task
 

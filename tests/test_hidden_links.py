@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.exploits.hidden_links import named_hidden_files, plan_hidden_link
 from qaflow.task import Task
+from qaflow.trial.effects import ChangeKind, Effect, FileChange
 from tests.taskfactory import write_task
 
 

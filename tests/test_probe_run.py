@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.observation import Access, Observation
 from qaflow.audit.probe_run import ProbeRun, recorded_network
+from qaflow.trial.effects import ChangeKind, Effect, FileChange
 
 EFFECT = Effect(changes=[FileChange(path="/app/out.bin", kind=ChangeKind.CREATED, content=b"\xff\x00 answer")])
 OBSERVATION = Observation(

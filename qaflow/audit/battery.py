@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol, TypeGuard
 
-from qaflow.audit.effects import ChangeKind, Effect
 from qaflow.audit.exploits import Exploit, plan_exploits
 from qaflow.audit.exploits.answers import judge_answer_copy, plan_answer_copy
 from qaflow.audit.exploits.data_forge import judge_data_forge, plan_data_forge
@@ -43,6 +42,7 @@ from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.models.audit import AuditFinding
 from qaflow.task import Task
+from qaflow.trial.effects import ChangeKind, Effect
 
 
 @dataclass(frozen=True)

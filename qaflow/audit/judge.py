@@ -325,7 +325,7 @@ def judge_exploits(
 
 
 _EFFECT_LOST = re.compile(r"could not list the sandbox|timed out|sandbox died|paused from outside")
-"""How an effect recording the sandbox failed reads (`qaflow.audit.effects`), not one the task's own files broke."""
+"""How an effect recording the sandbox failed reads (`qaflow.trial.effects`), not one the task's own files broke."""
 
 
 def effect_lost(oracle: Sequence[ProbeRun]) -> list[AuditFinding]:

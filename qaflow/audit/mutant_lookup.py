@@ -11,7 +11,6 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from qaflow.audit.effects import Effect
 from qaflow.audit.exploits.inprocess import imported_modules
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
 from qaflow.audit.mutants.differential import plan_code_mutants
@@ -25,6 +24,7 @@ from qaflow.models.probe_key import ProbeKey, ProbeKind, name_of, probe_name
 from qaflow.models.records import ResultKey
 from qaflow.pool import Pool, PoolError
 from qaflow.task import Task
+from qaflow.trial.effects import Effect
 
 ALL_MUTANTS = 1000
 """A limit no audit reaches: mutant lists are prefixes of one deterministic order."""

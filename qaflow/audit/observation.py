@@ -164,7 +164,7 @@ class Observation(BaseModel):
     )
     loose_digests: dict[str, str] = Field(
         default_factory=dict,
-        description="sha256 of the same files with every whitespace byte removed (`qaflow.audit.effects.loose_bytes`): "
+        description="sha256 of the same files with every whitespace byte removed (`qaflow.trial.effects.loose_bytes`): "
         "an answer that differs from the output only in spacing or line ends",
     )
     git_leaks: list[GitLeak] = Field(

@@ -411,7 +411,7 @@ done
 
 def read_digests(box: Sandbox, paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """sha256 of each of `paths` (regular files, at most `MAX_DIGESTS`), read as root, as is and without
-    whitespace (`qaflow.audit.effects.loose_bytes`); none on failure."""
+    whitespace (`qaflow.trial.effects.loose_bytes`); none on failure."""
     paths = [p for p in paths if "\n" not in p][:MAX_DIGESTS]
     exact: dict[str, str] = {}
     loose: dict[str, str] = {}

@@ -9,10 +9,10 @@ from pydantic import BaseModel, Field
 from qaflow.agents import NopAgent, OracleAgent
 from qaflow.agents.base import Agent
 from qaflow.agents.stepwise import StepwiseAgent
-from qaflow.audit.effects import RecordingAgent
 from qaflow.audit.exploits import Exploit, ExploitAgent
 from qaflow.audit.mutants import Mutant, MutantAgent
 from qaflow.audit.tamper import TamperAgent
+from qaflow.trial.effects import RecordingAgent
 
 
 class ProbeAgent(BaseModel):

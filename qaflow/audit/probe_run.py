@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel, model_validator
 
-from qaflow.audit.effects import Effect
 from qaflow.audit.observation import Observation
 from qaflow.models.trial import ExitStatus, PhaseResult, StepResult, TrialResult
 from qaflow.sandbox.base import ExecResult
+from qaflow.trial.effects import Effect
 
 TAIL_CHARS = 2000
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from qaflow.audit.effects import Effect
 from qaflow.audit.observe import MAX_DIGESTS
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.models.trial import ExitStatus
+from qaflow.trial.effects import Effect
 
 Side = Literal["nop", "oracle"]
 

@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from qaflow.audit.effects import RecordingAgent
 from qaflow.audit.mutants import Mutant, MutantAgent
 from qaflow.audit.mutants.differential import DIFF_SCRIPT
 from qaflow.audit.observe import observe_trial
@@ -25,6 +24,7 @@ from qaflow.sandbox.image_names import declared_python
 from qaflow.sandbox.spec import RunNetwork, RuntimeNetwork, spec_for_task
 from qaflow.task import Task
 from qaflow.trial import run_trial
+from qaflow.trial.effects import RecordingAgent
 from qaflow.trial.task_sandbox import task_sandbox
 
 

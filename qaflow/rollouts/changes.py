@@ -14,13 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from qaflow.agents.base import Agent
-from qaflow.audit.effects import ChangeKind, Effect, FileChange, RecordingAgent
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.trust_edges import keep_for_record, task_edges
 from qaflow.ledger import Ledger
 from qaflow.models.records import ResultKey
 from qaflow.models.rollout import RolloutRecord
 from qaflow.task import Task
+from qaflow.trial.effects import ChangeKind, Effect, FileChange, RecordingAgent
 
 CHANGES_KEY = "changes"
 MAX_PATHS = 2000

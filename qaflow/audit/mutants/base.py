@@ -29,12 +29,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qaflow.audit.effects import ChangeKind, Effect, FileChange
 from qaflow.audit.observation import Observation
 from qaflow.models.probe_key import ProbeKey
 from qaflow.sandbox.base import ExecResult, Sandbox
 from qaflow.task import Task
 from qaflow.text import utf8_text
+from qaflow.trial.effects import ChangeKind, Effect, FileChange
 
 DEFAULT_MODE = 0o644
 """The mode `Sandbox.put` gives a file written from bytes."""

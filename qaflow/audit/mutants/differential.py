@@ -27,12 +27,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from qaflow.audit.effects import Effect
 from qaflow.audit.mutants.base import Mutant, MutantKind, oracle_state
 from qaflow.audit.mutants.code import MAX_PER_FILE, code_mutants
 from qaflow.models.audit import AuditFinding
 from qaflow.models.records import FindingCode
 from qaflow.text import utf8_text
+from qaflow.trial.effects import Effect
 
 MAX_CALLS = 200
 DIFF_SCRIPT = r"""

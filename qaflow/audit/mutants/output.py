@@ -26,10 +26,10 @@ import posixpath
 import shlex
 from dataclasses import dataclass
 
-from qaflow.audit.effects import Effect
 from qaflow.audit.mutants.base import Mutant, MutantKind, oracle_state
 from qaflow.audit.observation import Observation
 from qaflow.audit.trace import SHELLS, TracedRun, VerifierTrace, is_python, output_positions, runs_the_work, script_of
+from qaflow.trial.effects import Effect
 
 MAX_OUTPUT_MUTANTS = 3
 MAX_PRINTED = 16384

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 
-from qaflow.audit.effects import Effect
 from qaflow.audit.mutants.base import Mutant, MutantKind, oracle_state
 from qaflow.audit.observation import Observation
 from qaflow.audit.trace import is_python, script_of
+from qaflow.trial.effects import Effect
 
 MAX_OVERFIT = 2
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)

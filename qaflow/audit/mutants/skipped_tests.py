@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from qaflow.audit.effects import Effect
 from qaflow.audit.mutants.base import Mutant, MutantKind, oracle_state
 from qaflow.audit.mutants.brace import SUFFIXES, brace_mutants
 from qaflow.models.audit import AuditFinding, FindingCode
 from qaflow.text import utf8_text
+from qaflow.trial.effects import Effect
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 _C_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp")

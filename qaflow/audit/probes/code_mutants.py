@@ -4,7 +4,6 @@ like a mutant; a survivor counts only where it computes something else than the 
 
 from __future__ import annotations
 
-from qaflow.audit.effects import Effect
 from qaflow.audit.exploits.inprocess import imported_modules
 from qaflow.audit.mutants import Mutant, MutantKind, oracle_state
 from qaflow.audit.mutants.differential import diff_config, judge_code_mutants, plan_code_mutants
@@ -14,6 +13,7 @@ from qaflow.audit.probes.context import Probe, TaskRun, TrialRequest
 from qaflow.audit.work_items import differential_item
 from qaflow.models.audit import AuditFinding
 from qaflow.models.probe_key import ProbeKey
+from qaflow.trial.effects import Effect
 
 
 def code_mutant_probe(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from qaflow.audit.effects import Effect
 from qaflow.audit.mutants.skipped_tests import judge_enabled, plan_enabled_mutants, write_enabled
 from qaflow.audit.probe_agent import ProbeAgent
 from qaflow.audit.probes.context import Probe, TaskRun, TrialRequest
@@ -15,6 +14,7 @@ from qaflow.errors import QaflowError
 from qaflow.models.audit import AuditFinding
 from qaflow.models.probe_key import ProbeKey, ProbeKind
 from qaflow.task import Task, copy_task_folder
+from qaflow.trial.effects import Effect
 
 
 def enabled_tests_probe(

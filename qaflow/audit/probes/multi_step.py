@@ -22,7 +22,6 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from qaflow.audit.effects import Effect
 from qaflow.audit.judge import SETUP_FAILED, judge
 from qaflow.audit.mutants import Mutant, make_mutants
 from qaflow.audit.probe_agent import ProbeAgent
@@ -35,6 +34,7 @@ from qaflow.models.probe_key import ProbeKey, ProbeKind, name_of
 from qaflow.models.records import FindingCode
 from qaflow.task import Task
 from qaflow.task_steps import StepTask, step_tasks
+from qaflow.trial.effects import Effect
 
 
 class Battery(Protocol):

@@ -4,12 +4,12 @@ rounds of oracle trials that confirm a verifier whose reruns disagree with oracl
 
 from __future__ import annotations
 
-from qaflow.audit.effects import Effect
 from qaflow.audit.probe_agent import ProbeAgent
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.probes.context import Probe, TaskRun, TrialRequest
 from qaflow.audit.settle import MIN_CONFIRM_RUNS, added_attempts, confirms_again, escalations, verifier_reruns
 from qaflow.models.probe_key import ProbeKey, ProbeKind
+from qaflow.trial.effects import Effect
 
 NOP, ORACLE = ProbeKey(ProbeKind.NOP), ProbeKey(ProbeKind.ORACLE)
 

@@ -6,7 +6,6 @@ the trials settling and confirmation add where the evidence is unclear, the judg
 
 from __future__ import annotations
 
-from qaflow.audit.effects import Effect
 from qaflow.audit.judge import effect_lost, judge
 from qaflow.audit.mutant_lookup import focus_text
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
@@ -25,6 +24,7 @@ from qaflow.audit.work_items import mutant_timeout
 from qaflow.models.audit import AuditFinding
 from qaflow.models.probe_key import ProbeKey, ProbeKind, name_of
 from qaflow.task import VerifierEnvironmentMode
+from qaflow.trial.effects import Effect
 
 NOP, ORACLE, TAMPER, OBSERVE = (
     ProbeKey(k) for k in (ProbeKind.NOP, ProbeKind.ORACLE, ProbeKind.TAMPER, ProbeKind.OBSERVE)
