@@ -256,9 +256,14 @@ EXPLOIT_REMEDIES = {
     ),
     "replay": (
         "the verifier's verdict can be replayed from files the agent can create or change (the plants listed: a "
-        "program found first on PATH, a file its shell sources, a module its Python finds first, a file it appends "
-        "to); run programs by absolute path with a PATH and PYTHONPATH of folders the agent cannot write, `python3 "
-        "-I`, and keep scratch files in a fresh `mktemp -d`"
+        "program found first on PATH or a script of the agent's it runs, a file its shell sources, a module its "
+        "Python finds first, a file it appends to, scratch files it writes where the agent can put links); run "
+        "programs by absolute path with a PATH and PYTHONPATH of folders the agent cannot write, `python3 -I`, "
+        "run only the verifier's own copies of helpers, and keep scratch files in a fresh `mktemp -d`"
+    ),
+    "replay-code": (
+        "the verifier runs what the agent's program outputs as code (an `eval` of what it prints, a summary file its "
+        "shell sources); parse the output as data (`ast.literal_eval`, `json.loads`, a `case` on each line) instead"
     ),
     "exit-at-import": (
         "the verifier imports the agent's module into the process whose exit status it rewards; reward the "
