@@ -469,6 +469,9 @@ def test_a_script_the_verifiers_shell_or_python_ran_is_replayed_in_its_language(
     assert (shell.stdout, shell.returncode) == (b"ann,1\nbob,2\n", 0)
     python = subprocess.run([sys.executable, str(check), "--strict"], capture_output=True, check=False)
     assert (python.stdout, python.returncode) == (b"all 4 rows match\n", 0)
+    check.chmod(0o755)  # started by path, as its `#!` line says
+    direct = subprocess.run([str(check), "--strict"], capture_output=True, check=False)
+    assert (direct.stdout, direct.returncode) == (b"all 4 rows match\n", 0)
     assert plan_replay(_observation(run, access), {"/app/scripts/canon.sh", "/app/check.py"}) == [], "the work's"
 
 
