@@ -294,6 +294,14 @@ def test_no_timeout_can_keep_errors() -> None:
     assert verdicts(frame, FilterConfig(rules=[NoTimeout(drop_errors=False)]))["no_timeout"] == [None, "agent timeout"]
 
 
+def test_no_timeout_removes_a_row_without_an_exit_status() -> None:
+    frame = records_to_frame([record(), record(attempt=1)])
+    frame = frame.with_columns(pl.when(pl.col("attempt") == 1).then(None).otherwise(pl.col("exit_status"))
+                               .alias("exit_status"))  # fmt: skip
+    for rule in (NoTimeout(), NoTimeout(drop_errors=False)):
+        assert verdicts(frame, FilterConfig(rules=[rule]))["no_timeout"] == [None, "exit status missing"]
+
+
 def test_min_turns_counts_assistant_messages_not_the_turns_column() -> None:
     frame = records_to_frame([record(tool_steps=3, turns=50), record(attempt=1, tool_steps=1, turns=0)])
     assert verdicts(frame, FilterConfig(rules=[MinTurns(n=3)]))["min_turns"] == [None, "2 turns < 3"]
