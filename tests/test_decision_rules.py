@@ -23,13 +23,13 @@ from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.audit.replay_plants import WORK_GROUP
 from qaflow.audit.runner import AuditConfig
-from qaflow.audit.settle import confirms_again, escalations, needs_confirmation
+from qaflow.audit.settle import Escalation, added_attempts, confirms_again, escalations, needs_confirmation
 from qaflow.audit.skipped_tests import Enabled, judge_enabled
 from qaflow.cli import app
-from qaflow.harden.gate import Band, oracle_evidence
+from qaflow.harden.gate import Band, GateConfig, clean_reason, harness_evidence, oracle_evidence
 from qaflow.models.audit import AuditFinding, Verdict, verdict_for
 from qaflow.models.records import FindingCode as C
-from qaflow.models.records import Result, Severity
+from qaflow.models.records import Result, Severity, VersionStatus
 from qaflow.models.trial import ExitStatus
 from qaflow.pool import Pool
 from qaflow.repair.base import RepairError
@@ -136,14 +136,16 @@ def test_a_surviving_planted_reward_is_tamper_unless_every_nop_run_passes(nop_re
 
 
 def _forged(probe: str) -> ProbeRun:
-    return run(probe, 1.0, error_kind="reward_forged", error="a process wrote the reward", exit_status="error")
+    """A run whose reward a leftover process wrote: the trial records the error and no reward."""
+    return run(probe, None, error_kind="reward_forged", error="a process wrote the reward", exit_status="error")
 
 
 @pytest.mark.parametrize(
     ("nop", "oracle", "want"),
     [
-        # the forged run is left out of the other rules: no disagreement among the nop runs, no flaky oracle
-        ([_forged("nop"), run("nop", 0.0), run("nop", 0.0)], [FULL] * 3, [C.REWARD_TAMPER]),
+        # the forged run is left out of the other rules: no disagreement among the nop or oracle runs
+        ([_forged("nop"), run("nop", 0.0), run("nop", 0.0)], [_forged("oracle"), FULL, FULL], [C.REWARD_TAMPER]),
+        ([_forged("nop"), run("nop", 1.0), run("nop", 1.0)], [FULL] * 3, [C.REWARD_TAMPER, C.FALSE_PASS]),
         (NOP, [_forged("oracle"), CLEAN_FAIL, CLEAN_FAIL], [C.REWARD_TAMPER, C.FALSE_REJECTION]),
     ],
 )
@@ -151,6 +153,19 @@ def test_a_forged_reward_is_tamper_and_its_run_counts_for_nothing_else(
     nop: list[ProbeRun], oracle: list[ProbeRun], want: list[C]
 ):
     assert [f.code for f in judge(nop=nop, oracle=oracle)] == want
+
+
+@pytest.mark.parametrize("probe", ["tamper", "mutant:empty-all"])
+def test_a_forged_tamper_or_mutant_run_is_tamper_naming_its_probe(probe: str):
+    tamper, mutants = (_forged(probe), []) if probe == "tamper" else (None, [_forged(probe)])
+    got = judge(nop=NOP, oracle=[FULL] * 3, tamper=tamper, mutants=mutants)
+    assert [(f.code, f.evidence.get("probes")) for f in got] == [(C.REWARD_TAMPER, [probe])]
+
+
+def test_infra_evidence_in_a_run_that_got_full_reward_is_no_infra_error():
+    line = "curl: (6) Could not resolve host: pypi.org"
+    assert judge(nop=NOP, oracle=[run("oracle", 1.0, verifier_output=line)] * 3) == []
+    assert {f.code for f in judge(nop=NOP, oracle=[run("oracle", 0.0, verifier_output=line)] * 3)} == {C.INFRA_ERROR}
 
 
 @pytest.mark.parametrize(
@@ -217,6 +232,11 @@ def test_judge_exploits_counts_a_win_unless_every_nop_run_passes(nop: list[Probe
     exploit = Exploit(name="python-plant", plants=[Plant(path="/app/conftest.py", content="", why="w")])
     got = judge_exploits(nop, [run("exploit:python-plant", 1.0)], [exploit], "pool/t")
     assert [f.code for f in got] == ([C.REWARD_TAMPER] if found else [])
+
+
+def test_judge_exploits_counts_only_full_reward_as_a_win():
+    exploit = Exploit(name="python-plant", plants=[Plant(path="/app/conftest.py", content="", why="w")])
+    assert judge_exploits(NOP_FAILS, [run("exploit:python-plant", 0.5)], [exploit], "pool/t") == []
 
 
 def test_the_replay_judge_leaves_out_a_sink_of_the_wrong_state_alone(tmp_path: Path):
@@ -289,6 +309,38 @@ def test_at_most_two_confirmation_rounds_and_the_second_only_on_mixed_reruns(
     assert confirms_again(oracle, observed, rounds_done) is again
 
 
+TIMED_OUT = {"exit_status": "agent_timeout", "agent_timed_out": True, "agent_exit": 137}
+
+
+@pytest.mark.parametrize(
+    ("error_kind", "want"),
+    [
+        (None, []),  # every nop run timed out, and there are two: settled
+        # a run that also erred (its sandbox died) is not a timeout: the side gets the fixed plan's trials
+        ("sandbox", [("nop", None), ("nop", None), ("nop", 1)]),
+    ],
+)
+def test_a_side_is_settled_by_timeouts_only_when_its_runs_timed_out_and_nothing_else(
+    error_kind: str | None, want: list[tuple[str, int | None]]
+):
+    nop = [run("nop", 0.0, attempt=i, error_kind=error_kind, error=error_kind, **TIMED_OUT) for i in range(2)]
+    got = escalations(nop, [run("oracle", 1.0)], _observed(7), None, 3)
+    assert [(e.side, e.trials) for e in got] == want
+
+
+@pytest.mark.parametrize(
+    ("asked", "want"),
+    [
+        ([1, 3], [1, 2, 3]),  # as many as the largest count asked, after the attempts it has
+        ([2], [1, 2]),
+        ([1, None], [1, 2]),  # the fixed plan's missing attempts when any reason asks for it
+    ],
+)
+def test_added_attempts_take_the_largest_ask(asked: list[int | None], want: list[int]):
+    why = [Escalation("nop", f"reason {i}", n) for i, n in enumerate(asked)] + [Escalation("oracle", "other", 9)]
+    assert added_attempts(why, "nop", [run("nop", 0.0)], 3) == want
+
+
 # -- the acceptance gate's band -------------------------------------------------------------------
 
 
@@ -329,6 +381,16 @@ def _oracle_result(attempt: int, full: bool, status: ExitStatus = ExitStatus.OK)
 def test_the_gate_needs_every_oracle_run_to_pass_cleanly(runs: list[tuple[bool, ExitStatus]], ok: bool):
     evidence = oracle_evidence([_oracle_result(i, full, status) for i, (full, status) in enumerate(runs)])
     assert evidence.ok is ok
+
+
+@pytest.mark.parametrize(
+    ("holes", "allowed", "ok"), [([], False, True), (["path-shim"], False, False), (["path-shim"], True, True)]
+)
+def test_a_proven_harness_hole_blocks_the_gate_and_training_unless_allowed(holes: list[str], allowed: bool, ok: bool):
+    assert harness_evidence(holes, GateConfig(allow_harness_holes=allowed)).ok is ok
+    reason = clean_reason(VersionStatus.ACCEPTED, holes, allow_harness_holes=allowed)
+    assert (reason is None) is ok
+    assert clean_reason(VersionStatus.CANDIDATE, holes, allow_harness_holes=allowed) is not None
 
 
 # -- repair -------------------------------------------------------------------------------------------
