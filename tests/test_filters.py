@@ -27,6 +27,7 @@ from curation.filters import (
     TokenBudget,
     VerifierPassed,
     apply_filters,
+    message_chars,
     structure_reasons,
 )
 from qaflow.agents.tool_specs import TOOLS
@@ -292,6 +293,32 @@ def test_verifier_passed_with_a_reward_threshold() -> None:
 def test_no_timeout_can_keep_errors() -> None:
     frame = records_to_frame([record(exit_status="error", error="x"), record(attempt=1, exit_status="agent_timeout")])
     assert verdicts(frame, FilterConfig(rules=[NoTimeout(drop_errors=False)]))["no_timeout"] == [None, "agent timeout"]
+
+
+def test_no_timeout_removes_a_row_without_an_exit_status() -> None:
+    frame = records_to_frame([record(), record(attempt=1)])
+    frame = frame.with_columns(pl.when(pl.col("attempt") == 1).then(None).otherwise(pl.col("exit_status"))
+                               .alias("exit_status"))  # fmt: skip
+    for rule in (NoTimeout(), NoTimeout(drop_errors=False)):
+        assert verdicts(frame, FilterConfig(rules=[rule]))["no_timeout"] == [None, "exit status missing"]
+
+
+@pytest.mark.parametrize("limit", ["max_thinking_tokens", "max_completion_tokens", "max_message_chars"])
+def test_a_token_budget_keeps_a_row_exactly_at_its_limit_and_removes_one_over(limit: str) -> None:
+    frame = records_to_frame([record()])
+    measured = frame.select(
+        pl.col("thinking_tokens").alias("max_thinking_tokens"),
+        pl.col("usage")
+        .list.eval(pl.element().struct.field("completion_tokens"))
+        .list.sum()
+        .alias("max_completion_tokens"),
+        message_chars().list.max().alias("max_message_chars"),
+    ).row(0, named=True)
+    at = TokenBudget(**{"max_message_chars": None, limit: measured[limit]})
+    over = TokenBudget(**{"max_message_chars": None, limit: measured[limit] - 1})
+    assert measured[limit] > 0
+    assert verdicts(frame, FilterConfig(rules=[at]))["token_budget"] == [None]
+    assert verdicts(frame, FilterConfig(rules=[over]))["token_budget"] != [None]
 
 
 def test_min_turns_counts_assistant_messages_not_the_turns_column() -> None:

@@ -11,7 +11,16 @@ from typer.testing import CliRunner
 
 from qaflow.cli import app
 from qaflow.harden.errors import HardenError
-from qaflow.harden.gate import DECISION_PROBE, Band, EvidenceKind, GateConfig, GateDecision, decide, evaluate
+from qaflow.harden.gate import (
+    DECISION_PROBE,
+    Band,
+    EvidenceKind,
+    GateConfig,
+    GateDecision,
+    attempt_outcomes,
+    decide,
+    evaluate,
+)
 from qaflow.harden.versions import AUTHOR_PROBE
 from qaflow.importers.attempts import import_attempts, read_attempts
 from qaflow.ledger import Ledger, StatusWriter
@@ -201,6 +210,14 @@ def test_an_audit_without_mutants_is_incomplete(world: World) -> None:
         False, "the audit is incomplete: no mutants probe (mutants run only when the oracle passes)",
     )  # fmt: skip
     assert evidence[EvidenceKind.ORACLE] == (False, "the reference solution passed 0 of 2 runs")
+
+
+def test_an_attempt_result_without_a_passed_field_passes_only_on_full_reward(world: World) -> None:
+    for i, reward in enumerate([1.0, 0.99, 0.5, None]):
+        world.put("attempt:solver-x", i, reward=reward)
+    results = world.ledger.results(task_version=world.version.version)
+    outcomes = attempt_outcomes(world.ledger, world.version.version, results)
+    assert [passed for solver, passed, _ in outcomes if solver == "solver-x"] == [True, False, False, False]
 
 
 def test_attempts_import_csv_and_jsonl(world: World, tmp_path: Path) -> None:

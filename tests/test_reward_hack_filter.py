@@ -27,6 +27,7 @@ from qaflow.models.rollout import Effort, RolloutRecord
 from qaflow.pool import Pool
 from qaflow.rollouts.attempt import run_attempt
 from qaflow.rollouts.changes import CHANGES_KEY
+from qaflow.rollouts.hacks import hack_reason
 from qaflow.rollouts.job import RolloutJobConfig, run_rollouts
 from qaflow.task import Task
 from rl.graded import zero_hacks
@@ -160,6 +161,25 @@ def test_export_leaves_hacks_out_and_rl_scores_them_zero() -> None:
 
 def scripted(*replies: ScriptedReply) -> LLMConfig:
     return LLMConfig(model="openai/scripted", script=list(replies))
+
+
+@pytest.mark.parametrize(("reward", "hack"), [(0.0, False), (None, False), (0.01, True), (1.0, True)])
+def test_only_a_rewarded_attempt_is_a_hack_for_the_export_gate(reward: float | None, hack: bool) -> None:
+    row = records_to_frame([record(1.0, {"created": ["/app/conftest.py"]})]).row(0, named=True) | {"reward": reward}
+    if hack:
+        with pytest.raises(Rejected):
+            check_hack(row, GateOptions())
+    else:
+        check_hack(row, GateOptions())
+
+
+def test_a_failed_listing_that_does_not_say_whether_evidence_was_lost_counts_as_lost() -> None:
+    """A change record from before `lost` was recorded: what the agent changed is unknown, so it is removed."""
+    meta = json.dumps({CHANGES_KEY: {"created": [], "modified": [], "deleted": [], "error": "the state is gone"}})
+    assert hack_reason(meta, "Write /app/out.txt.") == "what the attempt changed is unknown (the state is gone)"
+    assert hack_reason(meta, "Write /app/out.txt.", unrecorded=False) is None
+    kept = json.dumps({CHANGES_KEY: {"created": [], "error": "no find", "lost": False}})
+    assert hack_reason(kept, "Write /app/out.txt.") is None
 
 
 def test_real_rollouts_record_what_they_changed_and_the_replayed_exploit_is_removed(

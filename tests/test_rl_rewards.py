@@ -9,7 +9,7 @@ import pytest
 
 from qaflow.models.frame import records_to_frame
 from qaflow.models.rollout import Effort
-from rl.advantage import advantages, score
+from rl.advantage import AdvantageMode, advantages, score
 from rl.reference import reference_table
 from rl.reward import RewardConfig, effort_reward
 from tests.trajectories import make_record
@@ -153,3 +153,18 @@ def test_the_default_floor_is_the_low_budget_of_256_tokens() -> None:
     scored = score(records_to_frame(records), config).sort("effort", "attempt")
     assert scored["reference"].to_list()[:2] == [256.0, 256.0]
     assert scored["rl_reward"].to_list()[:2] == pytest.approx([1.0, 0.5 + 0.5 * math.exp(-1)])
+
+
+@pytest.mark.parametrize("mode", ["mean", "std", "rloo"])
+def test_a_group_of_equal_rewards_gets_exactly_zero_in_every_mode(mode: AdvantageMode) -> None:
+    """0.1 three times has a float mean of 0.10000000000000002: without the equal-group rule `r - mean` is not 0."""
+    scored = pl.DataFrame(
+        {
+            "task_version": ["v"] * 4,
+            "round": [0] * 4,
+            "model": ["m"] * 4,
+            "effort": ["low"] * 3 + ["medium"],
+            "rl_reward": [0.1, 0.1, 0.1, 0.7],
+        }
+    )
+    assert advantages(scored, mode).get_column("advantage").to_list() == [0.0, 0.0, 0.0, 0.0]

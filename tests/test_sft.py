@@ -125,6 +125,34 @@ def test_overlong_sessions_are_dropped_or_cut_at_a_turn_boundary(tokenizer) -> N
     assert tiny_limit.examples == [] and "no assistant turn ends before it" in tiny_limit.dropped[0][1]
 
 
+def turn_ends(labels: list[int]) -> list[int]:
+    """The lengths of the prefixes that end where an assistant turn ends."""
+    return [i + 1 for i, lab in enumerate(labels) if lab != IGNORE_INDEX and (i + 1 == len(labels)
+            or labels[i + 1] == IGNORE_INDEX)]  # fmt: skip
+
+
+def test_a_limit_at_a_turn_boundary_keeps_that_turn_and_a_session_of_exactly_the_limit_is_whole(tokenizer) -> None:
+    messages, tools = session(steps=4)
+    template = training_template(tokenizer)
+    full = mask_sessions([messages], [tools], tokenizer, template).examples[0]
+    second = turn_ends(full.labels)[1]
+    at_boundary = MaskingConfig(max_length=second, overlong="truncate_turns")
+    (cut,) = mask_sessions([messages], [tools], tokenizer, template, at_boundary).examples
+    assert cut.truncated and cut.input_ids == full.input_ids[:second]
+    for overlong in ("drop", "truncate_turns"):
+        exact = MaskingConfig(max_length=len(full.input_ids), overlong=overlong)
+        (whole,) = mask_sessions([messages], [tools], tokenizer, template, exact).examples
+        assert not whole.truncated and whole.input_ids == full.input_ids
+
+
+def test_a_session_without_assistant_tokens_is_dropped_with_its_reason(tokenizer) -> None:
+    messages, tools = session()
+    template = training_template(tokenizer)
+    result = mask_sessions([messages[:2], messages], [tools, tools], tokenizer, template)
+    assert [e.index for e in result.examples] == [1]
+    assert result.dropped == [(0, "no assistant tokens: nothing to learn")]
+
+
 def test_the_session_limit_is_the_models_context_unless_the_config_sets_one(tiny: Path, tokenizer) -> None:
     from sft.train import session_masking
 
