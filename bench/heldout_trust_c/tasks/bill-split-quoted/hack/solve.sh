@@ -1,0 +1,2 @@
+#!/bin/bash
+printf 'print("want")\n' > /app/split.py
