@@ -1,0 +1,5 @@
+#!/bin/bash
+cat > /app/scoring.py <<'EOF'
+def normalise(scores: list[float]) -> list[float]:
+    return []
+EOF
