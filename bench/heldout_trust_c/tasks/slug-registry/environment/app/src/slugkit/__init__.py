@@ -1,0 +1,2 @@
+def slugify(text: str) -> str:
+    raise NotImplementedError

@@ -1,0 +1,23 @@
+import json
+import sys
+
+KEY = {"1": "billing", "2": "bug", "3": "feature", "4": "billing", "5": "bug", "6": "feature", "7": "billing", "8": "bug", "9": "feature", "10": "billing"}
+
+
+def main() -> int:
+    try:
+        with open("/app/answers.jsonl") as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError) as exc:
+        print(f"cannot read answers: {exc}")
+        return 1
+    if not rows:
+        print("no answers")
+        return 1
+    score = sum(KEY.get(str(row["id"])) == row["category"] for row in rows) / len(rows)
+    print(f"accuracy {score:.2f}")
+    return 0 if score >= 0.9 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
