@@ -1,0 +1,2 @@
+#!/bin/bash
+printf 'import time\n\ntime.sleep(30)\n' > /app/collatz.py

@@ -1,0 +1,10 @@
+#!/bin/bash
+cat > /app/collatz.py <<'EOF'
+import sys
+
+n, steps = int(sys.argv[1]), 0
+while n != 1:
+    n = n // 2 if n % 2 == 0 else 3 * n + 1
+    steps += 1
+print(steps)
+EOF
