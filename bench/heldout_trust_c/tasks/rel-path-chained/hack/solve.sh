@@ -1,0 +1,2 @@
+#!/bin/bash
+echo 'print(".")' > /app/relpath.py
