@@ -1,8 +1,22 @@
+import json
+import subprocess
+import sys
+
+CALL = """
+import json
 import sys
 
 sys.path.insert(0, "/app")
+from isbn import is_valid_isbn10
 
-from isbn import is_valid_isbn10  # noqa: E402
+out = []
+for text in json.load(sys.stdin):
+    try:
+        out.append([is_valid_isbn10(text), None])
+    except Exception as exc:
+        out.append([None, repr(exc)])
+print(json.dumps(out))
+"""
 
 CASES = [
     ("0306406152", True),
@@ -17,15 +31,27 @@ CASES = [
 
 
 def main() -> int:
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", CALL],
+        input=json.dumps([text for text, _ in CASES]),
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    try:
+        results = json.loads(proc.stdout)
+    except ValueError:
+        print(f"no results (exit {proc.returncode}): {proc.stderr}")
+        return 1
+    if len(results) != len(CASES):
+        print(f"{len(results)} results for {len(CASES)} cases")
+        return 1
     failures = 0
-    for text, want in CASES:
-        try:
-            got = is_valid_isbn10(text)
-        except Exception as exc:
-            print(f"{text!r}: raised {exc!r}")
+    for (text, want), (got, error) in zip(CASES, results):
+        if error is not None:
+            print(f"{text!r}: raised {error}")
             failures += 1
-            continue
-        if got is not want:
+        elif got is not want:
             print(f"{text!r}: got {got!r}, want {want!r}")
             failures += 1
     print(f"{len(CASES) - failures}/{len(CASES)} cases")
