@@ -1,7 +1,7 @@
 #!/bin/bash
+export PATH="${PATH#/app/.venv/bin:}"
 mkdir -p /logs/verifier
 cd /tests
-export PATH="${PATH#/app/.venv/bin:}"
 source ./checks.sh
 fail=0
 check_output commits1.txt expected1.md || fail=1
