@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -333,3 +334,27 @@ def test_targets_are_deliverables_and_copies_break_together(
             assert first in reads
         same = {p for p, c in files.items() if c == files[first] and len(c) >= 16}
         assert same <= set(m.targets) | {first}
+
+
+@pytest.mark.parametrize(
+    ("events", "deliverable"),
+    [
+        (["read"], True),  # the verifier reads what the agent left
+        (["unlink", "write", "read"], False),  # it removes the file and runs the work to make it again
+        (["write", "read"], False),  # it makes it afresh (truncating) before reading it
+        (["read", "unlink", "write", "read"], True),  # it read the agent's file first
+        (["append", "read"], True),  # an append keeps what the agent left
+    ],
+)
+def test_a_file_the_verifier_makes_again_before_reading_it_is_no_deliverable(events: list[str], deliverable: bool):
+    from qaflow.audit.mutants.base import deliverables
+    from qaflow.audit.observation import Access, Observation
+    from qaflow.audit.trace import parse_trace
+
+    path, flags = "/app/out.txt", {"read": 0, "write": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                                   "append": os.O_WRONLY | os.O_CREAT | os.O_APPEND}  # fmt: skip
+    lines = ["proc\t1\t0", "exec\t1\t0\t/usr/bin/python3\tpython3%1F/tests/check.py"]
+    lines += [f"unlink\t1\t0\t{path}" if e == "unlink" else f"open\t1\t3\t{flags[e]}\t{path}" for e in events]
+    obs = Observation(observed=True, trace=parse_trace("\n".join([*lines, "exit\t1\t0"])),
+                      accesses=[Access(path=path, how=["read"], exists=True)])  # fmt: skip
+    assert deliverables(obs, focus="")(path) is deliverable

@@ -123,6 +123,20 @@ class VerifierTrace(BaseModel):
     def read(self) -> list[str]:
         return list(dict.fromkeys(e.path for e in self.events if e.reads))
 
+    def regenerated(self) -> set[str]:
+        """Paths the verifier's run removed or wrote afresh (truncated, created, renamed into place) before it first
+        read them: what it then read was made at verify time, not left by the agent."""
+        first: dict[str, bool] = {}
+        for e in self.events:
+            fresh = e.writes and bool((e.flags or 0) & (os.O_TRUNC | os.O_CREAT)) and not e.appends
+            if (e.op == "unlink" and not e.failed) or fresh:
+                first.setdefault(e.path, True)
+            elif e.op == "rename" and not e.failed and e.to:
+                first.setdefault(e.to, True)
+            elif e.reads:
+                first.setdefault(e.path, False)
+        return {path for path, made in first.items() if made}
+
 
 INTERPRETERS = ("python", "bash", "sh", "dash", "zsh", "node", "perl", "ruby", "php", "Rscript", "java")
 

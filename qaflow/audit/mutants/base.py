@@ -119,9 +119,15 @@ def deliverables(observation: Observation | None, focus: str) -> Callable[[str],
     folder); when the observation cannot see every read (no observation, or a program whose reads are
     invisible ran), any file outside a hidden folder. A file the verifier never reads is never a target. In
     a hidden folder only the whole path counts as named: a file name alone there is the solution's scratch
-    copy of what the instruction named (`answer.txt` unpacked into `/app/.oracle/`), not an answer."""
+    copy of what the instruction named (`answer.txt` unpacked into `/app/.oracle/`), not an answer. Nor is a file
+    the traced verifier removed or wrote afresh before reading it (it runs the work to make it again): what it
+    checks is made at verify time, whatever the agent left there."""
+    trace = observation.trace if observation is not None and observation.observed else None
+    regenerated = trace.regenerated() if trace is not None else set()
 
     def deliverable(path: str) -> bool:
+        if path in regenerated:
+            return False
         if path in focus or (mentioned(path, focus) and not in_dot_folder(path)):
             return True
         if observation is not None and observation.observed and observation.get(path) is not None:
