@@ -70,6 +70,7 @@ def test_only_python_files_the_verifier_ran_or_imported_get_a_mutant():
         )
     )
     files = {p: f"print({p!r})\n".encode() for p in ("/app/roman.py", "/app/lib.py", "/app/unused.py")}
+    files["/app/lib.py"] = b"def to_roman(n):\n    return str(n)\n"  # a module mutant needs a function to change
     changes = [FileChange(path=p, kind=ChangeKind.CREATED, content=c, mode=0o644) for p, c in files.items()]
     effect = Effect(changes=changes)
     mutants = overfit_mutants(effect, Observation(observed=True, trace=trace), INSTRUCTION)
@@ -91,3 +92,18 @@ def test_the_replay_command_finds_the_overfit_mutant_the_audit_ran(tmp_path: Pat
     change = FileChange(path="/app/roman.py", kind=ChangeKind.CREATED, content=SCRIPT.encode(), mode=0o755)
     found = rebuild_mutants(task, Effect(changes=[change]), Observation(observed=True, trace=trace))
     assert b"_qaflow_shown()" in (found["overfit:app/roman.py"].writes["/app/roman.py"] or b"")
+
+
+def test_a_module_of_classes_alone_gets_no_overfit_mutant():
+    """The module mutant changes public top-level functions; without one it would be the oracle's own module, and
+    its full reward no evidence of anything (a sound ring-buffer task was called weak this way)."""
+    trace = parse_trace(
+        "proc\t1\t0\nexec\t1\t0\t/usr/bin/python3\tpython3%1F/tests/t.py\nopen\t1\t3\t0\t/app/ringbuf.py\nexit\t1\t0"
+    )
+    classes = b"class RingBuffer:\n    def push(self, x):\n        pass\n\n\ndef _helper():\n    pass\n"
+    change = FileChange(path="/app/ringbuf.py", kind=ChangeKind.CREATED, content=classes, mode=0o644)
+    assert overfit_mutants(Effect(changes=[change]), Observation(observed=True, trace=trace), INSTRUCTION) == []
+    functions = classes + b"\n\ndef make(n):\n    return RingBuffer()\n"
+    change = FileChange(path="/app/ringbuf.py", kind=ChangeKind.CREATED, content=functions, mode=0o644)
+    (mutant,) = overfit_mutants(Effect(changes=[change]), Observation(observed=True, trace=trace), INSTRUCTION)
+    assert mutant.name == "overfit:app/ringbuf.py"

@@ -17,6 +17,7 @@ the agent was shown.
 
 from __future__ import annotations
 
+import ast
 import re
 
 from qaflow.audit.mutants.base import Mutant, MutantKind, oracle_state
@@ -128,6 +129,17 @@ def overfit_module(source: str, examples: list[str]) -> str:
     return source.rstrip("\n") + "\n" + _MODULE_SUFFIX.replace("{examples!r}", repr(sorted(examples)))
 
 
+def public_functions(source: str) -> list[str]:
+    """The module's public top-level functions: what the module mutant changes (a module of classes alone, or one
+    that does not parse, would be the oracle's own, no wrong solution)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    return [n.name for n in tree.body if isinstance(n, defs) and not n.name.startswith("_")]
+
+
 def overfit_mutants(effect: Effect, observation: Observation | None, instruction: str) -> list[Mutant]:
     """Up to `MAX_OVERFIT` mutants, one per Python file of the work the observed verifier ran as a script or
     imported; none where the instruction shows no example or the verifier was not traced."""
@@ -149,7 +161,7 @@ def overfit_mutants(effect: Effect, observation: Observation | None, instruction
             continue
         if path in scripts:
             changed, how = overfit_script(source, examples), "answering only the instruction's examples (else `?`)"
-        elif path in imported:
+        elif path in imported and public_functions(source):
             changed, how = overfit_module(source, examples), "its functions answering only the instruction's examples"
         else:
             continue
