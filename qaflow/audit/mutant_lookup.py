@@ -14,6 +14,7 @@ from pathlib import Path
 from qaflow.audit.exploits.inprocess import imported_modules
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
 from qaflow.audit.mutants.differential import plan_code_mutants
+from qaflow.audit.mutants.edge import edge_mutants, shell_sources
 from qaflow.audit.mutants.output import output_mutants
 from qaflow.audit.mutants.overfit import overfit_mutants
 from qaflow.audit.observation import Observation
@@ -52,10 +53,15 @@ def rebuild_mutants(task: Task, effect: Effect, observation: Observation | None)
     """Every data, code, overfit and output mutant an audit of `task` could run, by name (a superset of any
     audit's)."""
     focus = focus_text(task)
+    deliverable = deliverables(observation, focus)
     found = {
         m.name: m
-        for m in make_mutants(effect, limit=ALL_MUTANTS, focus=focus, deliverable=deliverables(observation, focus))
+        for m in make_mutants(
+            effect, limit=ALL_MUTANTS, focus=focus, deliverable=deliverable, instruction=task.instruction
+        )
     }
+    edges = edge_mutants(effect, observation, task.instruction, shell_sources(task.tests_dir), deliverable)
+    found.update({m.name: m for m in edges})
     if observation is not None:
         plans, _ = plan_code_mutants(imported_modules(observation, effect), effect, task.tests_dir)
         found.update({p.mutant.name: p.mutant for p in plans})

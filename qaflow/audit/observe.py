@@ -453,10 +453,10 @@ def read_trace(box: Sandbox, task: Task, observation: Observation) -> None:
     kept = [p for p in trace.kept() if owner_of(p, roots) == "task"][:MAX_KEPT]
     observation.kept = _file_texts(box, kept)
     top = trace.executed()[0].pid if trace.executed() else None
-    written = [
-        e.path for e in trace.events if e.writes and e.pid != top and not e.path.startswith(("/logs/", "/tests/"))
-    ]
-    observation.outputs = _file_texts(box, [p for p in dict.fromkeys(written) if p not in kept][:MAX_KEPT])
+    written = [e for e in trace.events if e.writes and not e.path.startswith(("/logs/", "/tests/"))]
+    # the children's first (the work's outputs), then test.sh's own (results it wrote into a folder it lists)
+    paths = [e.path for e in written if e.pid != top] + [e.path for e in written if e.pid == top]
+    observation.outputs = _file_texts(box, [p for p in dict.fromkeys(paths) if p not in kept][:MAX_KEPT])
 
 
 def _file_texts(box: Sandbox, paths: list[str]) -> dict[str, str]:
@@ -484,12 +484,15 @@ def in_home(path: str) -> bool:
 
 
 def condense(trace: VerifierTrace, roots: list[str]) -> VerifierTrace:
-    """The events the replay plants read: task-owned paths, the Python modules loaded from the system, and the
-    verifier's writes of its reward files."""
+    """The events the replay plants read: task-owned paths, the Python modules loaded from the system, the
+    verifier's writes of its reward files and its reads of its own files."""
     keep = []
     for e in trace.events:
         if e.writes and e.path in REWARD_FILES:
             keep.append(e)
+            continue
+        if e.path.startswith("/tests/") and e.reads:
+            keep.append(e)  # the verifier's own files it read: what a link of the work's to them would show
             continue
         if e.path.startswith((OBSERVE_DIR, GUARD_DIR, "/tests/", "/logs/")):
             continue

@@ -71,6 +71,11 @@ class PathEvent(BaseModel):
         return self.writes and bool((self.flags or 0) & os.O_APPEND)
 
     @property
+    def lists(self) -> bool:
+        """A folder opened to read its entries (a glob, `ls`, `os.scandir`)."""
+        return self.op == "open" and not self.failed and bool((self.flags or 0) & os.O_DIRECTORY)
+
+    @property
     def reads(self) -> bool:
         return (
             self.op == "open"
@@ -119,6 +124,10 @@ class VerifierTrace(BaseModel):
             if e.writes and not (e.flags or 0) & (os.O_TRUNC | os.O_EXCL) and not e.path.startswith(_VERIFIER):
                 out[e.path] = None
         return list(out)
+
+    def listed(self) -> list[str]:
+        """Folders the verifier read the entries of, in order."""
+        return list(dict.fromkeys(e.path for e in self.events if e.lists))
 
     def read(self) -> list[str]:
         return list(dict.fromkeys(e.path for e in self.events if e.reads))

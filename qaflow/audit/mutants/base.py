@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qaflow.audit.mutants.stated import asks_for_order, tolerated_share
 from qaflow.audit.observation import Observation
 from qaflow.models.probe_key import ProbeKey
 from qaflow.sandbox.base import ExecResult, Sandbox
@@ -68,6 +69,8 @@ class MutantKind(StrEnum):
     """A Python file of the work answering only the instruction's examples (`qaflow.audit.mutants.overfit`)."""
     OUTPUT = "output"
     """A program of the work printing a wrong answer built from its recorded output (`qaflow.audit.mutants.output`)."""
+    EDGE = "edge"
+    """Every answer made a value a careless comparison accepts (`qaflow.audit.mutants.edge`)."""
 
 
 class Mutant(BaseModel):
@@ -168,13 +171,16 @@ def make_mutants(
     seed: int = 0,
     focus: str = "",
     deliverable: Callable[[str], bool] | None = None,
+    instruction: str | None = None,
 ) -> list[Mutant]:
     """Up to `limit` distinct mutants of the oracle's `effect`, most informative first; deterministic.
 
     `focus` (e.g. the instruction and test files) puts files it mentions first; `deliverable` says which
     changes may be targets (default: all but scratch). A target's copies (the same content, written by
     the oracle too) are broken with it: which copy the verifier reads cannot be told. Mutants that
-    reproduce the oracle's end state exactly, and duplicates, are skipped.
+    reproduce the oracle's end state exactly, and duplicates, are skipped. With the task's `instruction`, only
+    what it calls wrong is a mutant (`qaflow.audit.mutants.stated`): shuffled lines only where it asks for an
+    order, one changed record only where it allows no wrong share that large.
     """
     base, modes, links = oracle_state(effect)
     wanted = deliverable or (lambda _path: True)
@@ -185,7 +191,8 @@ def make_mutants(
     for path, data in base.items():
         if data is not None and len(data) >= MIN_TWIN_BYTES and not is_scratch(path):
             copies.setdefault(data, []).append(path)
-    candidates = sorted(_candidates(targets, removals, seed), key=lambda item: item[0])
+    stated = _Stated(instruction)
+    candidates = sorted(_candidates(targets, removals, seed, stated), key=lambda item: item[0])
     out: list[Mutant] = []
     seen: set[tuple[tuple[str, bytes | None], ...]] = {tuple(sorted(base.items()))}
     for _, kind, broken, changed in candidates:
@@ -211,8 +218,19 @@ _Changed = dict[str, Any]
 _Priority = tuple[int, int, int]
 
 
+class _Stated:
+    """What the instruction lets a mutant change without being wrong (everything is wrong without one)."""
+
+    def __init__(self, instruction: str | None):
+        self.ordered = instruction is None or asks_for_order(instruction)
+        self.tolerance = tolerated_share(instruction) if instruction is not None else 0.0
+
+    def one_wrong_is_wrong(self, records: int) -> bool:
+        return records <= 0 or 1 / records > self.tolerance + 1e-9
+
+
 def _candidates(
-    targets: list[FileChange], removals: list[FileChange], seed: int
+    targets: list[FileChange], removals: list[FileChange], seed: int, stated: _Stated
 ) -> Iterator[tuple[_Priority, MutantKind, list[str], _Changed]]:
     """(priority, kind, broken paths, changes) for every mutant idea; lower priority comes first."""
     if targets:
@@ -228,10 +246,13 @@ def _candidates(
             is_json = c.path.endswith(".json") or text.lstrip()[:1] in ("{", "[")
             json_new = _json_value(text, rng) if is_json else None
             if json_new is not None:
-                ideas.append((2, MutantKind.JSON_VALUE, json_new.encode()))
+                if stated.one_wrong_is_wrong(_json_leaves(text)):
+                    ideas.append((2, MutantKind.JSON_VALUE, json_new.encode()))
             else:
-                ideas.append((2, MutantKind.CORRUPT_LINE, _encode(_corrupt_line(text, rng))))
-                ideas.append((4, MutantKind.SHUFFLE, _encode(_shuffle(text, rng))))
+                if stated.one_wrong_is_wrong(sum(1 for ln in text.splitlines() if ln.strip())):
+                    ideas.append((2, MutantKind.CORRUPT_LINE, _encode(_corrupt_line(text, rng))))
+                if stated.ordered:
+                    ideas.append((4, MutantKind.SHUFFLE, _encode(_shuffle(text, rng))))
         ideas.append((3, MutantKind.TRUNCATE, _truncate(data, text)))
         for tier, kind, new in ideas:
             if new is not None:
@@ -352,6 +373,13 @@ def _leaves(doc: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, .
             yield from _leaves(value, (*path, i))
     else:
         yield path, doc
+
+
+def _json_leaves(text: str) -> int:
+    try:
+        return sum(1 for _ in _leaves(json.loads(text)))
+    except ValueError:
+        return 0
 
 
 def _json_value(text: str, rng: random.Random) -> str | None:

@@ -141,7 +141,7 @@ def _more(recorded: list[Recorded]) -> Change | None:
     return ({"": text}, {}) if len(text) <= MAX_PRINTED else None
 
 
-def _unique_keys(recorded: list[Recorded]) -> bool:
+def unique_keys(recorded: list[Recorded]) -> bool:
     """Whether each run has arguments of its own (else which is which is unknown: input read elsewhere), and a run
     without arguments does not stand for every run."""
     keys = [r.key for r in recorded]
@@ -149,7 +149,7 @@ def _unique_keys(recorded: list[Recorded]) -> bool:
 
 
 def _less(recorded: list[Recorded]) -> Change | None:
-    if not _unique_keys(recorded) or not any(len(_lines(r.stdout)) >= 2 for r in recorded):
+    if not unique_keys(recorded) or not any(len(_lines(r.stdout)) >= 2 for r in recorded):
         return None
     printed = {r.key: "".join(f"{ln}\n" for ln in _lines(r.stdout)[1:]) for r in recorded}
     return (printed, {}) if sum(map(len, printed.values())) <= MAX_PRINTED else None
@@ -157,12 +157,25 @@ def _less(recorded: list[Recorded]) -> Change | None:
 
 def _values(recorded: list[Recorded]) -> Change | None:
     texts = [r.stdout for r in recorded] + [t for r in recorded for t in r.files.values()]
-    if not _unique_keys(recorded) or not any(ch.isdigit() for t in texts for ch in t):
+    if not unique_keys(recorded) or not any(ch.isdigit() for t in texts for ch in t):
         return None
     printed = {r.key: r.stdout.translate(_SHIFT) for r in recorded}
     written = {r.key: {i: t.translate(_SHIFT) for i, t in r.files.items()} for r in recorded if r.files}
     size = sum(map(len, printed.values())) + sum(len(t) for f in written.values() for t in f.values())
     return (printed, written) if size <= MAX_PRINTED * 4 else None
+
+
+def work_programs(effect: Effect, trace: VerifierTrace) -> dict[tuple[str, bool], list[TracedRun]]:
+    """The traced verifier's finished runs of each program of the work it ran (a file the oracle left), by the
+    program's path and whether a Python ran it as a script."""
+    base, _, _ = oracle_state(effect)
+    work = {c.path for c in effect.changes}
+    by_program: dict[tuple[str, bool], list[TracedRun]] = {}
+    for run in trace.executed():
+        found = _program(run, work) if run.exit is not None and runs_the_work(run, work) else None
+        if found is not None and base.get(found[0]) is not None:
+            by_program.setdefault(found, []).append(run)
+    return by_program
 
 
 def output_mutants(effect: Effect, observation: Observation | None) -> list[Mutant]:
@@ -172,14 +185,8 @@ def output_mutants(effect: Effect, observation: Observation | None) -> list[Muta
     if observation is None or trace is None:
         return []
     base, modes, links = oracle_state(effect)
-    work = {c.path for c in effect.changes}
-    by_program: dict[tuple[str, bool], list[TracedRun]] = {}
-    for run in trace.executed():
-        found = _program(run, work) if run.exit is not None and runs_the_work(run, work) else None
-        if found is not None and base.get(found[0]) is not None:
-            by_program.setdefault(found, []).append(run)
     out: list[Mutant] = []
-    for (path, python), runs in by_program.items():
+    for (path, python), runs in work_programs(effect, trace).items():
         outputs = output_positions(trace, runs, python)
         recorded = recorded_runs(runs, python, outputs, observation.outputs)
         for kind, change, how in (

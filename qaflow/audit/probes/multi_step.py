@@ -95,7 +95,9 @@ def audit_steps(
         effect = _effect_at(oracle[0], name) if oracle else None
         sound = len(reached) == len(oracle) > 0 and all(r.full for r in reached)
         if effect is not None and sound and max_mutants:
-            mutants[name] = make_mutants(effect, limit=max_mutants, focus=_focus_text(step))
+            mutants[name] = make_mutants(
+                effect, limit=max_mutants, focus=_focus_text(step), instruction=step.instruction
+            )
             later += [
                 TrialRequest(ProbeKey.mutant(m.name, name), 0, ProbeAgent.of_mutant(m, step=name))
                 for m in mutants[name]

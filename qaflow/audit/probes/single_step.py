@@ -9,6 +9,7 @@ from __future__ import annotations
 from qaflow.audit.judge import effect_lost, judge
 from qaflow.audit.mutant_lookup import focus_text
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
+from qaflow.audit.mutants.edge import edge_mutants, shell_sources
 from qaflow.audit.mutants.output import output_mutants
 from qaflow.audit.mutants.overfit import overfit_mutants
 from qaflow.audit.observation import Observation
@@ -101,10 +102,13 @@ def single_step_probe(run: TaskRun, harness: HarnessTries, probes: dict[str, obj
 def _mutants(run: TaskRun, effect: Effect, observation: Observation | None, probes: dict[str, object]) -> list[Mutant]:
     """The mutants of the oracle's effect whose targets are deliverables (`mutants.deliverables`)."""
     focus = focus_text(run.task)
+    deliverable = deliverables(observation, focus)
+    instruction = run.task.instruction
     mutants = make_mutants(
-        effect, limit=run.config.max_mutants, focus=focus, deliverable=deliverables(observation, focus)
+        effect, limit=run.config.max_mutants, focus=focus, deliverable=deliverable, instruction=instruction
     )
-    mutants += overfit_mutants(effect, observation, run.task.instruction)
+    mutants += overfit_mutants(effect, observation, instruction)
     mutants += output_mutants(effect, observation)
+    mutants += edge_mutants(effect, observation, instruction, shell_sources(run.task.tests_dir), deliverable)
     probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
     return mutants
