@@ -99,8 +99,8 @@ def test_make_mutants_is_deterministic_and_names_are_unique() -> None:
 
 def test_every_kind_is_made() -> None:
     mutants = {m.name: m for m in make_mutants(_effect(), limit=50)}
-    # code: mutants/code.py; overfit: mutants/overfit.py; output: mutants/output.py
-    elsewhere = {MutantKind.CODE, MutantKind.OVERFIT, MutantKind.OUTPUT}
+    # code: mutants/code.py; overfit: mutants/overfit.py; output: mutants/output.py; edge: mutants/edge.py
+    elsewhere = {MutantKind.CODE, MutantKind.OVERFIT, MutantKind.OUTPUT, MutantKind.EDGE}
     assert {m.kind for m in mutants.values()} == set(MutantKind) - elsewhere
     assert mutants["empty:app/out.txt"].writes["/app/out.txt"] == b""
     assert mutants["corrupt-line:app/input.txt"].writes["/app/input.txt"] in (

@@ -572,3 +572,126 @@ def test_modules_inline_code_imports_by_name_are_shadowed_first_however_many_loa
     (sink,) = plan_replay(obs, set())
     shadows = [p.path for p in sink.plants if p.path.startswith("/app/") and "customize" not in p.path]
     assert shadows[:2] == ["/app/hashlib.py", "/app/json.py"] and len(shadows) == 30
+
+
+LISTED_RUN = "\n".join(
+    [
+        "proc\t1\t0",
+        "exec\t1\t0\t/usr/bin/bash\tbash%1F/tests/test.sh",
+        "proc\t2\t1",
+        "exec\t2\t0\t/usr/bin/python3\tpython3%1F-m%1Fpytest%1F--junitxml=/app/reports/junit-17.xml",
+        f"open\t2\t3\t{os.O_WRONLY | os.O_CREAT | os.O_TRUNC}\t/app/reports/junit-17.xml",
+        "exit\t2\t1",
+        "proc\t3\t1",
+        "exec\t3\t0\t/usr/bin/ls\tls%1F-t%1F/app/reports",
+        f"open\t3\t3\t{os.O_RDONLY | os.O_DIRECTORY}\t/app/reports",
+        "exit\t3\t0",
+        "open\t1\t3\t0\t/app/reports/junit-17.xml",
+        "exit\t1\t0",
+    ]
+)
+
+
+@pytest.mark.parametrize("writable", [True, False])
+def test_a_folder_the_verifier_lists_gets_newer_copies_of_what_its_run_made_there(writable: bool, tmp_path: Path):
+    obs = _observation(LISTED_RUN, {})
+    obs.trace_access["/app/reports"] = Access(path="/app/reports", how=[], exists=True, is_dir=True,
+                                              writable=writable, owner="task")  # fmt: skip
+    obs.outputs = {"/app/reports/junit-17.xml": '<testsuite failures="0"/>\n'}
+    plans = plan_replay(obs, set())
+    plants = [p for e in plans for p in e.plants if (p.group or "").startswith("listing:")]
+    if not writable:
+        assert plants == []
+        return
+    (plant,) = plants
+    assert plant.path == "/app/reports/zz-junit-17.xml"
+    folder = tmp_path / "reports"
+    subprocess.run(["sh", "-c", (plant.command or "").replace("/app/reports", str(folder))], check=True)
+    (folder / "junit-17.xml").write_text('<testsuite failures="3"/>\n')  # the verifier's own, made afterwards
+    newest = subprocess.run(["ls", "-t", str(folder)], capture_output=True, text=True, check=True).stdout.split()[0]
+    assert newest == "zz-junit-17.xml" and (folder / newest).read_text() == '<testsuite failures="0"/>\n'
+
+
+def test_no_listing_plant_for_files_the_agent_left_or_the_verifier_never_read_back():
+    unread = LISTED_RUN.replace("open\t1\t3\t0\t/app/reports/junit-17.xml\n", "")
+    obs = _observation(unread, {})
+    obs.trace_access["/app/reports"] = Access(path="/app/reports", how=[], exists=True, is_dir=True, writable=True,
+                                              owner="task")  # fmt: skip
+    obs.outputs = {"/app/reports/junit-17.xml": "x"}
+    assert not [p for e in plan_replay(obs, set()) for p in e.plants if (p.group or "").startswith("listing:")]
+
+
+TRUTH_RUN = "\n".join(
+    [
+        "proc\t1\t0",
+        "exec\t1\t0\t/usr/bin/bash\tbash%1F/tests/test.sh",
+        "proc\t2\t1",
+        "exec\t2\t0\t/usr/bin/cmp\tcmp%1F/app/report.txt%1F/tests/expected_report.txt",
+        "open\t2\t3\t0\t/tests/cases.txt",
+        "open\t2\t3\t0\t/app/report.txt",
+        "open\t2\t4\t0\t/tests/expected_report.txt",
+        "open\t2\t4\t0\t/tests/expected.json",
+        "exit\t2\t0",
+        "exit\t1\t0",
+    ]
+)
+
+
+def test_the_work_is_linked_to_the_verifiers_own_file_of_its_kind_with_the_most_words_in_common(tmp_path: Path):
+    obs = _observation(TRUTH_RUN, {})
+    (sink,) = plan_replay(obs, {"/app/report.txt"}, files=["/app/report.txt"])
+    (link,) = [p for p in sink.plants if (p.group or "").startswith("truth:")]
+    assert (link.path, link.link_to) == ("/app/report.txt", "/tests/expected_report.txt")
+    assert sink.plants.index(link) > next(i for i, p in enumerate(sink.plants) if p.path == "/app/report.txt")
+    truth = tmp_path / "expected_report.txt"
+    truth.write_text("words: 12\n")
+    work = tmp_path / "report.txt"
+    script = Exploit(name="x", plants=[link.model_copy(update={"path": str(work), "link_to": str(truth)})]).script()
+    subprocess.run(["sh", "-c", script], check=True)
+    assert subprocess.run(["cmp", str(work), str(truth)], check=False).returncode == 0
+
+
+def test_no_link_where_the_verifier_read_no_file_of_the_works_kind():
+    obs = _observation(TRUTH_RUN, {})
+    assert plan_replay(obs, {"/app/out.csv"}, files=["/app/out.csv"]) == []
+
+
+SOURCE_ALONG_PATH = "\n".join(
+    [
+        "proc\t1\t0",
+        "exec\t1\t0\t/usr/bin/bash\tbash%1F/tests/test.sh",
+        "stat\t1\t-2\t/app/.venv/bin/checks.sh",
+        "stat\t1\t-2\t/app/.venv/bin/mkdir",
+        "open\t1\t3\t0\t/tests/checks.sh",
+        f"open\t1\t4\t{os.O_WRONLY | os.O_CREAT | os.O_TRUNC}\t/logs/verifier/reward.txt",
+        "exit\t1\t0",
+    ]
+)
+
+
+def test_a_file_the_verifiers_shell_looked_for_along_path_before_sourcing_it_replays_its_verdict():
+    """`source checks.sh` stats each PATH folder first: a `checks.sh` planted there is sourced instead; a program
+    looked up along PATH (`mkdir`) is no sourced file."""
+    access = {"/app/.venv/bin/checks.sh": (False, False, True), "/app/.venv/bin/mkdir": (False, False, True)}
+    (sink,) = plan_replay(_observation(SOURCE_ALONG_PATH, access), set())
+    planted = {p.path: p.content for p in sink.plants if p.path.startswith("/app/")}
+    assert list(planted) == ["/app/.venv/bin/checks.sh"]
+    assert "/tests/test.sh" in planted["/app/.venv/bin/checks.sh"]
+
+
+def test_the_guard_records_the_folders_a_glob_lists(tmp_path: Path):
+    kit = GuardKit.make(tmp_path, observe=True)
+    logs = tmp_path / "logs"
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "a.result").write_text("PASS\n")
+    logs.mkdir()
+    script = tmp_path / "t.sh"
+    script.write_text(
+        f"n=$(ls {tmp_path}/res/*.result | wc -l)\nls -t {tmp_path}/res >/dev/null\necho 1 > {logs}/reward.txt\n"
+    )
+    done = subprocess.run([str(kit.folder / "reward_guard"), str(kit.folder), str(logs), "--", "bash", str(script)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    trace = parse_trace((kit.folder / "trace").read_text())
+    assert f"{tmp_path}/res" in trace.listed()
+    assert f"{tmp_path}/res/a.result" not in trace.listed()

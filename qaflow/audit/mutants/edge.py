@@ -116,7 +116,7 @@ def _dump(doc: Any, like: str) -> str:
 def _numbers(value: float) -> Callable[[str], str | None]:
     def change(text: str) -> str | None:
         doc = _json(text)
-        if doc is not ...:
+        if isinstance(doc, dict | list):
             floats = _walk(doc, lambda v: value if isinstance(v, float) else v, lambda items: items)
             return _dump(floats, text) if floats != doc else None
         word = "inf" if math.isinf(value) else "nan"
@@ -246,4 +246,7 @@ def _changed_program(
         written[key] = {i: new_t if new_t is not None else r.files[i] for i, new_t in files.items()}
     if not changed:
         return None
+    fallback = change("")
+    if fallback is not None:
+        printed.setdefault("", fallback)  # a constant answer: for arguments no recorded run had too
     return printing_program(recorded, printed, python=python, outputs=outputs, written=written)

@@ -35,10 +35,17 @@ def asks_for_order(instruction: str) -> bool:
     return bool(_ORDER.search(instruction)) and not _ANY_ORDER.search(instruction)
 
 
+_CORRECT = re.compile(r"\b(right|correct(?:ly)?|accura(?:te|cy)|match(?:es)?|agree|pass(?:es)?)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n\s*\n")
+
+
 def tolerated_share(instruction: str) -> float:
-    """The share of an answer the instruction allows to be wrong (0.1 for "at least 90% must be right"); 0 where it
-    states no bar below all of it."""
-    bars = [float(m.group(1)) / 100 for m in _SHARE.finditer(instruction)]
-    bars += [float(m.group(1)) for m in _FRACTION.finditer(instruction)]
+    """The share of an answer the instruction allows to be wrong (0.1 for "at least 90% must be right"): a bar in a
+    sentence about being right; 0 where it states none (a share of something else, "30% faster", is no bar)."""
+    bars: list[float] = []
+    for sentence in _SENTENCE.split(instruction):
+        if _CORRECT.search(sentence):
+            bars += [float(m.group(1)) / 100 for m in _SHARE.finditer(sentence)]
+        bars += [float(m.group(1)) for m in _FRACTION.finditer(sentence)]
     bars = [b for b in bars if 0 < b < 1]
     return 1 - max(bars) if bars else 0.0

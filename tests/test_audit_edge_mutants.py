@@ -1,0 +1,188 @@
+"""Edge-value mutants and what the instruction states (issue 40): wrong answers a careless comparison accepts,
+made from the semantics of the comparing language, run for real against such comparisons and careful ones."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qaflow.audit.mutants import make_mutants
+from qaflow.audit.mutants.edge import arithmetic_names, compares_patterns, edge_mutants, shell_sources
+from qaflow.audit.mutants.stated import asks_for_order, tolerated_share
+from qaflow.audit.observation import Observation
+from qaflow.audit.trace import parse_trace
+from qaflow.trial.effects import ChangeKind, Effect, FileChange
+
+SCRIPT = "/app/prog.py"
+EVERYTHING = lambda _path: True  # noqa: E731
+
+
+def _observed(calls: list[tuple[list[str], str]]) -> Observation:
+    lines = ["proc\t1\t0", "exec\t1\t0\t/usr/bin/bash\tbash%1F/tests/test.sh"]
+    for n, (args, printed) in enumerate(calls, start=2):
+        lines += [f"proc\t{n}\t1", f"exec\t{n}\t0\t/usr/bin/python3\t" + "%1F".join(["python3", SCRIPT, *args])]
+        lines += [f"out\t{n}\t{printed.encode().hex()}", f"exit\t{n}\t0"]
+    return Observation(observed=True, trace=parse_trace("\n".join([*lines, "exit\t1\t0"])))
+
+
+def _program_effect() -> Effect:
+    return Effect(changes=[FileChange(path=SCRIPT, kind=ChangeKind.CREATED, content=b"print(1)\n", mode=0o755)])
+
+
+def _file_effect(path: str, text: str) -> Effect:
+    return Effect(changes=[FileChange(path=path, kind=ChangeKind.CREATED, content=text.encode(), mode=0o644)])
+
+
+def _printed(program: bytes, args: list[str], tmp_path: Path) -> str:
+    path = tmp_path / "prog.py"
+    path.write_bytes(program)
+    return subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, check=True).stdout
+
+
+def _bash(script: str) -> bool:
+    return subprocess.run(["bash", "-c", script], capture_output=True, check=False).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("test", "names"),
+    [
+        ('got=$(python3 /app/prog.py "$a")\nif [[ $got -eq $want ]]; then :; fi', ["want"]),
+        ('got=$(cat out)\n[[ "$want" -ge "$got" ]] && ok=1', ["want"]),
+        ("got=$(cat out)\n(( got == expected_total ))", ["expected_total"]),
+        ("n=$(cat out)\nlet diff=n-limit", ["diff", "limit"]),
+        ('got=$(cat out)\n[ "$got" -eq "$want" ]', []),  # test's -eq takes integers only: no arithmetic
+        ("[[ $got == $want ]]", []),
+    ],
+)
+def test_arithmetic_names_are_the_variables_a_shell_evaluates_except_the_captured_answer(test: str, names: list[str]):
+    assert arithmetic_names([test]) == names
+
+
+def test_a_name_printed_as_the_answer_reads_the_verifiers_variable_in_arithmetic_but_not_in_a_string_test():
+    (name,) = arithmetic_names(["got=$(cat out)\n[[ $got -eq $want ]]"])
+    arithmetic = f"want=17; got={name}; [[ $got -eq $want ]]"
+    string = f'want=17; got={name}; [[ "$got" == "$want" ]]'
+    assert _bash(arithmetic) and not _bash(string)
+
+
+@pytest.mark.parametrize(
+    ("test", "compares"),
+    [("[[ $want == $got ]]", True), ("case $want in\n  $got) ok ;;\nesac", True), ('[ "$a" = "$b" ]', False)],
+)
+def test_pattern_comparisons_are_string_tests_in_double_brackets_and_case(test: str, compares: bool):
+    assert compares_patterns([test]) is compares
+
+
+def test_the_pattern_mutant_passes_an_unquoted_pattern_and_fails_a_quoted_one(tmp_path: Path):
+    shell = ['got=$(python3 /app/prog.py "$s")\n[[ $want == $got ]]']
+    obs = _observed([(["91"], "A\n"), (["55"], "F\n")])
+    mutants = {m.name: m for m in edge_mutants(_program_effect(), obs, "Print the grade.", shell, EVERYTHING)}
+    program = mutants["edge:pattern"].writes[SCRIPT] or b""
+    got = _printed(program, ["91"], tmp_path).strip()
+    assert got == "*" and _printed(program, ["12"], tmp_path).strip() == "*"
+    assert _bash(f"want=A; got='{got}'; [[ $want == $got ]]")
+    assert not _bash(f"want=A; got='{got}'; [[ $want == \"$got\" ]]")
+
+
+def test_numbers_made_infinite_or_nan_per_recorded_run(tmp_path: Path):
+    obs = _observed([(["a.txt"], "2.5\n"), (["b.txt"], "std: 0.125 over 4 values\n")])
+    mutants = {m.name: m for m in edge_mutants(_program_effect(), obs, "", [], EVERYTHING)}
+    assert "edge:pattern" not in mutants and "edge:reversed" not in mutants
+    inf = mutants["edge:infinite"].writes[SCRIPT] or b""
+    nan = mutants["edge:not-a-number"].writes[SCRIPT] or b""
+    assert _printed(inf, ["a.txt"], tmp_path) == "inf\n"
+    assert _printed(inf, ["b.txt"], tmp_path) == "std: inf over 4 values\n"  # the integer count stays
+    assert _printed(nan, ["a.txt"], tmp_path) == "nan\n"
+    got, want = float(_printed(inf, ["a.txt"], tmp_path)), 2.5
+    assert abs(got - want) <= 1e-6 * abs(got) and not math.isclose(got, want, rel_tol=1e-6)
+
+
+def test_integer_answers_get_no_numeric_edge_mutant():
+    obs = _observed([(["a"], "3\n"), (["b"], "12\n")])
+    assert [m.name for m in edge_mutants(_program_effect(), obs, "", [], EVERYTHING)] == []
+
+
+def test_json_files_get_infinite_floats_emptied_lists_and_reversed_lists_only_when_an_order_is_asked():
+    text = json.dumps({"mean": 2.5, "count": 4, "items": ["b", "a", "c"]}, indent=2) + "\n"
+    effect = _file_effect("/app/summary.json", text)
+    unordered = {m.name: m for m in edge_mutants(effect, None, "Write the summary.", [], EVERYTHING)}
+    assert sorted(unordered) == ["edge:emptied-lists", "edge:infinite", "edge:not-a-number"]
+    inf = json.loads(unordered["edge:infinite"].writes["/app/summary.json"] or b"")
+    assert inf == {"mean": math.inf, "count": 4, "items": ["b", "a", "c"]}
+    emptied = json.loads(unordered["edge:emptied-lists"].writes["/app/summary.json"] or b"")
+    assert emptied["items"] == [] and emptied["mean"] == 2.5
+    ordered = {m.name: m for m in edge_mutants(effect, None, "List the items sorted by name.", [], EVERYTHING)}
+    turned = json.loads(ordered["edge:reversed"].writes["/app/summary.json"] or b"")
+    assert turned["items"] == ["c", "a", "b"]
+
+
+def test_reversed_lines_fail_an_ordered_comparison_and_pass_an_order_blind_one():
+    effect = _file_effect("/app/names_clean.txt", "alice\nbob\ncarol\n")
+    (rev,) = edge_mutants(effect, None, "Write the names sorted alphabetically.", [], EVERYTHING)
+    got = (rev.writes["/app/names_clean.txt"] or b"").decode().splitlines()
+    want = ["alice", "bob", "carol"]
+    assert got != want and sorted(got) == sorted(want)
+
+
+def test_no_edge_mutant_of_files_the_verifier_does_not_take_or_of_code():
+    effect = Effect(
+        changes=[
+            FileChange(path="/app/x.json", kind=ChangeKind.CREATED, content=b'{"v": [1.5]}', mode=0o644),
+            FileChange(path="/app/run.py", kind=ChangeKind.CREATED, content=b"x = [1.5]\n", mode=0o644),
+        ]
+    )
+    assert edge_mutants(effect, None, "", [], lambda p: p != "/app/x.json") == []
+
+
+@pytest.mark.parametrize(
+    ("instruction", "ordered"),
+    [
+        ("Write the names sorted alphabetically, one per line.", True),
+        ("Print the rows in descending order of score.", True),
+        ("Keep the lines in the input order.", True),
+        ("Write one line per ticket.", False),
+        ("Print the matching files, sorted or not: in any order.", False),
+        ("List the ids (order does not matter).", False),
+    ],
+)
+def test_an_order_is_asked_only_where_the_instruction_says_so(instruction: str, ordered: bool):
+    assert asks_for_order(instruction) is ordered
+
+
+@pytest.mark.parametrize(
+    ("instruction", "share"),
+    [
+        ("At least 90% of the labels must be right.", 0.1),
+        ("Reach an accuracy of at least 0.95 on the hidden set.", 0.05),
+        ("no less than 75 percent of the answers must be correct", 0.25),
+        ("Label every ticket.", 0.0),
+        ("Reduce the size by at least 30% without changing the output.", 0.0),
+        ("Make it at least 50% faster; every answer must stay right.", 0.0),
+    ],
+)
+def test_the_tolerated_share_is_the_stated_bar(instruction: str, share: float):
+    assert tolerated_share(instruction) == pytest.approx(share)
+
+
+def test_a_stated_bar_keeps_one_wrong_record_out_of_the_mutants_and_shuffles_need_an_order():
+    text = "".join(f'{{"id": {i}, "category": "bug"}}\n' for i in range(10))
+    effect = _file_effect("/app/answers.jsonl", text)
+    strict = {m.kind.value for m in make_mutants(effect, instruction="Label every ticket, in the input order.")}
+    assert {"corrupt-line", "shuffle"} <= strict
+    bar = {m.kind.value for m in make_mutants(effect, instruction="At least 90% of the labels must be right.")}
+    assert "corrupt-line" not in bar and "shuffle" not in bar and {"empty-all", "truncate"} <= bar
+    short = _file_effect("/app/answers.jsonl", text.splitlines(keepends=True)[0] * 1 + '{"id": 9, "c": 1}\n')
+    few = {m.kind.value for m in make_mutants(short, instruction="At least 90% of the labels must be right.")}
+    assert "corrupt-line" in few  # one wrong of two is more than the 10% the bar allows
+
+
+def test_shell_sources_are_the_verifiers_shell_scripts(tmp_path: Path):
+    (tmp_path / "test.sh").write_text("[[ $a -eq $b ]]\n")
+    (tmp_path / "run").write_text("#!/usr/bin/env bash\n(( total == x ))\n")
+    (tmp_path / "check.py").write_text("print('[[ $no -eq $no ]]')\n")
+    assert arithmetic_names(shell_sources(tmp_path)) == ["total", "x"]  # `run` before `test.sh`; not check.py
