@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,18 +31,35 @@ def _observed(calls: list[tuple[list[str], str]]) -> Observation:
     return Observation(observed=True, trace=parse_trace("\n".join([*lines, "exit\t1\t0"])))
 
 
-def _program_effect() -> Effect:
-    return Effect(changes=[FileChange(path=SCRIPT, kind=ChangeKind.CREATED, content=b"print(1)\n", mode=0o755)])
+GRADE = b"import sys\nprint('A' if float(sys.argv[1]) >= 90 else 'F')\n"
+STATS = b"""import json, statistics, sys
+values = [float(v) for v in open(sys.argv[1]).read().split()]
+print(statistics.pstdev(values))
+json.dump({"n": len(values), "mean": statistics.mean(values), "values": values}, open("/app/stats.json", "w"))
+"""
+
+
+def _program_effect(source: bytes = GRADE) -> Effect:
+    return Effect(changes=[FileChange(path=SCRIPT, kind=ChangeKind.CREATED, content=source, mode=0o755)])
+
+
+def _materialise(mutant_writes: dict[str, bytes | None], root: Path) -> None:
+    """The mutant's files under `root` (its `/app/` paths, in names and in the wrappers' text, moved there)."""
+    for path, data in mutant_writes.items():
+        target = root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((data or b"").replace(b"/app/", f"{root}/app/".encode()))
 
 
 def _file_effect(path: str, text: str) -> Effect:
     return Effect(changes=[FileChange(path=path, kind=ChangeKind.CREATED, content=text.encode(), mode=0o644)])
 
 
-def _printed(program: bytes, args: list[str], tmp_path: Path) -> str:
-    path = tmp_path / "prog.py"
-    path.write_bytes(program)
-    return subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, check=True).stdout
+def _printed(mutant_writes: dict[str, bytes | None], args: list[str], root: Path) -> str:
+    _materialise(mutant_writes, root)
+    program = root / SCRIPT.lstrip("/")
+    done = subprocess.run([sys.executable, str(program), *args], capture_output=True, text=True, check=True)
+    return done.stdout
 
 
 def _bash(script: str) -> bool:
@@ -82,23 +100,39 @@ def test_the_pattern_mutant_passes_an_unquoted_pattern_and_fails_a_quoted_one(tm
     shell = ['got=$(python3 /app/prog.py "$s")\n[[ $want == $got ]]']
     obs = _observed([(["91"], "A\n"), (["55"], "F\n")])
     mutants = {m.name: m for m in edge_mutants(_program_effect(), obs, "Print the grade.", shell, EVERYTHING)}
-    program = mutants["edge:pattern"].writes[SCRIPT] or b""
-    got = _printed(program, ["91"], tmp_path).strip()
-    assert got == "*" and _printed(program, ["12"], tmp_path).strip() == "*"
+    writes = mutants["edge:pattern"].writes
+    got = _printed(writes, ["91"], tmp_path).strip()
+    assert got == "*" and _printed(writes, ["12"], tmp_path).strip() == "*"  # any input: the real program runs
     assert _bash(f"want=A; got='{got}'; [[ $want == $got ]]")
     assert not _bash(f"want=A; got='{got}'; [[ $want == \"$got\" ]]")
 
 
-def test_numbers_made_infinite_or_nan_per_recorded_run(tmp_path: Path):
-    obs = _observed([(["a.txt"], "2.5\n"), (["b.txt"], "std: 0.125 over 4 values\n")])
-    mutants = {m.name: m for m in edge_mutants(_program_effect(), obs, "", [], EVERYTHING)}
-    assert "edge:pattern" not in mutants and "edge:reversed" not in mutants
-    inf = mutants["edge:infinite"].writes[SCRIPT] or b""
-    nan = mutants["edge:not-a-number"].writes[SCRIPT] or b""
-    assert _printed(inf, ["a.txt"], tmp_path) == "inf\n"
-    assert _printed(inf, ["b.txt"], tmp_path) == "std: inf over 4 values\n"  # the integer count stays
-    assert _printed(nan, ["a.txt"], tmp_path) == "nan\n"
-    got, want = float(_printed(inf, ["a.txt"], tmp_path)), 2.5
+def test_a_wrapped_script_changes_what_it_prints_and_the_files_it_writes_for_inputs_never_recorded(tmp_path: Path):
+    obs = _observed([(["/tests/a.txt"], "2.5\n")])
+    obs.trace = parse_trace(
+        "\n".join(
+            [
+                "proc\t1\t0",
+                "exec\t1\t0\t/usr/bin/bash\tbash%1F/tests/test.sh",
+                "proc\t2\t1",
+                f"exec\t2\t0\t/usr/bin/python3\tpython3%1F{SCRIPT}%1F/tests/a.txt",
+                f"open\t2\t3\t{os.O_WRONLY | os.O_CREAT | os.O_TRUNC}\t/app/stats.json",
+                f"out\t2\t{b'2.5'.hex()}",
+                "exit\t2\t0",
+                "exit\t1\t0",
+            ]
+        )
+    )
+    obs.outputs = {"/app/stats.json": '{"n": 2, "mean": 2.5, "values": [0.0, 5.0]}'}
+    mutants = {m.name: m for m in edge_mutants(_program_effect(STATS), obs, "", [], EVERYTHING)}
+    assert sorted(mutants) == ["edge:degenerate", "edge:not-a-number"]
+    data = tmp_path / "data.txt"
+    data.write_text("1 2 3 4\n")  # not an input the verifier gave
+    assert _printed(mutants["edge:degenerate"].writes, [str(data)], tmp_path) == "inf\n"
+    written = json.loads((tmp_path / "app/stats.json").read_text())
+    assert written == {"n": 4, "mean": math.inf, "values": []}  # the count stays, floats infinite, lists empty
+    assert _printed(mutants["edge:not-a-number"].writes, [str(data)], tmp_path) == "nan\n"
+    got, want = float(_printed(mutants["edge:degenerate"].writes, [str(data)], tmp_path)), 1.118
     assert abs(got - want) <= 1e-6 * abs(got) and not math.isclose(got, want, rel_tol=1e-6)
 
 
@@ -107,15 +141,44 @@ def test_integer_answers_get_no_numeric_edge_mutant():
     assert [m.name for m in edge_mutants(_program_effect(), obs, "", [], EVERYTHING)] == []
 
 
-def test_json_files_get_infinite_floats_emptied_lists_and_reversed_lists_only_when_an_order_is_asked():
+def test_a_module_the_verifier_imports_returns_degenerate_values_from_each_public_function(tmp_path: Path):
+    source = b"def normalise(xs):\n    lo, hi = min(xs), max(xs)\n    return [(x - lo) / (hi - lo) for x in xs]\n"
+    source += b"def spread(xs):\n    return float(max(xs) - min(xs))\nclass Keep:\n    pass\n"
+    path = "/app/scoring.py"
+    effect = Effect(changes=[FileChange(path=path, kind=ChangeKind.CREATED, content=source, mode=0o644)])
+    trace = parse_trace(
+        "\n".join(
+            [
+                "proc\t1\t0",
+                "exec\t1\t0\t/usr/bin/python3\tpython3%1F-I%1F-c%1Ffrom scoring import normalise",
+                f"open\t1\t3\t0\t{path}",
+                "exit\t1\t0",
+            ]
+        )
+    )
+    obs = Observation(observed=True, trace=trace)
+    mutants = {m.name: m for m in edge_mutants(effect, obs, "Scale the scores in order.", [], EVERYTHING)}
+    assert sorted(mutants) == ["edge:degenerate", "edge:not-a-number", "edge:reversed"]
+    _materialise(mutants["edge:degenerate"].writes, tmp_path)
+    code = "import scoring; print(scoring.normalise([2.0, 4.0, 6.0]), scoring.spread([1, 4]), scoring.Keep)"
+    done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, 'app'); {code}"],
+                          cwd=tmp_path, capture_output=True, text=True, check=True)  # fmt: skip
+    assert done.stdout.startswith("[] inf <class ")
+    _materialise(mutants["edge:reversed"].writes, tmp_path)
+    code = "import scoring; print(scoring.normalise([2.0, 4.0, 6.0])); scoring.spread([1, 4])"
+    done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, 'app'); {code}"],
+                          cwd=tmp_path, capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.stdout == "[1.0, 0.5, 0.0]\n"
+    assert "no reversed value to give" in done.stderr  # a result the kind leaves right is no answer at all
+
+
+def test_json_files_get_degenerate_numbers_and_lists_and_reversed_lists_only_when_an_order_is_asked():
     text = json.dumps({"mean": 2.5, "count": 4, "items": ["b", "a", "c"]}, indent=2) + "\n"
     effect = _file_effect("/app/summary.json", text)
     unordered = {m.name: m for m in edge_mutants(effect, None, "Write the summary.", [], EVERYTHING)}
-    assert sorted(unordered) == ["edge:emptied-lists", "edge:infinite", "edge:not-a-number"]
-    inf = json.loads(unordered["edge:infinite"].writes["/app/summary.json"] or b"")
-    assert inf == {"mean": math.inf, "count": 4, "items": ["b", "a", "c"]}
-    emptied = json.loads(unordered["edge:emptied-lists"].writes["/app/summary.json"] or b"")
-    assert emptied["items"] == [] and emptied["mean"] == 2.5
+    assert sorted(unordered) == ["edge:degenerate", "edge:not-a-number"]
+    degenerate = json.loads(unordered["edge:degenerate"].writes["/app/summary.json"] or b"")
+    assert degenerate == {"mean": math.inf, "count": 4, "items": []}
     ordered = {m.name: m for m in edge_mutants(effect, None, "List the items sorted by name.", [], EVERYTHING)}
     turned = json.loads(ordered["edge:reversed"].writes["/app/summary.json"] or b"")
     assert turned["items"] == ["c", "a", "b"]

@@ -11,13 +11,12 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from qaflow.audit.exploits.inprocess import imported_modules
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
 from qaflow.audit.mutants.differential import plan_code_mutants
 from qaflow.audit.mutants.edge import edge_mutants, shell_sources
 from qaflow.audit.mutants.output import output_mutants
 from qaflow.audit.mutants.overfit import overfit_mutants
-from qaflow.audit.observation import Observation
+from qaflow.audit.observation import Observation, imported_modules
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.errors import PathError
 from qaflow.ledger.db import LedgerError

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from qaflow.audit.git_history import GitLeak
 from qaflow.audit.observer_files import BASH_ENV_FILE, OBSERVE_DIR, SEP
 from qaflow.audit.trace import VerifierTrace
+from qaflow.trial.effects import Effect
 
 How = Literal[
     "run", "import", "read", "write", "arg", "conftest", "sitecustomize", "syspath", "collect", "path_lookup", "startup"
@@ -571,3 +572,22 @@ def ini_folders(run: PytestRun) -> list[str]:
         folders.append(folder)
         folder = posixpath.dirname(folder)
     return folders
+
+
+MAX_MODULES = 4
+"""The work's modules the in-process probes (and edge mutants) take, at most."""
+
+
+def imported_modules(observation: Observation, effect: Effect | None) -> dict[str, bytes]:
+    """The Python modules the reference solution wrote that the verifier's processes imported (by a file
+    the oracle did not write), with the oracle's content: path -> bytes."""
+    if effect is None or not effect.ok or not observation.observed:
+        return {}
+    written = {c.path: c.content for c in effect.written if c.file_type == "file" and c.content is not None}
+    found: dict[str, bytes] = {}
+    for a in observation.accesses:
+        if "import" not in a.how or not a.path.endswith(".py") or a.path not in written:
+            continue
+        if any(b not in written for b in a.by) or not a.by:
+            found[a.path] = written[a.path] or b""
+    return dict(sorted(found.items())[:MAX_MODULES])

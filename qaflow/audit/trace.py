@@ -200,6 +200,16 @@ def _code_mentions_work(code: str, work: set[str]) -> bool:
     return bool(modules & imported)
 
 
+def python_readers(trace: VerifierTrace) -> dict[str, list[TracedRun]]:
+    """Each path the verifier's finished Pythons read, with those Pythons in the order they first read it."""
+    pythons = {r.pid: r for r in trace.executed() if is_python(r) and r.exit is not None}
+    found: dict[str, dict[int, TracedRun]] = {}
+    for e in trace.events:
+        if e.reads and e.pid in pythons:
+            found.setdefault(e.path, {})[e.pid] = pythons[e.pid]
+    return {path: list(runs.values()) for path, runs in found.items()}
+
+
 def script_arg(run: TracedRun) -> str | None:
     """The script a Python run runs when it is its first argument (`python3 prog.py ARGS`, no options)."""
     return run.argv[1] if len(run.argv) > 1 and not run.argv[1].startswith("-") else None

@@ -23,30 +23,23 @@ reward for one, where the nop fails, is `weak_verifier`, as for any mutant.
 
 from __future__ import annotations
 
-import json
-import math
+import posixpath
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
+from qaflow.audit.mutants import edge_values
 from qaflow.audit.mutants.base import Mutant, MutantKind, is_code, is_scratch, oracle_state
-from qaflow.audit.mutants.output import (
-    Recorded,
-    printing_program,
-    recorded_runs,
-    unique_keys,
-    work_programs,
-)
+from qaflow.audit.mutants.edge_values import change_text
+from qaflow.audit.mutants.output import Recorded, printing_program, recorded_runs, unique_keys, work_programs
 from qaflow.audit.mutants.stated import asks_for_order
-from qaflow.audit.observation import Observation
-from qaflow.audit.trace import output_positions
+from qaflow.audit.observation import MAX_MODULES, Observation, imported_modules
+from qaflow.audit.trace import TracedRun, VerifierTrace, output_positions, python_readers, script_of
 from qaflow.text import utf8_text
 from qaflow.trial.effects import Effect
 
 MAX_ARITHMETIC_NAMES = 2
 MAX_ANSWER_BYTES = 65536
-_DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?:[eE][-+]?\d+)?(?![\w.])|(?<![\w.])-?\d+[eE][-+]?\d+(?![\w.])")
 _TEST = re.compile(r"\[\[(.*?)\]\]")
 _ARITH_OP = re.compile(r"(\S+)\s+-(?:eq|ne|lt|le|gt|ge)\s+(\S+)")
 _ARITH_BLOCK = re.compile(r"\(\((.*?)\)\)|\blet\s+([^;\n]+)")
@@ -93,78 +86,18 @@ def compares_patterns(shell: Iterable[str]) -> bool:
     return any(_PATTERN_TEST.search(text) for text in shell)
 
 
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return ...
+def edge_kinds(instruction: str, shell: list[str]) -> list[str]:
+    """The edge kinds (`edge_values`) that apply to this task's verifier and instruction."""
+    kinds = ["pattern"] if compares_patterns(shell) else []
+    kinds += [f"arithmetic:{name}" for name in arithmetic_names(shell)]
+    kinds += ["degenerate", "not-a-number"]
+    return kinds + (["reversed"] if asks_for_order(instruction) else [])
 
 
-def _walk(doc: Any, leaf: Callable[[Any], Any], lists: Callable[[list[Any]], list[Any]]) -> Any:
-    if isinstance(doc, dict):
-        return {k: _walk(v, leaf, lists) for k, v in doc.items()}
-    if isinstance(doc, list):
-        return lists([_walk(v, leaf, lists) for v in doc])
-    return leaf(doc)
-
-
-def _dump(doc: Any, like: str) -> str:
-    indent = 2 if "\n" in like.strip() else None
-    return json.dumps(doc, indent=indent) + like[len(like.rstrip()) :]
-
-
-def _numbers(value: float) -> Callable[[str], str | None]:
-    def change(text: str) -> str | None:
-        doc = _json(text)
-        if isinstance(doc, dict | list):
-            floats = _walk(doc, lambda v: value if isinstance(v, float) else v, lambda items: items)
-            return _dump(floats, text) if floats != doc else None
-        word = "inf" if math.isinf(value) else "nan"
-        new = _DECIMAL.sub(word, text)
-        return new if new != text else None
-
-    return change
-
-
-def _emptied_lists(text: str) -> str | None:
-    doc = _json(text)
-    if doc is ...:
-        return None
-    emptied = _walk(doc, lambda v: v, lambda items: [])
-    return _dump(emptied, text) if emptied != doc else None
-
-
-def _reversed(text: str) -> str | None:
-    doc = _json(text)
-    if doc is not ... and not isinstance(doc, str | int | float | bool) and doc is not None:
-        turned = _walk(doc, lambda v: v, lambda items: items[::-1])
-        return _dump(turned, text) if turned != doc else None
-    lines = text.splitlines()
-    if len({ln for ln in lines if ln.strip()}) < 2:
-        return None
-    ends = text.endswith("\n")
-    return "\n".join(lines[::-1]) + ("\n" if ends else "")
-
-
-def _constant(word: str) -> Callable[[str], str | None]:
-    def change(text: str) -> str | None:
-        new = word + ("\n" if text.endswith("\n") or not text else "")
-        return new if new != text else None
-
-    return change
-
-
-def edge_changes(instruction: str, shell: list[str]) -> list[tuple[str, Callable[[str], str | None]]]:
-    """(mutant name, how it changes one answer's text) for each kind that applies to this task's verifier."""
-    kinds: list[tuple[str, Callable[[str], str | None]]] = []
-    if compares_patterns(shell):
-        kinds.append(("edge:pattern", _constant("*")))
-    kinds += [(f"edge:arithmetic:{name}", _constant(name)) for name in arithmetic_names(shell)]
-    kinds += [("edge:infinite", _numbers(math.inf)), ("edge:not-a-number", _numbers(math.nan))]
-    kinds.append(("edge:emptied-lists", _emptied_lists))
-    if asks_for_order(instruction):
-        kinds.append(("edge:reversed", _reversed))
-    return kinds
+VALUE_KINDS = frozenset({"degenerate", "not-a-number", "reversed"})
+"""Kinds that change a function's result; the others are answers a shell compares as text."""
+HIDDEN = ".qaflow-edge"
+"""Where a wrapper keeps the work's own program or module, beside it."""
 
 
 def edge_mutants(
@@ -174,8 +107,10 @@ def edge_mutants(
     shell: list[str],
     deliverable: Callable[[str], bool],
 ) -> list[Mutant]:
-    """One mutant per edge kind that changes at least one answer: the deliverable data files the oracle wrote and
-    the output of the work's programs the traced verifier ran."""
+    """One mutant per edge kind that changes at least one answer: the deliverable data files the oracle wrote, the
+    work's programs the traced verifier ran (a Python script wrapped so that what it prints and the files it
+    writes come out changed, for any input; another program replaying its recorded runs changed) and the work's
+    modules a Python of the verifier imported (each public function's result changed)."""
     base, modes, links = oracle_state(effect)
     files: dict[str, str] = {}
     for c in effect.written:
@@ -185,68 +120,153 @@ def edge_mutants(
         text = utf8_text(data)
         if text is not None:
             files[c.path] = text
-    programs = _program_answers(effect, observation)
+    trace = observation.trace if observation is not None and observation.observed else None
+    programs = work_programs(effect, trace) if trace is not None else {}
+    modules = _imported_modules(effect, observation, {path for path, _ in programs})
     out: list[Mutant] = []
-    for name, change in edge_changes(instruction, shell):
+    for kind in edge_kinds(instruction, shell):
         writes: dict[str, bytes | None] = dict(base)
         targets = []
         for path, text in files.items():
-            new = change(text)
+            new = change_text(kind, text)
             if new is not None:
                 writes[path] = new.encode("utf-8")
                 targets.append(path)
-        for path, (recorded, python, outputs) in programs.items():
-            program = _changed_program(recorded, python, outputs, change)
-            if program is not None:
-                writes[path] = program.encode("utf-8")
+        for (path, python), runs in programs.items():
+            assert trace is not None and observation is not None
+            outputs = output_positions(trace, runs, python)
+            recorded = recorded_runs(runs, python, outputs, observation.outputs)
+            wrote = _fixed_outputs(trace, runs, outputs, python)
+            changed = _changed(kind, recorded, {p: observation.outputs[p] for p in wrote if p in observation.outputs})
+            if not changed:
+                continue
+            if python:
+                writes.update(_wrapped(path, base.get(path) or b"", _script_wrapper(kind, path, wrote, outputs)))
+            else:
+                writes[path] = _replayed(kind, recorded, outputs).encode("utf-8")
+            targets.append(path)
+        if kind in VALUE_KINDS:
+            for path in modules:
+                writes.update(_wrapped(path, base.get(path) or b"", _module_wrapper(kind, path)))
                 targets.append(path)
         if not targets:
             continue
         out.append(
             Mutant(
-                name=name,
+                name=f"edge:{kind}",
                 kind=MutantKind.EDGE,
                 description=f"the oracle's result with every answer ({', '.join(sorted(targets))}) made "
-                f"{name.removeprefix('edge:')} (a value no correct answer has)",
+                f"{kind} (a value no correct answer has)",
                 targets=sorted(targets),
                 writes=writes,
-                modes={p: m for p, m in modes.items() if writes.get(p) is not None},
+                modes={p: m for p, m in modes.items() if writes.get(p) is not None} | _hidden_modes(writes, modes),
                 links=links,
             )
         )
     return out
 
 
-def _program_answers(
-    effect: Effect, observation: Observation | None
-) -> dict[str, tuple[list[Recorded], bool, list[int]]]:
-    trace = observation.trace if observation is not None else None
-    if observation is None or trace is None:
-        return {}
-    found = {}
-    for (path, python), runs in work_programs(effect, trace).items():
-        outputs = output_positions(trace, runs, python)
-        found[path] = (recorded_runs(runs, python, outputs, observation.outputs), python, outputs)
-    return found
+def _hidden(path: str) -> str:
+    return posixpath.join(posixpath.dirname(path), HIDDEN, posixpath.basename(path))
 
 
-def _changed_program(
-    recorded: list[Recorded], python: bool, outputs: list[int], change: Callable[[str], str | None]
-) -> str | None:
+def _hidden_modes(writes: dict[str, bytes | None], modes: dict[str, int]) -> dict[str, int]:
+    return {p: 0o644 for p in writes if f"/{HIDDEN}/" in p}
+
+
+def _wrapped(path: str, original: bytes, wrapper: str) -> dict[str, bytes | None]:
+    return {path: wrapper.encode("utf-8"), _hidden(path): original}
+
+
+def _imported_modules(effect: Effect, observation: Observation | None, programs: set[str]) -> list[str]:
+    """The work's Python modules a Python of the verifier imported (read without running it as its script)."""
+    if observation is None or not observation.observed:
+        return []
+    found = set(imported_modules(observation, effect))
+    if observation.trace is not None:
+        work = {c.path for c in effect.written if c.path.endswith(".py") and c.content is not None}
+        for path, runs in python_readers(observation.trace).items():
+            if path in work and any(script_of(r) != path for r in runs):
+                found.add(path)
+    return sorted(found - programs)[:MAX_MODULES]
+
+
+def _fixed_outputs(trace: VerifierTrace, runs: list[TracedRun], outputs: list[int], python: bool) -> list[str]:
+    """Files the runs wrote at paths none of their arguments named (an output file the program always writes)."""
+    skip = 2 if python else 1
+    named = {r.argv[skip + i] for r in runs for i in outputs if skip + i < len(r.argv)}
+    pids = {r.pid for r in runs}
+    return list(dict.fromkeys(e.path for e in trace.events if e.pid in pids and e.writes and e.path not in named))
+
+
+def _changed(kind: str, recorded: list[Recorded], fixed: dict[str, str]) -> bool:
+    texts = [r.stdout for r in recorded] + [t for r in recorded for t in r.files.values()] + list(fixed.values())
+    return any(change_text(kind, t) is not None for t in texts if t or _constant_kind(kind))
+
+
+def _constant_kind(kind: str) -> bool:
+    return kind == "pattern" or kind.startswith("arithmetic:")
+
+
+def _replayed(kind: str, recorded: list[Recorded], outputs: list[int]) -> str:
+    """A program replaying its recorded runs, each one's output and argument-named files changed by `kind`."""
+    unique = unique_keys(recorded)
     printed: dict[str, str] = {}
     written: dict[str, dict[int, str]] = {}
-    changed = False
-    for r in recorded if unique_keys(recorded) else recorded[-1:]:
-        key = r.key if unique_keys(recorded) else ""
-        new = change(r.stdout)
-        changed |= new is not None
-        printed[key] = new if new is not None else r.stdout
-        files = {i: change(t) for i, t in r.files.items()}
-        changed |= any(t is not None for t in files.values())
-        written[key] = {i: new_t if new_t is not None else r.files[i] for i, new_t in files.items()}
-    if not changed:
-        return None
-    fallback = change("")
-    if fallback is not None:
-        printed.setdefault("", fallback)  # a constant answer: for arguments no recorded run had too
-    return printing_program(recorded, printed, python=python, outputs=outputs, written=written)
+    for r in recorded if unique else recorded[-1:]:
+        key = r.key if unique else ""
+        printed[key] = change_text(kind, r.stdout) or r.stdout
+        written[key] = {i: change_text(kind, t) or t for i, t in r.files.items()}
+    if _constant_kind(kind):
+        printed.setdefault("", change_text(kind, "") or "")
+    return printing_program(recorded, printed, python=False, outputs=outputs, written=written)
+
+
+_VALUES_SOURCE = Path(edge_values.__file__).read_text(encoding="utf-8")
+
+
+def _script_wrapper(kind: str, path: str, fixed: list[str], outputs: list[int]) -> str:
+    """A Python script that runs the work's own script (kept beside it) with the same arguments and input, then
+    prints its output and rewrites the files it wrote (`fixed` paths, and those its arguments at `outputs` name)
+    changed by `kind`, and exits as it did; where `kind` changes none of them it prints nothing and fails (every
+    run is wrong)."""
+    return (
+        f"#!/usr/bin/env python3\n{_VALUES_SOURCE}\n"
+        "import subprocess as _sp, sys as _sys\n"
+        f"_done = _sp.run([_sys.executable, {_hidden(path)!r}, *_sys.argv[1:]], stdout=_sp.PIPE)\n"
+        "_out = _done.stdout.decode('utf-8', 'surrogateescape')\n"
+        f"_new = change_text({kind!r}, _out)\n_changed = _new is not None\n"
+        f"for _p in {fixed!r} + [_sys.argv[1 + _i] for _i in {outputs!r} if 1 + _i < len(_sys.argv)]:\n"
+        "    try:\n        _t = open(_p, encoding='utf-8').read()\n"
+        "    except (OSError, ValueError):\n        continue\n"
+        f"    _n = change_text({kind!r}, _t)\n"
+        "    if _n is not None:\n        open(_p, 'w', encoding='utf-8').write(_n)\n        _changed = True\n"
+        "if not _changed:\n    _sys.exit(_done.returncode or 97)\n"
+        "_sys.stdout.write(_new if _new is not None else _out)\n_sys.stdout.flush()\n"
+        "_sys.exit(_done.returncode)\n"
+    )
+
+
+def _module_wrapper(kind: str, path: str) -> str:
+    """A module that loads the work's own module (kept beside it) and is it, except that each public function it
+    defines returns its result changed by `kind`, or raises where `kind` changes nothing in it (so that every call
+    is wrong: a result left right would make a verifier that checks only that call look weak)."""
+    return (
+        f"{_VALUES_SOURCE}\n"
+        "import functools as _ft, importlib.util as _iu\n"
+        f"_spec = _iu.spec_from_file_location(__name__ + '_qaflow_edge', {_hidden(path)!r})\n"
+        "_own = _iu.module_from_spec(_spec)\n_spec.loader.exec_module(_own)\n"
+        "def _changed(_f):\n"
+        "    @_ft.wraps(_f)\n"
+        "    def _g(*a, **k):\n        _r = _f(*a, **k)\n"
+        f"        _n = change_value({kind!r}, _r)\n"
+        "        if repr(_n) == repr(_r):\n"
+        f"            raise RuntimeError('edge mutant: no {kind} value to give')\n"
+        "        return _n\n"
+        "    return _g\n"
+        "for _n in dir(_own):\n"
+        "    if _n.startswith('__'):\n        continue\n"
+        "    _v = getattr(_own, _n)\n"
+        "    _mine = callable(_v) and not isinstance(_v, type) and getattr(_v, '__module__', None) == _own.__name__\n"
+        "    globals()[_n] = _changed(_v) if _mine and not _n.startswith('_') else _v\n"
+    )

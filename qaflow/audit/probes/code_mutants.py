@@ -4,10 +4,9 @@ like a mutant; a survivor counts only where it computes something else than the 
 
 from __future__ import annotations
 
-from qaflow.audit.exploits.inprocess import imported_modules
 from qaflow.audit.mutants import Mutant, MutantKind, oracle_state
 from qaflow.audit.mutants.differential import diff_config, judge_code_mutants, plan_code_mutants
-from qaflow.audit.observation import Observation
+from qaflow.audit.observation import Observation, imported_modules
 from qaflow.audit.probe_agent import ProbeAgent
 from qaflow.audit.probes.context import Probe, TaskRun, TrialRequest
 from qaflow.audit.work_items import differential_item
