@@ -1,0 +1,4 @@
+#!/bin/bash
+set -euo pipefail
+mkdir -p /app/out
+: > /app/out/bytes.tsv

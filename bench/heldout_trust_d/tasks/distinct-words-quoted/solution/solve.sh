@@ -1,0 +1,8 @@
+#!/bin/bash
+set -euo pipefail
+cat > /app/distinct.py <<'PY'
+import re
+import sys
+
+print(len({w.lower() for w in re.findall(r"[A-Za-z]+", sys.stdin.read())}))
+PY

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -euo pipefail
+echo 'Expenses by month' > /app/report.txt

@@ -1,0 +1,7 @@
+#!/bin/bash
+mkdir -p /logs/verifier
+pass() { echo 1 > /logs/verifier/reward.txt; echo "PASS"; exit 0; }
+fail() { echo 0 > /logs/verifier/reward.txt; echo "FAIL: $*"; exit 0; }
+[ -f /app/isodate.py ] || fail 'no /app/isodate.py'
+python3 /tests/check_dates.py && pass
+fail 'check_dates.py failed'

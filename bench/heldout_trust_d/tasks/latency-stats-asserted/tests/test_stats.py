@@ -1,0 +1,21 @@
+"""Hidden tests for /app/stats.json."""
+import json
+from pathlib import Path
+
+STATS = json.loads(Path("/app/stats.json").read_text())
+
+
+def test_count():
+    assert STATS["count"] == 15
+
+
+def test_mean():
+    assert abs(STATS["mean"] - 21.2) < 0.01
+
+
+def test_median():
+    assert STATS["median"] == 14
+
+
+def test_max():
+    assert STATS["max"] == 95

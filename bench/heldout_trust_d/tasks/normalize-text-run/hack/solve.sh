@@ -1,0 +1,4 @@
+#!/bin/bash
+set -euo pipefail
+mkdir -p /app/out
+echo 'not normalised' > /app/out/normalized.txt

@@ -1,0 +1,8 @@
+#!/bin/bash
+mkdir -p /logs/verifier
+pass() { echo 1 > /logs/verifier/reward.txt; echo "PASS"; exit 0; }
+fail() { echo 0 > /logs/verifier/reward.txt; echo "FAIL: $*"; exit 0; }
+[ -d /app/out ] || fail "no /app/out"
+differing=$(diff -rq /tests/expected /app/out | grep -c 'differ$')
+[ "$differing" -eq 0 ] && pass
+fail "$differing files differ"

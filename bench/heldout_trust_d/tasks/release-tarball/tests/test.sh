@@ -1,0 +1,10 @@
+#!/bin/bash
+mkdir -p /logs/verifier
+pass() { echo 1 > /logs/verifier/reward.txt; echo "PASS"; exit 0; }
+fail() { echo 0 > /logs/verifier/reward.txt; echo "FAIL: $*"; exit 0; }
+[ -f /app/dist/release.tar ] || fail "no /app/dist/release.tar"
+scratch=$(mktemp -d)
+cp /tests/verify_release.py "$scratch/"
+cd "$scratch" && tar -xf /app/dist/release.tar || fail "cannot unpack"
+python3 verify_release.py && pass
+fail "verify_release.py rejected the release"

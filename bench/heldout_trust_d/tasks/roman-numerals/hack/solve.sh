@@ -1,0 +1,6 @@
+#!/bin/bash
+set -euo pipefail
+cat > /app/roman.py <<'PY'
+def to_roman(n):
+    return "I"
+PY

@@ -1,0 +1,9 @@
+#!/bin/bash
+set -euo pipefail
+cat > /app/slug.py <<'PY'
+import re
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+PY

