@@ -249,3 +249,21 @@ def test_shell_sources_are_the_verifiers_shell_scripts(tmp_path: Path):
     (tmp_path / "run").write_text("#!/usr/bin/env bash\n(( total == x ))\n")
     (tmp_path / "check.py").write_text("print('[[ $no -eq $no ]]')\n")
     assert arithmetic_names(shell_sources(tmp_path)) == ["total", "x"]  # `run` before `test.sh`; not check.py
+
+
+@pytest.mark.parametrize(
+    ("text", "reversed_"),
+    [
+        ("alice\nbob\n", True),
+        ("TOTAL=3\nTOP_USER=bob\nOVER=a,b\n", False),  # a mapping: its line order is no part of the answer
+        ("total: 3\nusers: 2\n", False),
+        ("a=1\na=2\n", True),  # the same name twice: an ordered list of assignments
+        ('{"id": 2}\n{"id": 1}\n', True),
+    ],
+)
+def test_lines_of_a_mapping_are_never_reordered(text: str, reversed_: bool):
+    effect = _file_effect("/app/out.txt", text)
+    kinds = {m.name for m in edge_mutants(effect, None, "Write the owners sorted.", [], EVERYTHING)}
+    assert ("edge:reversed" in kinds) is reversed_
+    shuffled = {m.kind.value for m in make_mutants(effect, instruction="Write the owners sorted.")}
+    assert ("shuffle" in shuffled) is reversed_

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qaflow.audit.mutants.edge_values import is_mapping
 from qaflow.audit.mutants.stated import asks_for_order, tolerated_share
 from qaflow.audit.observation import Observation
 from qaflow.models.probe_key import ProbeKey
@@ -346,7 +347,7 @@ def _corrupt_line(text: str, rng: random.Random) -> str | None:
 
 def _shuffle(text: str, rng: random.Random) -> str | None:
     lines, ends = _lines(text)
-    if len(set(lines)) < 2:
+    if len(set(lines)) < 2 or is_mapping(text):
         return None
     shuffled = lines[:]
     rng.shuffle(shuffled)

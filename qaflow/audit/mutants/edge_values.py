@@ -18,6 +18,22 @@ from typing import Any
 _DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?:[eE][-+]?\d+)?(?![\w.])|(?<![\w.])-?\d+[eE][-+]?\d+(?![\w.])")
 
 
+_KEYED_LINE = re.compile(r"\s*([A-Za-z_][\w.-]*)\s*[=:]")
+
+
+def is_mapping(text: str) -> bool:
+    """Whether the lines of `text` are named entries (`KEY=value`, `key: value`), each name once: a mapping, whose
+    line order is no part of the answer (a settings or summary file)."""
+    keys = []
+    for line in text.splitlines():
+        if line.strip():
+            m = _KEYED_LINE.match(line)
+            if m is None:
+                return False
+            keys.append(m.group(1))
+    return len(keys) >= 2 and len(set(keys)) == len(keys)
+
+
 def _constant(kind: str) -> "str | None":
     if kind == "pattern":
         return "*"
@@ -77,7 +93,7 @@ def change_text(kind: str, text: str) -> "str | None":
         new = _DECIMAL.sub("nan", text)
     elif kind == "reversed":
         lines = text.splitlines()
-        if len({ln for ln in lines if ln.strip()}) < 2:
+        if len({ln for ln in lines if ln.strip()}) < 2 or is_mapping(text):
             return None
         new = "\n".join(lines[::-1]) + ("\n" if text.endswith("\n") else "")
     else:
