@@ -17,6 +17,8 @@ from qaflow.audit.exploits import Exploit, Plant
 from qaflow.audit.exploits.minimise import ddmin, groups_of, only
 from qaflow.audit.exploits.replay_plants import (
     SPOOF_SINK,
+    TRUTH_SINK,
+    WORK_GROUP,
     exit_stub,
     forger_module,
     plan_replay,
@@ -639,10 +641,16 @@ TRUTH_RUN = "\n".join(
 
 def test_the_work_is_linked_to_the_verifiers_own_file_of_its_kind_with_the_most_words_in_common(tmp_path: Path):
     obs = _observation(TRUTH_RUN, {})
-    (sink,) = plan_replay(obs, {"/app/report.txt"}, files=["/app/report.txt"])
+    work = ["/app/report.txt", "/app/manifest.json"]
+    texts = {"/app/report.txt": "words: 12\n", "/app/manifest.json": '{"report": "report.txt"}'}
+    sinks = {e.name: e for e in plan_replay(obs, set(work), files=work, texts=texts)}
+    sink = sinks[TRUTH_SINK]
     (link,) = [p for p in sink.plants if (p.group or "").startswith("truth:")]
     assert (link.path, link.link_to) == ("/app/report.txt", "/tests/expected_report.txt")
     assert sink.plants.index(link) > next(i for i, p in enumerate(sink.plants) if p.path == "/app/report.txt")
+    state = {p.path: p.content for p in sink.plants if p.group == WORK_GROUP}
+    assert state == {"/app/report.txt": "", "/app/manifest.json": texts["/app/manifest.json"]}  # the control
+    assert not any((p.group or "").startswith("truth:") for e in sinks.values() if e is not sink for p in e.plants)
     truth = tmp_path / "expected_report.txt"
     truth.write_text("words: 12\n")
     work = tmp_path / "report.txt"
@@ -653,7 +661,7 @@ def test_the_work_is_linked_to_the_verifiers_own_file_of_its_kind_with_the_most_
 
 def test_no_link_where_the_verifier_read_no_file_of_the_works_kind():
     obs = _observation(TRUTH_RUN, {})
-    assert plan_replay(obs, {"/app/out.csv"}, files=["/app/out.csv"]) == []
+    assert [e.name for e in plan_replay(obs, {"/app/out.csv"}, files=["/app/out.csv"])] == []
 
 
 SOURCE_ALONG_PATH = "\n".join(

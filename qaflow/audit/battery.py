@@ -42,6 +42,7 @@ from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.models.audit import AuditFinding
 from qaflow.task import Task
+from qaflow.text import utf8_text
 from qaflow.trial.effects import ChangeKind, Effect
 
 
@@ -210,7 +211,10 @@ class ReplayProbe:
             return []  # without the oracle's work known, its own files could be replayed as plants
         files = [c.path for c in effect.changes if c.kind != ChangeKind.DELETED and c.file_type == "file"]
         pickles = [c.path for c in effect.changes if c.path in files and (c.content or b"")[:1] == PICKLE_PROTO]
-        return plan_replay(evidence.observation, {c.path for c in effect.changes}, files, pickles)
+        texts = {
+            c.path: t for c in effect.changes if c.path in files and (t := utf8_text(c.content or b"")) is not None
+        }
+        return plan_replay(evidence.observation, {c.path for c in effect.changes}, files, pickles, texts)
 
     def control(self, evidence: Evidence, exploit: Exploit) -> Exploit:
         return Exploit(name=WRONG_STATE, plants=[p for p in exploit.plants if p.group == WORK_GROUP])

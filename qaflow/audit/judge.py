@@ -265,6 +265,11 @@ EXPLOIT_REMEDIES = {
         "the verifier runs what the agent's program outputs as code (an `eval` of what it prints, a summary file its "
         "shell sources); parse the output as data (`ast.literal_eval`, `json.loads`, a `case` on each line) instead"
     ),
+    "replay-truth": (
+        "the verifier follows a link from the work's file to its own expected file and compares that file with "
+        "itself; refuse links (`[ -L ]`, `os.path.islink`, `realpath` under the work's folder) or keep only a digest "
+        "of the expected output in the verifier"
+    ),
     "exit-at-import": (
         "the verifier imports the agent's module into the process whose exit status it rewards; reward the "
         "tests' own results instead (pytest's junit report: at least one test passed, none failed or errored)"
