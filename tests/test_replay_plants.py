@@ -643,7 +643,10 @@ def test_the_work_is_linked_to_the_verifiers_own_file_of_its_kind_with_the_most_
     obs = _observation(TRUTH_RUN, {})
     work = ["/app/report.txt", "/app/manifest.json"]
     texts = {"/app/report.txt": "words: 12\n", "/app/manifest.json": '{"report": "report.txt"}'}
-    sinks = {e.name: e for e in plan_replay(obs, set(work), files=work, texts=texts)}
+    unseen = plan_replay(obs, set(work), files=work, texts=texts, visible="Write /app/report.txt.")
+    assert TRUTH_SINK not in {e.name for e in unseen}  # a link needs a name the agent can learn
+    visible = "Compare your report with expected_report.txt."
+    sinks = {e.name: e for e in plan_replay(obs, set(work), files=work, texts=texts, visible=visible)}
     sink = sinks[TRUTH_SINK]
     (link,) = [p for p in sink.plants if (p.group or "").startswith("truth:")]
     assert (link.path, link.link_to) == ("/app/report.txt", "/tests/expected_report.txt")

@@ -192,6 +192,19 @@ class TrustBoundaryProbe:
         return judge_exploits(evidence.nop, runs, exploits, evidence.where)
 
 
+MAX_VISIBLE_BYTES = 200_000
+
+
+def agent_visible_text(task: Task) -> str:
+    """What the agent can read of the task before it works: the instruction and the environment's files."""
+    parts = [task.instruction]
+    folder = task.environment_dir
+    for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        if path.is_file() and path.stat().st_size <= MAX_VISIBLE_BYTES:
+            parts.append(path.read_text(encoding="utf-8", errors="replace"))
+    return "\n".join(parts)
+
+
 PICKLE_PROTO = b"\x80"
 """The first byte of a pickle of protocol 2 or later (the `PROTO` opcode)."""
 
@@ -214,7 +227,8 @@ class ReplayProbe:
         texts = {
             c.path: t for c in effect.changes if c.path in files and (t := utf8_text(c.content or b"")) is not None
         }
-        return plan_replay(evidence.observation, {c.path for c in effect.changes}, files, pickles, texts)
+        visible = agent_visible_text(evidence.task)
+        return plan_replay(evidence.observation, {c.path for c in effect.changes}, files, pickles, texts, visible)
 
     def control(self, evidence: Evidence, exploit: Exploit) -> Exploit:
         return Exploit(name=WRONG_STATE, plants=[p for p in exploit.plants if p.group == WORK_GROUP])
