@@ -358,3 +358,46 @@ def test_a_file_the_verifier_makes_again_before_reading_it_is_no_deliverable(eve
     obs = Observation(observed=True, trace=parse_trace("\n".join([*lines, "exit\t1\t0"])),
                       accesses=[Access(path=path, how=["read"], exists=True)])  # fmt: skip
     assert deliverables(obs, focus="")(path) is deliverable
+
+
+def test_a_truncated_archive_loses_content_not_only_its_zero_padding():
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, body in (("pkg/a.py", b"print('a')\n" * 40), ("pkg/b.py", b"print('b')\n" * 40)):
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    data = buffer.getvalue()
+    assert len(data) >= 2 * len(data.rstrip(b"\0"))  # mostly padding: half the file is all the members
+    effect = Effect(changes=[FileChange(path="/app/dist/release.tar", kind=ChangeKind.CREATED, content=data)])
+    (cut,) = [m for m in make_mutants(effect) if m.kind is MutantKind.TRUNCATE]
+    with (
+        pytest.raises(tarfile.ReadError),
+        tarfile.open(fileobj=io.BytesIO(cut.writes["/app/dist/release.tar"] or b"")) as tar,
+    ):
+        [tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()]  # type: ignore[union-attr]
+
+
+def test_with_an_opaque_program_a_traced_run_decides_which_files_are_deliverables():
+    from qaflow.audit.trace import parse_trace
+
+    trace = parse_trace(
+        "\n".join(
+            [
+                "proc\t1\t0",
+                "exec\t1\t0\t/usr/bin/python3\tpython3%1F-I%1F/tests/check.py",
+                "open\t1\t3\t0\t/app/totals.json",
+                f"open\t1\t3\t{os.O_RDONLY | os.O_DIRECTORY}\t/app/out",
+                "exit\t1\t0",
+            ]
+        )
+    )
+    obs = Observation(observed=True, opaque_programs=["/usr/bin/python3 -I"], trace=trace)
+    deliverable = deliverables(obs, focus="Write /app/totals.json.")
+    assert deliverable("/app/totals.json") and deliverable("/app/out/part-1.csv")
+    assert not deliverable("/app/make_totals.py")  # the solution's helper script, never read by the verifier
+    untraced = Observation(observed=True, opaque_programs=["/usr/bin/python3 -I"])
+    assert deliverables(untraced, focus="")("/app/make_totals.py")  # without the trace, unseen reads count

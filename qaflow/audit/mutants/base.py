@@ -125,7 +125,9 @@ def deliverables(observation: Observation | None, focus: str) -> Callable[[str],
     a hidden folder only the whole path counts as named: a file name alone there is the solution's scratch
     copy of what the instruction named (`answer.txt` unpacked into `/app/.oracle/`), not an answer. Nor is a file
     the traced verifier removed or wrote afresh before reading it (it runs the work to make it again): what it
-    checks is made at verify time, whatever the agent left there."""
+    checks is made at verify time, whatever the agent left there. Where a program the observers cannot see into
+    ran (`python3 -I`) but the verifier's whole run was traced, a file it never read, ran, looked at or listed the
+    folder of is no target."""
     trace = observation.trace if observation is not None and observation.observed else None
     regenerated = trace.regenerated() if trace is not None else set()
 
@@ -138,8 +140,10 @@ def deliverables(observation: Observation | None, focus: str) -> Callable[[str],
             return observation.touched(path)
         if in_dot_folder(path):
             return False
-        if observation is None or not observation.reads_all_seen():
+        if observation is None:
             return True
+        if not observation.reads_all_seen():
+            return trace.took(path) or observation.touched(path) if trace is not None and not trace.truncated else True
         return observation.touched(path)
 
     return deliverable
@@ -357,8 +361,9 @@ def _shuffle(text: str, rng: random.Random) -> str | None:
 
 
 def _truncate(data: bytes, text: str | None) -> bytes | None:
-    if text is None:
-        return data[: len(data) // 2] if data else None
+    if text is None:  # half of what precedes the trailing padding (an archive's zero blocks are no content)
+        content = data.rstrip(b"\0")
+        return content[: len(content) // 2] if content else None
     lines, ends = _lines(text)
     if len(lines) >= 2:
         return _join(lines[: len(lines) // 2], ends).encode()
