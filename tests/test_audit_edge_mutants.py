@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from qaflow.audit.mutants import make_mutants
-from qaflow.audit.mutants.edge import arithmetic_names, compares_patterns, edge_mutants, shell_sources
+from qaflow.audit.mutants.edge import (
+    VerifierSources,
+    arithmetic_names,
+    compares_patterns,
+    edge_mutants,
+    matches_regex,
+    splits_words,
+    verifier_sources,
+)
 from qaflow.audit.mutants.stated import asks_for_order, tolerated_share
 from qaflow.audit.observation import Observation
 from qaflow.audit.trace import parse_trace
@@ -21,6 +29,7 @@ from qaflow.trial.effects import ChangeKind, Effect, FileChange
 
 SCRIPT = "/app/prog.py"
 EVERYTHING = lambda _path: True  # noqa: E731
+NONE = VerifierSources(shell=[], other=[])
 
 
 def _observed(calls: list[tuple[list[str], str]]) -> Observation:
@@ -97,7 +106,7 @@ def test_pattern_comparisons_are_string_tests_in_double_brackets_and_case(test: 
 
 
 def test_the_pattern_mutant_passes_an_unquoted_pattern_and_fails_a_quoted_one(tmp_path: Path):
-    shell = ['got=$(python3 /app/prog.py "$s")\n[[ $want == $got ]]']
+    shell = VerifierSources(shell=['got=$(python3 /app/prog.py "$s")\n[[ $want == $got ]]'], other=[])
     obs = _observed([(["91"], "A\n"), (["55"], "F\n")])
     mutants = {m.name: m for m in edge_mutants(_program_effect(), obs, "Print the grade.", shell, EVERYTHING)}
     writes = mutants["edge:pattern"].writes
@@ -124,7 +133,7 @@ def test_a_wrapped_script_changes_what_it_prints_and_the_files_it_writes_for_inp
         )
     )
     obs.outputs = {"/app/stats.json": '{"n": 2, "mean": 2.5, "values": [0.0, 5.0]}'}
-    mutants = {m.name: m for m in edge_mutants(_program_effect(STATS), obs, "", [], EVERYTHING)}
+    mutants = {m.name: m for m in edge_mutants(_program_effect(STATS), obs, "", NONE, EVERYTHING)}
     assert sorted(mutants) == ["edge:degenerate", "edge:not-a-number"]
     data = tmp_path / "data.txt"
     data.write_text("1 2 3 4\n")  # not an input the verifier gave
@@ -138,7 +147,7 @@ def test_a_wrapped_script_changes_what_it_prints_and_the_files_it_writes_for_inp
 
 def test_integer_answers_get_no_numeric_edge_mutant():
     obs = _observed([(["a"], "3\n"), (["b"], "12\n")])
-    assert [m.name for m in edge_mutants(_program_effect(), obs, "", [], EVERYTHING)] == []
+    assert [m.name for m in edge_mutants(_program_effect(), obs, "", NONE, EVERYTHING)] == []
 
 
 def test_a_module_the_verifier_imports_returns_degenerate_values_from_each_public_function(tmp_path: Path):
@@ -157,7 +166,7 @@ def test_a_module_the_verifier_imports_returns_degenerate_values_from_each_publi
         )
     )
     obs = Observation(observed=True, trace=trace)
-    mutants = {m.name: m for m in edge_mutants(effect, obs, "Scale the scores in order.", [], EVERYTHING)}
+    mutants = {m.name: m for m in edge_mutants(effect, obs, "Scale the scores in order.", NONE, EVERYTHING)}
     assert sorted(mutants) == ["edge:degenerate", "edge:not-a-number", "edge:reversed"]
     _materialise(mutants["edge:degenerate"].writes, tmp_path)
     code = "import scoring; print(scoring.normalise([2.0, 4.0, 6.0]), scoring.spread([1, 4]), scoring.Keep)"
@@ -175,18 +184,18 @@ def test_a_module_the_verifier_imports_returns_degenerate_values_from_each_publi
 def test_json_files_get_degenerate_numbers_and_lists_and_reversed_lists_only_when_an_order_is_asked():
     text = json.dumps({"mean": 2.5, "count": 4, "items": ["b", "a", "c"]}, indent=2) + "\n"
     effect = _file_effect("/app/summary.json", text)
-    unordered = {m.name: m for m in edge_mutants(effect, None, "Write the summary.", [], EVERYTHING)}
+    unordered = {m.name: m for m in edge_mutants(effect, None, "Write the summary.", NONE, EVERYTHING)}
     assert sorted(unordered) == ["edge:degenerate", "edge:not-a-number"]
     degenerate = json.loads(unordered["edge:degenerate"].writes["/app/summary.json"] or b"")
     assert degenerate == {"mean": math.inf, "count": 4, "items": []}
-    ordered = {m.name: m for m in edge_mutants(effect, None, "List the items sorted by name.", [], EVERYTHING)}
+    ordered = {m.name: m for m in edge_mutants(effect, None, "List the items sorted by name.", NONE, EVERYTHING)}
     turned = json.loads(ordered["edge:reversed"].writes["/app/summary.json"] or b"")
     assert turned["items"] == ["c", "a", "b"]
 
 
 def test_reversed_lines_fail_an_ordered_comparison_and_pass_an_order_blind_one():
     effect = _file_effect("/app/names_clean.txt", "alice\nbob\ncarol\n")
-    (rev,) = edge_mutants(effect, None, "Write the names sorted alphabetically.", [], EVERYTHING)
+    (rev,) = edge_mutants(effect, None, "Write the names sorted alphabetically.", NONE, EVERYTHING)
     got = (rev.writes["/app/names_clean.txt"] or b"").decode().splitlines()
     want = ["alice", "bob", "carol"]
     assert got != want and sorted(got) == sorted(want)
@@ -199,7 +208,7 @@ def test_no_edge_mutant_of_files_the_verifier_does_not_take_or_of_code():
             FileChange(path="/app/run.py", kind=ChangeKind.CREATED, content=b"x = [1.5]\n", mode=0o644),
         ]
     )
-    assert edge_mutants(effect, None, "", [], lambda p: p != "/app/x.json") == []
+    assert edge_mutants(effect, None, "", NONE, lambda p: p != "/app/x.json") == []
 
 
 @pytest.mark.parametrize(
@@ -248,7 +257,9 @@ def test_shell_sources_are_the_verifiers_shell_scripts(tmp_path: Path):
     (tmp_path / "test.sh").write_text("[[ $a -eq $b ]]\n")
     (tmp_path / "run").write_text("#!/usr/bin/env bash\n(( total == x ))\n")
     (tmp_path / "check.py").write_text("print('[[ $no -eq $no ]]')\n")
-    assert arithmetic_names(shell_sources(tmp_path)) == ["total", "x"]  # `run` before `test.sh`; not check.py
+    sources = verifier_sources(tmp_path)
+    assert arithmetic_names(sources.shell) == ["total", "x"]  # `run` before `test.sh`; not check.py
+    assert len(sources.other) == 1
 
 
 @pytest.mark.parametrize(
@@ -263,7 +274,41 @@ def test_shell_sources_are_the_verifiers_shell_scripts(tmp_path: Path):
 )
 def test_lines_of_a_mapping_are_never_reordered(text: str, reversed_: bool):
     effect = _file_effect("/app/out.txt", text)
-    kinds = {m.name for m in edge_mutants(effect, None, "Write the owners sorted.", [], EVERYTHING)}
+    kinds = {m.name for m in edge_mutants(effect, None, "Write the owners sorted.", NONE, EVERYTHING)}
     assert ("edge:reversed" in kinds) is reversed_
     shuffled = {m.kind.value for m in make_mutants(effect, instruction="Write the owners sorted.")}
     assert ("shuffle" in shuffled) is reversed_
+
+
+@pytest.mark.parametrize(
+    ("test", "splits"),
+    [
+        ("got=$(cat out)\nif [ $got = $want ]; then ok=1; fi", True),
+        ('if test $got -eq "$want"; then :; fi', True),
+        ('if [ "$got" = "$want" ]; then ok=1; fi', False),
+        ("[[ $got == $want ]]", False),
+    ],
+)
+def test_word_splitting_is_an_unquoted_variable_in_a_single_bracket_test(test: str, splits: bool):
+    assert splits_words([test]) is splits
+
+
+@pytest.mark.parametrize("op", ["=", "-eq", "!="])
+def test_the_word_split_answer_makes_a_test_true_on_either_side_and_is_refused_quoted(op: str):
+    answer = "1 -o 1"
+    for test in (f"[ $got {op} $want ]", f"[ $want {op} $got ]"):
+        assert _bash(f"want=17; got='{answer}'; {test}"), test
+    assert not _bash(f'want=17; got=\'{answer}\'; [ "$got" = "$want" ]')
+
+
+def test_the_regex_answer_matches_anything_used_as_the_pattern_and_nothing_used_as_the_subject(tmp_path: Path):
+    sources = VerifierSources(shell=[], other=["import re\nok = all(re.fullmatch(g, w) for g, w in zip(got, want))"])
+    assert matches_regex(sources) and not matches_regex(NONE)
+    effect = _file_effect("/app/dates.txt", "2024-01-02\n2024-03-04\n")
+    mutants = {m.name: m for m in edge_mutants(effect, None, "", sources, EVERYTHING)}
+    lines = (mutants["edge:regex"].writes["/app/dates.txt"] or b"").decode().splitlines()
+    assert lines == [".*", ".*"]  # one per answer line
+    import re
+
+    assert all(re.fullmatch(g, w) for g, w in zip(lines, ["2024-01-02", "2024-03-04"], strict=True))
+    assert not any(re.fullmatch(w, g) for g, w in zip(lines, ["2024-01-02", "2024-03-04"], strict=True))

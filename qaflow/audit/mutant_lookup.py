@@ -13,7 +13,7 @@ from pathlib import Path
 
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
 from qaflow.audit.mutants.differential import plan_code_mutants
-from qaflow.audit.mutants.edge import edge_mutants, shell_sources
+from qaflow.audit.mutants.edge import edge_mutants, verifier_sources
 from qaflow.audit.mutants.output import output_mutants
 from qaflow.audit.mutants.overfit import overfit_mutants
 from qaflow.audit.observation import Observation, imported_modules
@@ -59,7 +59,7 @@ def rebuild_mutants(task: Task, effect: Effect, observation: Observation | None)
             effect, limit=ALL_MUTANTS, focus=focus, deliverable=deliverable, instruction=task.instruction
         )
     }
-    edges = edge_mutants(effect, observation, task.instruction, shell_sources(task.tests_dir), deliverable)
+    edges = edge_mutants(effect, observation, task.instruction, verifier_sources(task.tests_dir), deliverable)
     found.update({m.name: m for m in edges})
     if observation is not None:
         plans, _ = plan_code_mutants(imported_modules(observation, effect), effect, task.tests_dir)

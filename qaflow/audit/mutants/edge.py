@@ -4,18 +4,22 @@ A verifier compares the work's answer (a file it wrote, or what a program of it 
 run) with the truth. Some comparisons accept values that no correct answer has, because of how the comparing
 language reads them, whatever the task:
 
-- `edge:pattern`: every answer `*`. A shell that compares with `[[ $want == $got ]]` or `case $want in $got)`
-  reads the unquoted answer as a glob pattern, and `*` matches anything;
-- `edge:arithmetic:NAME`: every answer NAME, a variable the verifier's shell scripts use in arithmetic.
+- `edge:pattern`: each line of every answer `*`. A shell that compares with `[[ $want == $got ]]` or
+  `case $want in $got)` reads the unquoted answer as a glob pattern, and `*` matches anything;
+- `edge:word-split`: each line `1 -o 1`. An unquoted variable in `[ ]` or `test` is split into operands, and
+  `[ 1 -o 1 = N ]` is true (on either side of the comparison, with `=` or `-eq`);
+- `edge:regex`: each line `.*`, where the verifier matches regular expressions (Python `re`, `=~`, `grep -E`): a
+  check that passes the answer as the pattern (`re.fullmatch(line, want)`) matches anything;
+- `edge:arithmetic:NAME`: each line NAME, a variable the verifier's shell scripts use in arithmetic.
   `[[ A -eq B ]]`, `(( ))`, `$(( ))` and `let` evaluate their operands as arithmetic expressions, where a name is
   read as the variable it names, so an answer naming the expected value's variable equals it;
-- `edge:infinite` / `edge:not-a-number`: every decimal number in the answers made `inf` / `nan`: a tolerance
-  relative to the answer (`abs(got - want) <= 1e-6 * abs(got)`) accepts an infinite one, an error bound written
-  `if abs(got - want) > tol: fail` accepts NaN;
-- `edge:emptied-lists`: every JSON list in the answers emptied: checks that walk the answer's items (`zip`,
-  `all()` over them) accept none;
-- `edge:reversed`: the answers' lines (or JSON lists) in reverse order, only where the instruction asks for an
-  order (`qaflow.audit.mutants.stated`): a sorting task checked with `sorted(got) == sorted(want)` accepts them.
+- `edge:degenerate`: every decimal number infinite and every list empty (JSON, or a function's result): a
+  tolerance relative to the answer (`abs(got - want) <= 1e-6 * abs(got)`), a `zip` that stops at the shorter
+  list, checks over "all items" accept them;
+- `edge:not-a-number`: every decimal number NaN: an error bound written `if abs(got - want) > tol: fail` accepts it;
+- `edge:reversed`: the answers' lines (or lists) in reverse order, only where the instruction asks for an order
+  (`qaflow.audit.mutants.stated`) and never the lines of a mapping: a sorting task checked with
+  `sorted(got) == sorted(want)` accepts them.
 
 Each mutant changes every answer at once (one trial per kind); a kind that changes none is not made. Full
 reward for one, where the nop fails, is `weak_verifier`, as for any mutant.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from qaflow.audit.mutants import edge_values
@@ -47,18 +52,42 @@ _NAME = re.compile(r"\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 _CAPTURE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)=[\"']?\$\(")
 _PATTERN_TEST = re.compile(r"\[\[[^\]]*(?:==|!=|\s=\s)[^\]]*\]\]|\bcase\s+\S+\s+in\b")
 _SHELL_BANG = re.compile(rb"#!\s*\S*(?:/|env\s+)(?:ba|da|z|k)?sh\b")
+_SINGLE_TEST = re.compile(r"(?<![\[\w])(?:\[\s([^\]\n]*?)\s\](?!\])|\btest\s([^;&|\n]*))")
+_UNQUOTED_VAR = re.compile(r"(?:^|\s)\$\{?[A-Za-z_]\w*\}?(?=\s|$)")
+_REGEX_USE = re.compile(r"\bre\.(?:fullmatch|match|search|compile)\(|=~|\bgrep\b[^\n|]*\s-[A-Za-z]*[EPf]")
 
 
-def shell_sources(tests_dir: Path) -> list[str]:
-    """The verifier's shell scripts (by suffix or `#!` line), as text."""
-    texts = []
+@dataclass(frozen=True)
+class VerifierSources:
+    """The verifier's files as text: its shell scripts, and the rest (Python checkers, data)."""
+
+    shell: list[str]
+    other: list[str]
+
+
+def verifier_sources(tests_dir: Path) -> VerifierSources:
+    """The verifier's text files, its shell scripts (by suffix or `#!` line) apart."""
+    shell: list[str] = []
+    other: list[str] = []
     for path in sorted(tests_dir.rglob("*")) if tests_dir.is_dir() else []:
         if not path.is_file() or path.stat().st_size > 200_000:
             continue
         data = path.read_bytes()
-        if path.suffix in (".sh", ".bash") or _SHELL_BANG.match(data):
-            texts.append(data.decode("utf-8", "replace"))
-    return texts
+        text = data.decode("utf-8", "replace")
+        (shell if path.suffix in (".sh", ".bash") or _SHELL_BANG.match(data) else other).append(text)
+    return VerifierSources(shell=shell, other=other)
+
+
+def splits_words(shell: Iterable[str]) -> bool:
+    """Whether a shell script of the verifier gives `[ ]` or `test` an unquoted variable: its value is split into
+    words, each an operand (`1 -o 1` makes any test true)."""
+    return any(_UNQUOTED_VAR.search(a or b) for text in shell for a, b in _SINGLE_TEST.findall(text))
+
+
+def matches_regex(sources: VerifierSources) -> bool:
+    """Whether the verifier matches regular expressions (Python `re`, bash `=~`, `grep -E/-P/-f`): an answer used
+    as the pattern (arguments swapped) matches anything as `.*`."""
+    return any(_REGEX_USE.search(text) for text in [*sources.shell, *sources.other])
 
 
 def arithmetic_names(shell: Iterable[str]) -> list[str]:
@@ -86,9 +115,12 @@ def compares_patterns(shell: Iterable[str]) -> bool:
     return any(_PATTERN_TEST.search(text) for text in shell)
 
 
-def edge_kinds(instruction: str, shell: list[str]) -> list[str]:
+def edge_kinds(instruction: str, sources: VerifierSources) -> list[str]:
     """The edge kinds (`edge_values`) that apply to this task's verifier and instruction."""
+    shell = sources.shell
     kinds = ["pattern"] if compares_patterns(shell) else []
+    kinds += ["word-split"] if splits_words(shell) else []
+    kinds += ["regex"] if matches_regex(sources) else []
     kinds += [f"arithmetic:{name}" for name in arithmetic_names(shell)]
     kinds += ["degenerate", "not-a-number"]
     return kinds + (["reversed"] if asks_for_order(instruction) else [])
@@ -104,7 +136,7 @@ def edge_mutants(
     effect: Effect,
     observation: Observation | None,
     instruction: str,
-    shell: list[str],
+    sources: VerifierSources,
     deliverable: Callable[[str], bool],
 ) -> list[Mutant]:
     """One mutant per edge kind that changes at least one answer: the deliverable data files the oracle wrote, the
@@ -124,7 +156,7 @@ def edge_mutants(
     programs = work_programs(effect, trace) if trace is not None else {}
     modules = _imported_modules(effect, observation, {path for path, _ in programs})
     out: list[Mutant] = []
-    for kind in edge_kinds(instruction, shell):
+    for kind in edge_kinds(instruction, sources):
         writes: dict[str, bytes | None] = dict(base)
         targets = []
         for path, text in files.items():
@@ -205,7 +237,7 @@ def _changed(kind: str, recorded: list[Recorded], fixed: dict[str, str]) -> bool
 
 
 def _constant_kind(kind: str) -> bool:
-    return kind == "pattern" or kind.startswith("arithmetic:")
+    return kind in edge_values.CONSTANTS or kind.startswith("arithmetic:")
 
 
 def _replayed(kind: str, recorded: list[Recorded], outputs: list[int]) -> str:

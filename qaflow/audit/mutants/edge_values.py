@@ -5,7 +5,8 @@ inside the wrappers an edge mutant puts in place of the work's programs and modu
 
 It must run on the Python of any task image (3.8 and later): no `X | Y` outside quoted annotations.
 
-Kinds: `pattern` (the answer `*`), `arithmetic:NAME` (the answer NAME), `degenerate` (every decimal number
+Kinds: `pattern` (each line of the answer `*`), `regex` (`.*`), `word-split` (`1 -o 1`), `arithmetic:NAME`
+(NAME), `degenerate` (every decimal number
 infinite and every JSON list empty), `not-a-number` (every decimal number NaN), `reversed` (lines or lists in
 reverse order).
 """
@@ -34,12 +35,22 @@ def is_mapping(text: str) -> bool:
     return len(keys) >= 2 and len(set(keys)) == len(keys)
 
 
+CONSTANTS = {"pattern": "*", "regex": ".*", "word-split": "1 -o 1"}
+
+
 def _constant(kind: str) -> "str | None":
-    if kind == "pattern":
-        return "*"
     if kind.startswith("arithmetic:"):
         return kind.split(":", 1)[1]
-    return None
+    return CONSTANTS.get(kind)
+
+
+def _each_line(word: str, text: str) -> str:
+    """`text` with each of its lines that holds something made `word` (a text of nothing: one such line)."""
+    lines = text.splitlines()
+    if not any(ln.strip() for ln in lines):
+        return word + "\n"
+    new = "\n".join(word if ln.strip() else ln for ln in lines)
+    return new + ("\n" if text.endswith("\n") else "")
 
 
 def change_value(kind: str, value: Any) -> Any:
@@ -47,7 +58,7 @@ def change_value(kind: str, value: Any) -> Any:
     word = _constant(kind)
     if isinstance(value, str):
         if word is not None:
-            return word
+            return _each_line(word, value).rstrip("\n") if value.strip() else word
         new = change_text(kind, value)
         return value if new is None else new
     if isinstance(value, bool) or value is None:
@@ -77,7 +88,7 @@ def change_text(kind: str, text: str) -> "str | None":
     """`text` changed by `kind`; None where the kind changes nothing in it."""
     word = _constant(kind)
     if word is not None:
-        new = word + ("\n" if text.endswith("\n") or not text else "")
+        new = _each_line(word, text)
         return new if new != text else None
     try:
         doc = json.loads(text)

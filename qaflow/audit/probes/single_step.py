@@ -9,7 +9,7 @@ from __future__ import annotations
 from qaflow.audit.judge import effect_lost, judge
 from qaflow.audit.mutant_lookup import focus_text
 from qaflow.audit.mutants import Mutant, deliverables, make_mutants
-from qaflow.audit.mutants.edge import edge_mutants, shell_sources
+from qaflow.audit.mutants.edge import edge_mutants, verifier_sources
 from qaflow.audit.mutants.output import output_mutants
 from qaflow.audit.mutants.overfit import overfit_mutants
 from qaflow.audit.observation import Observation
@@ -109,6 +109,6 @@ def _mutants(run: TaskRun, effect: Effect, observation: Observation | None, prob
     )
     mutants += overfit_mutants(effect, observation, instruction)
     mutants += output_mutants(effect, observation)
-    mutants += edge_mutants(effect, observation, instruction, shell_sources(run.task.tests_dir), deliverable)
+    mutants += edge_mutants(effect, observation, instruction, verifier_sources(run.task.tests_dir), deliverable)
     probes["mutants"] = {"generated": len(mutants), "changes": len(effect.changes)}
     return mutants
