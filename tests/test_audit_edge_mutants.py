@@ -304,6 +304,9 @@ def test_the_word_split_answer_makes_a_test_true_on_either_side_and_is_refused_q
 def test_the_regex_answer_matches_anything_used_as_the_pattern_and_nothing_used_as_the_subject(tmp_path: Path):
     sources = VerifierSources(shell=[], other=["import re\nok = all(re.fullmatch(g, w) for g, w in zip(got, want))"])
     assert matches_regex(sources) and not matches_regex(NONE)
+    literal = VerifierSources(shell=['grep -E "^ok" log'], other=['m = re.search(r"total: (\\d+)", out)'])
+    assert not matches_regex(literal)  # patterns the verifier spells out are not the answer's
+    assert matches_regex(VerifierSources(shell=['[[ $want =~ $got ]]'], other=[]))
     effect = _file_effect("/app/dates.txt", "2024-01-02\n2024-03-04\n")
     mutants = {m.name: m for m in edge_mutants(effect, None, "", sources, EVERYTHING)}
     lines = (mutants["edge:regex"].writes["/app/dates.txt"] or b"").decode().splitlines()

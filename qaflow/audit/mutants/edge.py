@@ -54,7 +54,10 @@ _PATTERN_TEST = re.compile(r"\[\[[^\]]*(?:==|!=|\s=\s)[^\]]*\]\]|\bcase\s+\S+\s+
 _SHELL_BANG = re.compile(rb"#!\s*\S*(?:/|env\s+)(?:ba|da|z|k)?sh\b")
 _SINGLE_TEST = re.compile(r"(?<![\[\w])(?:\[\s([^\]\n]*?)\s\](?!\])|\btest\s([^;&|\n]*))")
 _UNQUOTED_VAR = re.compile(r"(?:^|\s)\$\{?[A-Za-z_]\w*\}?(?=\s|$)")
-_REGEX_USE = re.compile(r"\bre\.(?:fullmatch|match|search|compile)\(|=~|\bgrep\b[^\n|]*\s-[A-Za-z]*[EPf]")
+_REGEX_USE = re.compile(
+    r"\bre\.(?:fullmatch|match|search|compile)\(\s*[A-Za-z_][\w.\[\]]*\s*[,)]"  # a pattern from a variable
+    r"|=~\s*\"?\$|\bgrep\b[^\n|]*\s-[A-Za-z]*f\b|\bgrep\b[^\n|]*\s-[A-Za-z]*[EP][A-Za-z]*\s+\"?\$"
+)
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,9 @@ def splits_words(shell: Iterable[str]) -> bool:
 
 
 def matches_regex(sources: VerifierSources) -> bool:
-    """Whether the verifier matches regular expressions (Python `re`, bash `=~`, `grep -E/-P/-f`): an answer used
-    as the pattern (arguments swapped) matches anything as `.*`."""
+    """Whether the verifier matches regular expressions it does not spell out (Python `re` with a pattern from a
+    variable, bash `=~ $x`, `grep -E "$x"`, `grep -f`): an answer used as the pattern (arguments swapped) matches
+    anything as `.*`."""
     return any(_REGEX_USE.search(text) for text in [*sources.shell, *sources.other])
 
 
