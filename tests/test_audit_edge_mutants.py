@@ -306,7 +306,7 @@ def test_the_regex_answer_matches_anything_used_as_the_pattern_and_nothing_used_
     assert matches_regex(sources) and not matches_regex(NONE)
     literal = VerifierSources(shell=['grep -E "^ok" log'], other=['m = re.search(r"total: (\\d+)", out)'])
     assert not matches_regex(literal)  # patterns the verifier spells out are not the answer's
-    assert matches_regex(VerifierSources(shell=['[[ $want =~ $got ]]'], other=[]))
+    assert matches_regex(VerifierSources(shell=["[[ $want =~ $got ]]"], other=[]))
     effect = _file_effect("/app/dates.txt", "2024-01-02\n2024-03-04\n")
     mutants = {m.name: m for m in edge_mutants(effect, None, "", sources, EVERYTHING)}
     lines = (mutants["edge:regex"].writes["/app/dates.txt"] or b"").decode().splitlines()
@@ -315,3 +315,46 @@ def test_the_regex_answer_matches_anything_used_as_the_pattern_and_nothing_used_
 
     assert all(re.fullmatch(g, w) for g, w in zip(lines, ["2024-01-02", "2024-03-04"], strict=True))
     assert not any(re.fullmatch(w, g) for g, w in zip(lines, ["2024-01-02", "2024-03-04"], strict=True))
+
+
+def _database(tmp_path: Path) -> bytes:
+    import sqlite3
+
+    path = tmp_path / "shop.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE order_totals (order_id INTEGER, total REAL, customer TEXT)")
+        db.executemany("INSERT INTO order_totals VALUES (?, ?, ?)", [(1, 9.5, "ann"), (2, 3.25, "bob")])
+    data = path.read_bytes()
+    path.unlink()
+    return data
+
+
+def _query(data: bytes, tmp_path: Path, sql: str) -> list[tuple[object, ...]]:
+    import sqlite3
+    from contextlib import closing
+
+    path = tmp_path / "check.db"
+    path.write_bytes(data)
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE expected (order_id INTEGER, total REAL)")
+        db.executemany("INSERT INTO expected VALUES (?, ?)", [(1, 9.5), (2, 3.25)])
+        rows = db.execute(sql).fetchall()
+    path.unlink()
+    return rows
+
+
+def test_a_database_answer_gets_its_rows_deleted_and_its_numbers_made_null(tmp_path: Path):
+    data = _database(tmp_path)
+    effect = Effect(changes=[FileChange(path="/app/shop.db", kind=ChangeKind.CREATED, content=data, mode=0o644)])
+    mutants = {m.name: m for m in edge_mutants(effect, None, "", NONE, EVERYTHING)}
+    assert sorted(mutants) == ["edge:degenerate", "edge:not-a-number"]
+    emptied = mutants["edge:degenerate"].writes["/app/shop.db"] or b""
+    one_sided = "SELECT order_id, total FROM order_totals EXCEPT SELECT order_id, total FROM expected"
+    both = one_sided + " UNION ALL SELECT order_id, total FROM expected EXCEPT SELECT order_id, total FROM order_totals"
+    assert _query(emptied, tmp_path, one_sided) == [] and _query(emptied, tmp_path, both) != []
+    assert _query(emptied, tmp_path, "SELECT count(*) FROM order_totals") == [(0,)]  # the table is still there
+    nulls = mutants["edge:not-a-number"].writes["/app/shop.db"] or b""
+    wrong = "SELECT count(*) FROM order_totals g JOIN expected e ON g.rowid = e.rowid WHERE g.total != e.total"
+    assert _query(nulls, tmp_path, wrong) == [(0,)]
+    assert _query(nulls, tmp_path, "SELECT customer FROM order_totals ORDER BY rowid") == [("ann",), ("bob",)]
+    assert _query(data, tmp_path, wrong) == [(0,)] and _query(data, tmp_path, both) == []

@@ -17,6 +17,9 @@ language reads them, whatever the task:
   tolerance relative to the answer (`abs(got - want) <= 1e-6 * abs(got)`), a `zip` that stops at the shorter
   list, checks over "all items" accept them;
 - `edge:not-a-number`: every decimal number NaN: an error bound written `if abs(got - want) > tol: fail` accepts it;
+- an SQLite database the work wrote: `degenerate` deletes every table's rows (a one-sided `EXCEPT`, expected values
+  recomputed from the work's own tables accept it), `not-a-number` makes NULL every column of numbers only (no
+  comparison with NULL is true: `WHERE got != want` finds no wrong row);
 - `edge:reversed`: the answers' lines (or lists) in reverse order, only where the instruction asks for an order
   (`qaflow.audit.mutants.stated`) and never the lines of a mapping: a sorting task checked with
   `sorted(got) == sorted(want)` accepts them.
@@ -29,7 +32,10 @@ from __future__ import annotations
 
 import posixpath
 import re
+import sqlite3
+import tempfile
 from collections.abc import Callable, Iterable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,11 +155,15 @@ def edge_mutants(
     modules a Python of the verifier imported (each public function's result changed)."""
     base, modes, links = oracle_state(effect)
     files: dict[str, str] = {}
+    databases: dict[str, bytes] = {}
     for c in effect.written:
         data = base.get(c.path)
-        if data is None or is_scratch(c.path) or is_code(c) or not deliverable(c.path) or len(data) > MAX_ANSWER_BYTES:
+        if data is None or is_scratch(c.path) or is_code(c) or not deliverable(c.path):
             continue
-        text = utf8_text(data)
+        if data.startswith(SQLITE_MAGIC) and len(data) <= MAX_DATABASE_BYTES:
+            databases[c.path] = data
+            continue
+        text = utf8_text(data) if len(data) <= MAX_ANSWER_BYTES else None
         if text is not None:
             files[c.path] = text
     trace = observation.trace if observation is not None and observation.observed else None
@@ -167,6 +177,11 @@ def edge_mutants(
             new = change_text(kind, text)
             if new is not None:
                 writes[path] = new.encode("utf-8")
+                targets.append(path)
+        for path, data in databases.items():
+            changed_db = changed_database(kind, data)
+            if changed_db is not None:
+                writes[path] = changed_db
                 targets.append(path)
         for (path, python), runs in programs.items():
             assert trace is not None and observation is not None
@@ -200,6 +215,42 @@ def edge_mutants(
             )
         )
     return out
+
+
+SQLITE_MAGIC = b"SQLite format 3\0"
+MAX_DATABASE_BYTES = 8 * 1024 * 1024
+
+
+def changed_database(kind: str, data: bytes) -> bytes | None:
+    """An SQLite database changed by `kind`: `degenerate`, every table's rows deleted (its tables kept);
+    `not-a-number`, every value of a column that holds only numbers made NULL (SQL's unknown, which no comparison
+    is true of); None for other kinds, where nothing changes, or where it cannot be read."""
+    if kind not in ("degenerate", "not-a-number"):
+        return None
+    with tempfile.TemporaryDirectory(prefix="qaflow-edge-db-") as tmp:
+        path = Path(tmp) / "db.sqlite"
+        path.write_bytes(data)
+        try:
+            with closing(sqlite3.connect(path)) as db:
+                changed = 0
+                tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+                for table in (t for t in tables if not t.startswith("sqlite_")):
+                    q = '"' + table.replace('"', '""') + '"'
+                    if kind == "degenerate":
+                        changed += db.execute(f"DELETE FROM {q}").rowcount
+                        continue
+                    for column in [r[1] for r in db.execute(f"PRAGMA table_info({q})")]:
+                        c = '"' + column.replace('"', '""') + '"'
+                        kinds = {r[0] for r in db.execute(f"SELECT DISTINCT typeof({c}) FROM {q}")}
+                        if kinds and kinds <= {"integer", "real"}:
+                            changed += db.execute(f"UPDATE {q} SET {c} = NULL").rowcount
+                db.commit()
+                if not changed:
+                    return None
+                db.execute("VACUUM")
+        except sqlite3.Error:
+            return None
+        return path.read_bytes()
 
 
 def _hidden(path: str) -> str:
