@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from qaflow.audit.exploits import Exploit, Plant
 from qaflow.audit.exploits.minimise import ddmin, groups_of, only
 from qaflow.audit.exploits.replay_plants import (
+    SIBLING_SINK,
     SPOOF_SINK,
     TRUTH_SINK,
     WORK_GROUP,
@@ -706,3 +707,45 @@ def test_the_guard_records_the_folders_a_glob_lists(tmp_path: Path):
     trace = parse_trace((kit.folder / "trace").read_text())
     assert f"{tmp_path}/res" in trace.listed()
     assert f"{tmp_path}/res/a.result" not in trace.listed()
+
+
+SIBLING_RUN = "\n".join(
+    [
+        "proc\t1\t0",
+        "exec\t1\t0\t/usr/bin/bash\tbash%1F/tests/test.sh",
+        "proc\t2\t1",
+        "exec\t2\t0\t/usr/bin/python3\tpython3%1F/app/rle.py%1F/tests/cases/1.in",
+        "open\t2\t3\t0\t/tests/cases/1.in",
+        "out\t2\t" + b"3a2b\n".hex(),
+        "exit\t2\t0",
+        "proc\t3\t1",
+        "exec\t3\t0\t/usr/bin/cmp\tcmp%1F-%1F/tests/cases/1.out",
+        "open\t3\t3\t0\t/tests/cases/1.out",
+        "exit\t3\t0",
+        "exit\t1\t0",
+    ]
+)
+
+
+@pytest.mark.parametrize("python", [True, False])
+def test_a_program_sent_to_read_beside_the_expected_outputs_prints_them(python: bool, tmp_path: Path):
+    text = (
+        SIBLING_RUN if python else SIBLING_RUN.replace("/usr/bin/python3\tpython3%1F/app/rle.py", "/app/rle\t/app/rle")
+    )
+    work = "/app/rle.py" if python else "/app/rle"
+    sinks = {e.name: e for e in plan_replay(_observation(text, {}), {work}, files=[work])}
+    (plant,) = [p for p in sinks[SIBLING_SINK].plants if p.group == f"sibling:{work}"]
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "7.in").write_text("aaab\n")
+    (cases / "7.out").write_text("3a1b\n")  # an input the recorded run never had: found at run time
+    program = tmp_path / "prog"
+    program.write_text(plant.content)
+    runner = [sys.executable] if python else ["sh"]
+    done = subprocess.run([*runner, str(program), str(cases / "7.in")], capture_output=True, text=True, check=True)
+    assert done.stdout == "3a1b\n"
+
+
+def test_no_sibling_plant_where_the_verifier_keeps_no_file_beside_the_input():
+    text = SIBLING_RUN.replace("/tests/cases/1.out", "/tests/expected/1.out")
+    assert SIBLING_SINK not in {e.name for e in plan_replay(_observation(text, {}), {"/app/rle.py"}, ["/app/rle.py"])}

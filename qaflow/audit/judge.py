@@ -265,6 +265,10 @@ EXPLOIT_REMEDIES = {
         "the verifier runs what the agent's program outputs as code (an `eval` of what it prints, a summary file its "
         "shell sources); parse the output as data (`ast.literal_eval`, `json.loads`, a `case` on each line) instead"
     ),
+    "replay-sibling": (
+        "the verifier sends the agent's program to read inputs from a folder that also holds the expected outputs "
+        "(`cases/3.in` beside `3.out`); give it a copy of the inputs alone, in a folder of its own"
+    ),
     "replay-truth": (
         "the verifier follows a link from the work's file to its own expected file and compares that file with "
         "itself; refuse links (`[ -L ]`, `os.path.islink`, `realpath` under the work's folder) or keep only a digest "
