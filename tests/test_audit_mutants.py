@@ -401,3 +401,14 @@ def test_with_an_opaque_program_a_traced_run_decides_which_files_are_deliverable
     assert not deliverable("/app/make_totals.py")  # the solution's helper script, never read by the verifier
     untraced = Observation(observed=True, opaque_programs=["/usr/bin/python3 -I"])
     assert deliverables(untraced, focus="")("/app/make_totals.py")  # without the trace, unseen reads count
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_changed_line_of_sorted_lines_leaves_them_sorted(reverse: bool):
+    names = sorted(["ann", "bob", "cyd", "dee", "eve", "fay"], reverse=reverse)
+    text = "".join(f"{n}\n" for n in names)
+    effect = Effect(changes=[FileChange(path="/app/roster.txt", kind=ChangeKind.CREATED, content=text.encode())])
+    (corrupt,) = [m for m in make_mutants(effect) if m.kind is MutantKind.CORRUPT_LINE]
+    got = (corrupt.writes["/app/roster.txt"] or b"").decode().splitlines()
+    assert got == sorted(got, reverse=reverse) and len(got) == len(names)
+    assert len(set(got) - set(names)) == 1  # one name wrong, the order and the count right

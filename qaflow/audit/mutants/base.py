@@ -331,9 +331,18 @@ def _alter(line: str, rng: random.Random) -> str:
     return line + "x"
 
 
+def _sort_order(lines: list[str]) -> int:
+    """1 where `lines` (two or more, not all equal) are in ascending order, -1 descending, else 0."""
+    if len(set(lines)) < 2:
+        return 0
+    return 1 if lines == sorted(lines) else -1 if lines == sorted(lines, reverse=True) else 0
+
+
 def _corrupt_line(text: str, rng: random.Random) -> str | None:
-    """One line changed: a number in it perturbed (+1), else one word's letters altered (rot13)."""
+    """One line changed: a number in it perturbed (+1), else one word's letters altered (rot13); lines that were in
+    sorted order are sorted again (only the one value is wrong, not the order as well)."""
     lines, ends = _lines(text)
+    order = _sort_order(lines)
     filled = [i for i, line in enumerate(lines) if line.strip()]
     numeric = [i for i in filled if _NUMBER.search(lines[i])]
     pool = numeric or [i for i in filled if _WORD.search(lines[i])] or filled
@@ -346,6 +355,8 @@ def _corrupt_line(text: str, rng: random.Random) -> str | None:
         lines[i] = lines[i][: m.start()] + _bump(m.group()) + lines[i][m.end() :]
     else:
         lines[i] = _alter(lines[i], rng)
+    if order:
+        lines = sorted(lines, reverse=order < 0)
     return _join(lines, ends)
 
 
