@@ -412,3 +412,23 @@ def test_a_changed_line_of_sorted_lines_leaves_them_sorted(reverse: bool):
     got = (corrupt.writes["/app/roster.txt"] or b"").decode().splitlines()
     assert got == sorted(got, reverse=reverse) and len(got) == len(names)
     assert len(set(got) - set(names)) == 1  # one name wrong, the order and the count right
+
+
+@pytest.mark.parametrize(
+    ("flags", "regenerated"),
+    [
+        (os.O_RDWR | os.O_CREAT, False),  # how SQLite opens the database it reads: what the agent left is read
+        (os.O_WRONLY | os.O_CREAT | os.O_TRUNC, True),  # `open(p, "w")`, `>`: made again before it is read
+        (os.O_WRONLY | os.O_APPEND | os.O_CREAT, False),
+    ],
+)
+def test_a_file_is_regenerated_only_where_the_verifier_truncated_it_before_reading_it(flags: int, regenerated: bool):
+    from qaflow.audit.trace import parse_trace
+
+    trace = parse_trace(
+        "\n".join(["proc\t1\t0", "exec\t1\t0\t/usr/bin/python3\tpython3%1F/tests/check.py",
+                   f"open\t1\t3\t{flags}\t/app/shop.db", "open\t1\t4\t0\t/app/shop.db", "exit\t1\t0"])
+    )  # fmt: skip
+    assert ("/app/shop.db" in trace.regenerated()) is regenerated
+    deliverable = deliverables(Observation(observed=True, opaque_programs=[], trace=trace), focus="/app/shop.db")
+    assert deliverable("/app/shop.db") is not regenerated

@@ -143,11 +143,12 @@ class VerifierTrace(BaseModel):
         return list(dict.fromkeys(e.path for e in self.events if e.reads))
 
     def regenerated(self) -> set[str]:
-        """Paths the verifier's run removed or wrote afresh (truncated, created, renamed into place) before it first
-        read them: what it then read was made at verify time, not left by the agent."""
+        """Paths the verifier's run removed or wrote afresh (truncated, or renamed into place) before it first read
+        them: what it then read was made at verify time, not left by the agent."""
         first: dict[str, bool] = {}
         for e in self.events:
-            fresh = e.writes and bool((e.flags or 0) & (os.O_TRUNC | os.O_CREAT)) and not e.appends
+            # O_CREAT alone keeps what a file held (SQLite opens its database so to read it): only a truncation
+            fresh = e.writes and bool((e.flags or 0) & os.O_TRUNC) and not e.appends
             if (e.op == "unlink" and not e.failed) or fresh:
                 first.setdefault(e.path, True)
             elif e.op == "rename" and not e.failed and e.to:
