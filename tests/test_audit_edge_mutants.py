@@ -152,7 +152,7 @@ def test_integer_answers_get_no_numeric_edge_mutant():
 
 def test_a_module_the_verifier_imports_returns_degenerate_values_from_each_public_function(tmp_path: Path):
     source = b"def normalise(xs):\n    lo, hi = min(xs), max(xs)\n    return [(x - lo) / (hi - lo) for x in xs]\n"
-    source += b"def spread(xs):\n    return float(max(xs) - min(xs))\nclass Keep:\n    pass\n"
+    source += b"def spread(xs):\n    return float(max(xs) - min(xs))\n_CACHE = {}\n"
     path = "/app/scoring.py"
     effect = Effect(changes=[FileChange(path=path, kind=ChangeKind.CREATED, content=source, mode=0o644)])
     trace = parse_trace(
@@ -169,10 +169,10 @@ def test_a_module_the_verifier_imports_returns_degenerate_values_from_each_publi
     mutants = {m.name: m for m in edge_mutants(effect, obs, "Scale the scores in order.", NONE, EVERYTHING)}
     assert sorted(mutants) == ["edge:degenerate", "edge:not-a-number", "edge:reversed"]
     _materialise(mutants["edge:degenerate"].writes, tmp_path)
-    code = "import scoring; print(scoring.normalise([2.0, 4.0, 6.0]), scoring.spread([1, 4]), scoring.Keep)"
+    code = "import scoring; print(scoring.normalise([2.0, 4.0, 6.0]), scoring.spread([1, 4]), scoring._CACHE)"
     done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, 'app'); {code}"],
                           cwd=tmp_path, capture_output=True, text=True, check=True)  # fmt: skip
-    assert done.stdout.startswith("[] inf <class ")
+    assert done.stdout == "[] inf {}\n"
     _materialise(mutants["edge:reversed"].writes, tmp_path)
     code = "import scoring; print(scoring.normalise([2.0, 4.0, 6.0])); scoring.spread([1, 4])"
     done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, 'app'); {code}"],
@@ -358,3 +358,15 @@ def test_a_database_answer_gets_its_rows_deleted_and_its_numbers_made_null(tmp_p
     assert _query(nulls, tmp_path, wrong) == [(0,)]
     assert _query(nulls, tmp_path, "SELECT customer FROM order_totals ORDER BY rowid") == [("ann",), ("bob",)]
     assert _query(data, tmp_path, wrong) == [(0,)] and _query(data, tmp_path, both) == []
+
+
+def test_a_module_with_a_public_class_gets_no_edge_mutant():
+    """Its class would be left as it was: a verifier that uses only the class would see right answers only."""
+    source = b"class RingBuffer:\n    def get(self):\n        return [1.5]\ndef helper(x):\n    return 2.5 * x\n"
+    path = "/app/ringbuf.py"
+    effect = Effect(changes=[FileChange(path=path, kind=ChangeKind.CREATED, content=source, mode=0o644)])
+    trace = parse_trace(
+        "proc\t1\t0\nexec\t1\t0\t/usr/bin/python3\tpython3%1F-I%1F-c%1Fimport ringbuf\n"
+        f"open\t1\t3\t0\t{path}\nexit\t1\t0"
+    )
+    assert edge_mutants(effect, Observation(observed=True, trace=trace), "", NONE, EVERYTHING) == []

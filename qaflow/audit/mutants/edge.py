@@ -30,6 +30,7 @@ reward for one, where the nop fails, is `weak_verifier`, as for any mutant.
 
 from __future__ import annotations
 
+import ast
 import posixpath
 import re
 import sqlite3
@@ -266,7 +267,9 @@ def _wrapped(path: str, original: bytes, wrapper: str) -> dict[str, bytes | None
 
 
 def _imported_modules(effect: Effect, observation: Observation | None, programs: set[str]) -> list[str]:
-    """The work's Python modules a Python of the verifier imported (read without running it as its script)."""
+    """The work's Python modules a Python of the verifier imported (read without running it as its script) whose
+    public top-level names are functions only: a wrapper changes what each of those returns, and a public class
+    it would leave as it was (so the verifier could use only right answers)."""
     if observation is None or not observation.observed:
         return []
     found = set(imported_modules(observation, effect))
@@ -275,7 +278,17 @@ def _imported_modules(effect: Effect, observation: Observation | None, programs:
         for path, runs in python_readers(observation.trace).items():
             if path in work and any(script_of(r) != path for r in runs):
                 found.add(path)
-    return sorted(found - programs)[:MAX_MODULES]
+    sources = {c.path: c.content or b"" for c in effect.written}
+    return sorted(p for p in found - programs if _functions_only(sources.get(p, b"")))[:MAX_MODULES]
+
+
+def _functions_only(source: bytes) -> bool:
+    try:
+        tree = ast.parse(source.decode("utf-8", "replace"))
+    except SyntaxError:
+        return False
+    public = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef) and not n.name.startswith("_")]
+    return bool(public) and all(isinstance(n, ast.FunctionDef) for n in public)
 
 
 def _fixed_outputs(trace: VerifierTrace, runs: list[TracedRun], outputs: list[int], python: bool) -> list[str]:
