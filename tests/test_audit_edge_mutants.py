@@ -42,7 +42,8 @@ def _observed(calls: list[tuple[list[str], str]]) -> Observation:
 
 GRADE = b"import sys\nprint('A' if float(sys.argv[1]) >= 90 else 'F')\n"
 STATS = b"""import json, statistics, sys
-values = [float(v) for v in open(sys.argv[1]).read().split()]
+from helpers import as_float
+values = [as_float(v) for v in open(sys.argv[1]).read().split()]
 print(statistics.pstdev(values))
 json.dump({"n": len(values), "mean": statistics.mean(values), "values": values}, open("/app/stats.json", "w"))
 """
@@ -57,7 +58,8 @@ def _materialise(mutant_writes: dict[str, bytes | None], root: Path) -> None:
     for path, data in mutant_writes.items():
         target = root / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes((data or b"").replace(b"/app/", f"{root}/app/".encode()))
+        moved = (data or b"").replace(b"/app/", f"{root}/app/".encode()).replace(b"'/app'", f"'{root}/app'".encode())
+        target.write_bytes(moved)
 
 
 def _file_effect(path: str, text: str) -> Effect:
@@ -137,6 +139,8 @@ def test_a_wrapped_script_changes_what_it_prints_and_the_files_it_writes_for_inp
     assert sorted(mutants) == ["edge:degenerate", "edge:not-a-number"]
     data = tmp_path / "data.txt"
     data.write_text("1 2 3 4\n")  # not an input the verifier gave
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app/helpers.py").write_text("def as_float(v):\n    return float(v)\n")  # a sibling module
     assert _printed(mutants["edge:degenerate"].writes, [str(data)], tmp_path) == "inf\n"
     written = json.loads((tmp_path / "app/stats.json").read_text())
     assert written == {"n": 4, "mean": math.inf, "values": []}  # the count stays, floats infinite, lists empty

@@ -325,6 +325,17 @@ def _replayed(kind: str, recorded: list[Recorded], outputs: list[int]) -> str:
 _VALUES_SOURCE = Path(edge_values.__file__).read_text(encoding="utf-8")
 
 
+_RUN_AS = "; ".join(
+    [
+        "import runpy, sys",
+        "sys.argv[0] = {path!r}",
+        "sys.path[0] = {folder!r}",
+        "runpy.run_path({hidden!r}, run_name='__main__')",
+    ]
+)
+"""The work's own script, run as if from its place: its folder first on sys.path (its sibling modules import)."""
+
+
 def _script_wrapper(kind: str, path: str, fixed: list[str], outputs: list[int]) -> str:
     """A Python script that runs the work's own script (kept beside it) with the same arguments and input, then
     prints its output and rewrites the files it wrote (`fixed` paths, and those its arguments at `outputs` name)
@@ -333,7 +344,8 @@ def _script_wrapper(kind: str, path: str, fixed: list[str], outputs: list[int]) 
     return (
         f"#!/usr/bin/env python3\n{_VALUES_SOURCE}\n"
         "import subprocess as _sp, sys as _sys\n"
-        f"_done = _sp.run([_sys.executable, {_hidden(path)!r}, *_sys.argv[1:]], stdout=_sp.PIPE)\n"
+        f"_run = {_RUN_AS.format(path=path, folder=posixpath.dirname(path), hidden=_hidden(path))!r}\n"
+        "_done = _sp.run([_sys.executable, '-c', _run, *_sys.argv[1:]], stdout=_sp.PIPE)\n"
         "_out = _done.stdout.decode('utf-8', 'surrogateescape')\n"
         f"_new = change_text({kind!r}, _out)\n_changed = _new is not None\n"
         f"for _p in {fixed!r} + [_sys.argv[1 + _i] for _i in {outputs!r} if 1 + _i < len(_sys.argv)]:\n"
