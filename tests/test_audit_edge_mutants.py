@@ -328,6 +328,8 @@ def _database(tmp_path: Path) -> bytes:
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE order_totals (order_id INTEGER, total REAL, customer TEXT)")
         db.executemany("INSERT INTO order_totals VALUES (?, ?, ?)", [(1, 9.5, "ann"), (2, 3.25, "bob")])
+        db.execute("CREATE TABLE audit_log (note TEXT)")  # a trigger the task's database brings is never run
+        db.execute("CREATE TRIGGER keep AFTER DELETE ON order_totals BEGIN INSERT INTO audit_log VALUES ('x'); END")
     data = path.read_bytes()
     path.unlink()
     return data
@@ -357,6 +359,7 @@ def test_a_database_answer_gets_its_rows_deleted_and_its_numbers_made_null(tmp_p
     both = one_sided + " UNION ALL SELECT order_id, total FROM expected EXCEPT SELECT order_id, total FROM order_totals"
     assert _query(emptied, tmp_path, one_sided) == [] and _query(emptied, tmp_path, both) != []
     assert _query(emptied, tmp_path, "SELECT count(*) FROM order_totals") == [(0,)]  # the table is still there
+    assert _query(emptied, tmp_path, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'") == [(0,)]
     nulls = mutants["edge:not-a-number"].writes["/app/shop.db"] or b""
     wrong = "SELECT count(*) FROM order_totals g JOIN expected e ON g.rowid = e.rowid WHERE g.total != e.total"
     assert _query(nulls, tmp_path, wrong) == [(0,)]

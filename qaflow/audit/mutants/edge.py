@@ -167,9 +167,8 @@ def edge_mutants(
         text = utf8_text(data) if len(data) <= MAX_ANSWER_BYTES else None
         if text is not None:
             files[c.path] = text
-    trace = observation.trace if observation is not None and observation.observed else None
-    programs = work_programs(effect, trace) if trace is not None else {}
-    modules = _imported_modules(effect, observation, {path for path, _ in programs})
+    programs = _program_answers(effect, observation)
+    modules = _imported_modules(effect, observation, {p.path for p in programs})
     out: list[Mutant] = []
     for kind in edge_kinds(instruction, sources):
         writes: dict[str, bytes | None] = dict(base)
@@ -184,19 +183,16 @@ def edge_mutants(
             if changed_db is not None:
                 writes[path] = changed_db
                 targets.append(path)
-        for (path, python), runs in programs.items():
-            assert trace is not None and observation is not None
-            outputs = output_positions(trace, runs, python)
-            recorded = recorded_runs(runs, python, outputs, observation.outputs)
-            wrote = _fixed_outputs(trace, runs, outputs, python)
-            changed = _changed(kind, recorded, {p: observation.outputs[p] for p in wrote if p in observation.outputs})
-            if not changed:
+        for p in programs:
+            if not _changed(kind, p.recorded, p.fixed):
                 continue
-            if python:
-                writes.update(_wrapped(path, base.get(path) or b"", _script_wrapper(kind, path, wrote, outputs)))
+            if p.python:
+                writes.update(
+                    _wrapped(p.path, base.get(p.path) or b"", _script_wrapper(kind, p.path, list(p.fixed), p.outputs))
+                )
             else:
-                writes[path] = _replayed(kind, recorded, outputs).encode("utf-8")
-            targets.append(path)
+                writes[p.path] = _replayed(kind, p.recorded, p.outputs).encode("utf-8")
+            targets.append(p.path)
         if kind in VALUE_KINDS:
             for path in modules:
                 writes.update(_wrapped(path, base.get(path) or b"", _module_wrapper(kind, path)))
@@ -211,7 +207,7 @@ def edge_mutants(
                 f"{kind} (a value no correct answer has)",
                 targets=sorted(targets),
                 writes=writes,
-                modes={p: m for p, m in modes.items() if writes.get(p) is not None} | _hidden_modes(writes, modes),
+                modes={p: m for p, m in modes.items() if writes.get(p) is not None} | _hidden_modes(writes),
                 links=links,
             )
         )
@@ -233,6 +229,10 @@ def changed_database(kind: str, data: bytes) -> bytes | None:
         path.write_bytes(data)
         try:
             with closing(sqlite3.connect(path)) as db:
+                db.execute("PRAGMA trusted_schema = OFF")  # the task's database is untrusted: none of its triggers
+                triggers = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")]
+                for trigger in triggers:
+                    db.execute('DROP TRIGGER "' + trigger.replace('"', '""') + '"')
                 changed = 0
                 tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
                 for table in (t for t in tables if not t.startswith("sqlite_")):
@@ -258,7 +258,7 @@ def _hidden(path: str) -> str:
     return posixpath.join(posixpath.dirname(path), HIDDEN, posixpath.basename(path))
 
 
-def _hidden_modes(writes: dict[str, bytes | None], modes: dict[str, int]) -> dict[str, int]:
+def _hidden_modes(writes: dict[str, bytes | None]) -> dict[str, int]:
     return {p: 0o644 for p in writes if f"/{HIDDEN}/" in p}
 
 
@@ -289,6 +289,34 @@ def _functions_only(source: bytes) -> bool:
         return False
     public = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef) and not n.name.startswith("_")]
     return bool(public) and all(isinstance(n, ast.FunctionDef) for n in public)
+
+
+@dataclass(frozen=True)
+class ProgramAnswer:
+    """A program of the work the traced verifier ran, with what its runs printed and wrote."""
+
+    path: str
+    python: bool
+    """A Python runs it as a script (it is wrapped); else its recorded runs are replayed."""
+    recorded: list[Recorded]
+    outputs: list[int]
+    """Positions of its arguments that name a file it wrote."""
+    fixed: dict[str, str]
+    """Files it wrote at paths no argument named (an output it always writes), with what they held after the run
+    (empty where not kept)."""
+
+
+def _program_answers(effect: Effect, observation: Observation | None) -> list[ProgramAnswer]:
+    trace = observation.trace if observation is not None and observation.observed else None
+    if observation is None or trace is None:
+        return []
+    found = []
+    for (path, python), runs in work_programs(effect, trace).items():
+        outputs = output_positions(trace, runs, python)
+        recorded = recorded_runs(runs, python, outputs, observation.outputs)
+        fixed = {f: observation.outputs.get(f, "") for f in _fixed_outputs(trace, runs, outputs, python)}
+        found.append(ProgramAnswer(path, python, recorded, outputs, fixed))
+    return found
 
 
 def _fixed_outputs(trace: VerifierTrace, runs: list[TracedRun], outputs: list[int], python: bool) -> list[str]:
