@@ -4,6 +4,10 @@ are, blank lines skipped)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+MAX_SOURCE_BYTES = 256 * 1024
+
 
 def utf8_text(data: bytes) -> str | None:
     """The UTF-8 text of `data`, or None for binary content (a NUL byte, or bytes that are not UTF-8)."""
@@ -13,6 +17,20 @@ def utf8_text(data: bytes) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def folder_texts(folder: Path, max_bytes: int = MAX_SOURCE_BYTES) -> list[tuple[Path, str]]:
+    """Each regular file under `folder` (sorted; links skipped: a task's folder is untrusted) with its text, its
+    first `max_bytes` decoded as UTF-8 with replacements; unreadable files are skipped."""
+    found = []
+    for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        if path.is_file() and not path.is_symlink():
+            try:
+                with path.open("rb") as fh:
+                    found.append((path, fh.read(max_bytes).decode("utf-8", "replace")))
+            except OSError:
+                continue
+    return found
 
 
 def numbered_dockerfile_lines(text: str) -> list[tuple[int, str]]:

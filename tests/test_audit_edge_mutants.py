@@ -377,3 +377,14 @@ def test_a_module_with_a_public_class_gets_no_edge_mutant():
         f"open\t1\t3\t0\t{path}\nexit\t1\t0"
     )
     assert edge_mutants(effect, Observation(observed=True, trace=trace), "", NONE, EVERYTHING) == []
+
+
+def test_verifier_sources_skip_links_out_of_the_task_and_read_large_files_in_part(tmp_path: Path):
+    outside = tmp_path / "host-secret.sh"
+    outside.write_text("[[ $leak -eq $other ]]\n")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "link.sh").symlink_to(outside)  # a stranger's task: never read through
+    (tests / "big.sh").write_text("[[ $got -eq $want ]]\n" + "#" * 400_000)
+    sources = verifier_sources(tests)
+    assert arithmetic_names(sources.shell) == ["got", "want"] and len(sources.shell[0]) == 256 * 1024

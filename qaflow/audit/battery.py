@@ -42,7 +42,7 @@ from qaflow.audit.observation import Observation
 from qaflow.audit.probe_run import ProbeRun
 from qaflow.models.audit import AuditFinding
 from qaflow.task import Task
-from qaflow.text import utf8_text
+from qaflow.text import folder_texts, utf8_text
 from qaflow.trial.effects import ChangeKind, Effect
 
 
@@ -192,17 +192,9 @@ class TrustBoundaryProbe:
         return judge_exploits(evidence.nop, runs, exploits, evidence.where)
 
 
-MAX_VISIBLE_BYTES = 200_000
-
-
 def agent_visible_text(task: Task) -> str:
     """What the agent can read of the task before it works: the instruction and the environment's files."""
-    parts = [task.instruction]
-    folder = task.environment_dir
-    for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
-        if path.is_file() and path.stat().st_size <= MAX_VISIBLE_BYTES:
-            parts.append(path.read_text(encoding="utf-8", errors="replace"))
-    return "\n".join(parts)
+    return "\n".join([task.instruction, *(text for _, text in folder_texts(task.environment_dir))])
 
 
 PICKLE_PROTO = b"\x80"

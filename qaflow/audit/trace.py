@@ -125,15 +125,9 @@ class VerifierTrace(BaseModel):
                 out[e.path] = None
         return list(out)
 
-    def took(self, path: str) -> bool:
-        """Whether the verifier read, ran or looked at `path` (found it), or read the entries of its folder."""
-        folder = posixpath.dirname(path)
-        for e in self.events:
-            if e.path == path and not e.failed and not e.writes and e.op in ("open", "stat", "exec"):
-                return True
-            if e.lists and e.path == folder:
-                return True
-        return False
+    def taken(self) -> set[str]:
+        """Paths the verifier read, ran or looked at (and found), and the folders it read the entries of."""
+        return {e.path for e in self.events if not e.failed and not e.writes and e.op in ("open", "stat", "exec")}
 
     def listed(self) -> list[str]:
         """Folders the verifier read the entries of, in order."""

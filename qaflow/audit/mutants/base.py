@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import posixpath
 import random
 import re
 import shlex
@@ -130,6 +131,8 @@ def deliverables(observation: Observation | None, focus: str) -> Callable[[str],
     folder of is no target."""
     trace = observation.trace if observation is not None and observation.observed else None
     regenerated = trace.regenerated() if trace is not None else set()
+    listed = set(trace.listed()) if trace is not None else set()
+    taken = trace.taken() if trace is not None and not trace.truncated else None
 
     def deliverable(path: str) -> bool:
         if path in regenerated:
@@ -143,7 +146,9 @@ def deliverables(observation: Observation | None, focus: str) -> Callable[[str],
         if observation is None:
             return True
         if not observation.reads_all_seen():
-            return trace.took(path) or observation.touched(path) if trace is not None and not trace.truncated else True
+            if taken is None:
+                return True
+            return path in taken or posixpath.dirname(path) in listed or observation.touched(path)
         return observation.touched(path)
 
     return deliverable

@@ -42,12 +42,12 @@ from pathlib import Path
 
 from qaflow.audit.mutants import edge_values
 from qaflow.audit.mutants.base import Mutant, MutantKind, is_code, is_scratch, oracle_state
-from qaflow.audit.mutants.edge_values import change_text
+from qaflow.audit.mutants.edge_values import change_text, constant_answer
 from qaflow.audit.mutants.output import Recorded, printing_program, recorded_runs, unique_keys, work_programs
 from qaflow.audit.mutants.stated import asks_for_order
 from qaflow.audit.observation import MAX_MODULES, Observation, imported_modules
 from qaflow.audit.trace import TracedRun, VerifierTrace, output_positions, python_readers, script_of
-from qaflow.text import utf8_text
+from qaflow.text import folder_texts, utf8_text
 from qaflow.trial.effects import Effect
 
 MAX_ARITHMETIC_NAMES = 2
@@ -58,7 +58,7 @@ _ARITH_BLOCK = re.compile(r"\(\((.*?)\)\)|\blet\s+([^;\n]+)")
 _NAME = re.compile(r"\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 _CAPTURE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)=[\"']?\$\(")
 _PATTERN_TEST = re.compile(r"\[\[[^\]]*(?:==|!=|\s=\s)[^\]]*\]\]|\bcase\s+\S+\s+in\b")
-_SHELL_BANG = re.compile(rb"#!\s*\S*(?:/|env\s+)(?:ba|da|z|k)?sh\b")
+_SHELL_BANG = re.compile(r"#!\s*\S*(?:/|env\s+)(?:ba|da|z|k)?sh\b")
 _SINGLE_TEST = re.compile(r"(?<![\[\w])(?:\[\s([^\]\n]*?)\s\](?!\])|\btest\s([^;&|\n]*))")
 _UNQUOTED_VAR = re.compile(r"(?:^|\s)\$\{?[A-Za-z_]\w*\}?(?=\s|$)")
 _REGEX_USE = re.compile(
@@ -79,12 +79,8 @@ def verifier_sources(tests_dir: Path) -> VerifierSources:
     """The verifier's text files, its shell scripts (by suffix or `#!` line) apart."""
     shell: list[str] = []
     other: list[str] = []
-    for path in sorted(tests_dir.rglob("*")) if tests_dir.is_dir() else []:
-        if not path.is_file() or path.stat().st_size > 200_000:
-            continue
-        data = path.read_bytes()
-        text = data.decode("utf-8", "replace")
-        (shell if path.suffix in (".sh", ".bash") or _SHELL_BANG.match(data) else other).append(text)
+    for path, text in folder_texts(tests_dir):
+        (shell if path.suffix in (".sh", ".bash") or _SHELL_BANG.match(text) else other).append(text)
     return VerifierSources(shell=shell, other=other)
 
 
@@ -329,11 +325,7 @@ def _fixed_outputs(trace: VerifierTrace, runs: list[TracedRun], outputs: list[in
 
 def _changed(kind: str, recorded: list[Recorded], fixed: dict[str, str]) -> bool:
     texts = [r.stdout for r in recorded] + [t for r in recorded for t in r.files.values()] + list(fixed.values())
-    return any(change_text(kind, t) is not None for t in texts if t or _constant_kind(kind))
-
-
-def _constant_kind(kind: str) -> bool:
-    return kind in edge_values.CONSTANTS or kind.startswith("arithmetic:")
+    return any(change_text(kind, t) is not None for t in texts if t or constant_answer(kind) is not None)
 
 
 def _replayed(kind: str, recorded: list[Recorded], outputs: list[int]) -> str:
@@ -345,7 +337,7 @@ def _replayed(kind: str, recorded: list[Recorded], outputs: list[int]) -> str:
         key = r.key if unique else ""
         printed[key] = change_text(kind, r.stdout) or r.stdout
         written[key] = {i: change_text(kind, t) or t for i, t in r.files.items()}
-    if _constant_kind(kind):
+    if constant_answer(kind) is not None:
         printed.setdefault("", change_text(kind, "") or "")
     return printing_program(recorded, printed, python=False, outputs=outputs, written=written)
 

@@ -38,7 +38,8 @@ def is_mapping(text: str) -> bool:
 CONSTANTS = {"pattern": "*", "regex": ".*", "word-split": "1 -o 1"}
 
 
-def _constant(kind: str) -> "str | None":
+def constant_answer(kind: str) -> "str | None":
+    """The answer a kind puts on every line (`*`, a variable's name); None for kinds that change values."""
     if kind.startswith("arithmetic:"):
         return kind.split(":", 1)[1]
     return CONSTANTS.get(kind)
@@ -55,7 +56,7 @@ def _each_line(word: str, text: str) -> str:
 
 def change_value(kind: str, value: Any) -> Any:
     """`value` (a function's result) changed by `kind`; the same object where the kind changes nothing in it."""
-    word = _constant(kind)
+    word = constant_answer(kind)
     if isinstance(value, str):
         if word is not None:
             return _each_line(word, value).rstrip("\n") if value.strip() else word
@@ -86,7 +87,7 @@ def _dump(doc: Any, like: str) -> str:
 
 def change_text(kind: str, text: str) -> "str | None":
     """`text` changed by `kind`; None where the kind changes nothing in it."""
-    word = _constant(kind)
+    word = constant_answer(kind)
     if word is not None:
         new = _each_line(word, text)
         return new if new != text else None
